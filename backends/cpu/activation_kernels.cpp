@@ -1,0 +1,318 @@
+// CPU kernels of the unary math ops, activations (and their *_grad ops), softmax and log_softmax.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "backends/cpu/kernels.h"
+
+namespace tower::cpu {
+
+namespace {
+
+// y = f(x) elementwise for float inputs; f is a generic lambda called with T.
+template <typename F>
+void map_float(KernelContext& ctx, const char* op, F f) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  dispatch_floating(x.dtype(), op, [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    parallel_for(ctx, x.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+      for (auto i = b; i < e; ++i) py[i] = f(px[i]);
+    });
+  });
+}
+
+// As map_float, for the ops that also take integer inputs.
+template <typename F>
+void map_any(KernelContext& ctx, const char* op, F f) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  dispatch_any(x.dtype(), op, [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    parallel_for(ctx, x.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+      for (auto i = b; i < e; ++i) py[i] = static_cast<T>(f(px[i]));
+    });
+  });
+}
+
+// out = f(dy, v) elementwise: the activation gradients, v being the forward output or input.
+template <typename F>
+void map_grad(KernelContext& ctx, const char* op, F f) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& v = ctx.inputs[1];
+  Tensor& out = ctx.outputs[0];
+  dispatch_floating(dy.dtype(), op, [&]<typename T>() {
+    const T* pd = dy.data<T>();
+    const T* pv = v.data<T>();
+    T* po = out.data<T>();
+    parallel_for(ctx, out.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+      for (auto i = b; i < e; ++i) po[i] = f(pd[i], pv[i]);
+    });
+  });
+}
+
+template <typename T>
+T sigmoid_of(T x) {
+  // Two branches so that exp never overflows.
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+template <typename T>
+T sign_of(T x) {
+  if constexpr (std::is_unsigned_v<T>) return static_cast<T>(x != 0);
+  else return static_cast<T>((T(0) < x) - (x < T(0)));
+}
+
+// Integer negation and squaring wrap around as in NumPy; unsigned arithmetic keeps that defined.
+template <typename T>
+T negative_of(T x) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(0u - static_cast<std::make_unsigned_t<T>>(x));
+  else return -x;
+}
+template <typename T>
+T square_of(T x) {
+  if constexpr (std::is_integral_v<T>) {
+    auto u = static_cast<std::make_unsigned_t<T>>(x);
+    return static_cast<T>(static_cast<std::uint64_t>(u) * static_cast<std::uint64_t>(u));
+  } else {
+    return x * x;
+  }
+}
+template <typename T>
+T abs_of(T x) {
+  if constexpr (std::is_unsigned_v<T>) return x;
+  else return x < T(0) ? negative_of(x) : x;
+}
+
+void negative_kernel(KernelContext& ctx) {
+  map_any(ctx, "negative", [](auto x) { return negative_of(x); });
+}
+void exp_kernel(KernelContext& ctx) {
+  map_float(ctx, "exp", [](auto x) { return std::exp(x); });
+}
+void log_kernel(KernelContext& ctx) {
+  map_float(ctx, "log", [](auto x) { return std::log(x); });
+}
+void sqrt_kernel(KernelContext& ctx) {
+  map_float(ctx, "sqrt", [](auto x) { return std::sqrt(x); });
+}
+void square_kernel(KernelContext& ctx) {
+  map_any(ctx, "square", [](auto x) { return square_of(x); });
+}
+void abs_kernel(KernelContext& ctx) {
+  map_any(ctx, "abs", [](auto x) { return abs_of(x); });
+}
+void sign_kernel(KernelContext& ctx) {
+  map_any(ctx, "sign", [](auto x) { return sign_of(x); });
+}
+void relu_kernel(KernelContext& ctx) {
+  map_float(ctx, "relu", [](auto x) { return x > 0 ? x : decltype(x)(0); });
+}
+void leaky_relu_kernel(KernelContext& ctx) {
+  double alpha = ctx.attrs().get_float("alpha");
+  map_float(ctx, "leaky_relu", [alpha](auto x) {
+    using T = decltype(x);
+    return x > 0 ? x : static_cast<T>(alpha) * x;
+  });
+}
+void elu_kernel(KernelContext& ctx) {
+  double alpha = ctx.attrs().get_float("alpha");
+  map_float(ctx, "elu", [alpha](auto x) {
+    using T = decltype(x);
+    return x > 0 ? x : static_cast<T>(alpha) * std::expm1(x);  // expm1: exact near 0
+  });
+}
+void sigmoid_kernel(KernelContext& ctx) {
+  map_float(ctx, "sigmoid", [](auto x) { return sigmoid_of(x); });
+}
+void tanh_kernel(KernelContext& ctx) {
+  map_float(ctx, "tanh", [](auto x) { return std::tanh(x); });
+}
+
+void relu_grad_kernel(KernelContext& ctx) {
+  map_grad(ctx, "relu_grad", [](auto dy, auto y) { return y > 0 ? dy : decltype(dy)(0); });
+}
+void leaky_relu_grad_kernel(KernelContext& ctx) {
+  double alpha = ctx.attrs().get_float("alpha");
+  map_grad(ctx, "leaky_relu_grad", [alpha](auto dy, auto x) {
+    using T = decltype(dy);
+    return x > 0 ? dy : static_cast<T>(alpha) * dy;
+  });
+}
+void elu_grad_kernel(KernelContext& ctx) {
+  double alpha = ctx.attrs().get_float("alpha");
+  map_grad(ctx, "elu_grad", [alpha](auto dy, auto x) {
+    using T = decltype(dy);
+    return x > 0 ? dy : dy * static_cast<T>(alpha) * std::exp(x);
+  });
+}
+void sigmoid_grad_kernel(KernelContext& ctx) {
+  map_grad(ctx, "sigmoid_grad", [](auto dy, auto y) { return dy * y * (decltype(y)(1) - y); });
+}
+void tanh_grad_kernel(KernelContext& ctx) {
+  map_grad(ctx, "tanh_grad", [](auto dy, auto y) { return dy * (decltype(y)(1) - y * y); });
+}
+
+// ---- softmax family ----------------------------------------------------------------------------
+// A tensor seen as (outer, n, inner) around the softmax axis: each of the outer * inner "lanes" is
+// n elements `inner` apart. The last axis (inner == 1) is the common, contiguous case.
+struct Lanes {
+  std::int64_t outer = 1, n = 1, inner = 1;
+};
+
+Lanes lanes_of(const Shape& shape, int axis_attr, const char* op) {
+  int axis = shape.normalize_axis(axis_attr, op);
+  Lanes l;
+  for (int i = 0; i < axis; ++i) l.outer *= shape[i];
+  l.n = shape[axis];
+  for (int i = axis + 1; i < shape.rank(); ++i) l.inner *= shape[i];
+  return l;
+}
+
+// Calls lane(offset, stride) for every lane, lanes split over the pool. Lanes are numbered
+// outer-major so that neighbouring lanes of a non-last axis touch neighbouring memory. For the last
+// axis the stride is the compile-time constant 1, so the lane loops are contiguous.
+template <typename F>
+void for_each_lane(KernelContext& ctx, const Lanes& l, F lane) {
+  std::int64_t lanes = l.outer * l.inner;
+  if (lanes == 0 || l.n == 0) return;
+  std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / (4 * l.n));  // ~4 passes per element
+  if (l.inner == 1) {
+    parallel_for(ctx, lanes, grain, [&](std::int64_t b, std::int64_t e) {
+      for (auto k = b; k < e; ++k) lane(k * l.n, std::integral_constant<std::int64_t, 1>{});
+    });
+    return;
+  }
+  parallel_for(ctx, lanes, grain, [&](std::int64_t b, std::int64_t e) {
+    for (auto k = b; k < e; ++k) {
+      std::int64_t o = k / l.inner, i = k % l.inner;
+      lane(o * l.n * l.inner + i, l.inner);
+    }
+  });
+}
+
+// Largest element of a lane (the stabilizing shift).
+template <typename T, typename S>
+T lane_max(const T* x, std::int64_t n, S s) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (std::int64_t j = 0; j < n; ++j) m = std::max(m, x[j * s]);
+  return m;
+}
+
+void softmax_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];  // (..., n, ...)
+  Tensor& y = ctx.outputs[0];       // x's shape
+  Lanes l = lanes_of(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax");
+  dispatch_floating(x.dtype(), "softmax", [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
+      const T* a = px + off;
+      T* b = py + off;
+      T m = lane_max(a, l.n, s);
+      T sum = 0;
+      for (std::int64_t j = 0; j < l.n; ++j) {
+        T e = std::exp(a[j * s] - m);
+        b[j * s] = e;
+        sum += e;
+      }
+      T inv = T(1) / sum;
+      for (std::int64_t j = 0; j < l.n; ++j) b[j * s] *= inv;
+    });
+  });
+}
+
+void log_softmax_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];  // (..., n, ...)
+  Tensor& y = ctx.outputs[0];       // x's shape
+  Lanes l = lanes_of(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax");
+  dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
+      const T* a = px + off;
+      T* b = py + off;
+      T m = lane_max(a, l.n, s);
+      T sum = 0;
+      for (std::int64_t j = 0; j < l.n; ++j) sum += std::exp(a[j * s] - m);
+      T shift = m + std::log(sum);  // log-sum-exp
+      for (std::int64_t j = 0; j < l.n; ++j) b[j * s] = a[j * s] - shift;
+    });
+  });
+}
+
+// dx = y (dy - sum(dy y)) along the axis.
+void softmax_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& y = ctx.inputs[1];  // softmax output
+  Tensor& dx = ctx.outputs[0];
+  Lanes l = lanes_of(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax_grad");
+  dispatch_floating(dy.dtype(), "softmax_grad", [&]<typename T>() {
+    const T* pd = dy.data<T>();
+    const T* py = y.data<T>();
+    T* po = dx.data<T>();
+    for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
+      T dot = 0;
+      for (std::int64_t j = 0; j < l.n; ++j) dot += pd[off + j * s] * py[off + j * s];
+      for (std::int64_t j = 0; j < l.n; ++j) {
+        std::int64_t k = off + j * s;
+        po[k] = py[k] * (pd[k] - dot);
+      }
+    });
+  });
+}
+
+// dx = dy - exp(y) sum(dy) along the axis.
+void log_softmax_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& y = ctx.inputs[1];  // log_softmax output
+  Tensor& dx = ctx.outputs[0];
+  Lanes l = lanes_of(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax_grad");
+  dispatch_floating(dy.dtype(), "log_softmax_grad", [&]<typename T>() {
+    const T* pd = dy.data<T>();
+    const T* py = y.data<T>();
+    T* po = dx.data<T>();
+    for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
+      T sum = 0;
+      for (std::int64_t j = 0; j < l.n; ++j) sum += pd[off + j * s];
+      for (std::int64_t j = 0; j < l.n; ++j) {
+        std::int64_t k = off + j * s;
+        po[k] = pd[k] - std::exp(py[k]) * sum;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_activation_kernels() {
+  const DeviceKind cpu = DeviceKind::cpu;
+  register_kernel("negative", cpu, negative_kernel);
+  register_kernel("exp", cpu, exp_kernel);
+  register_kernel("log", cpu, log_kernel);
+  register_kernel("sqrt", cpu, sqrt_kernel);
+  register_kernel("square", cpu, square_kernel);
+  register_kernel("abs", cpu, abs_kernel);
+  register_kernel("sign", cpu, sign_kernel);
+  register_kernel("relu", cpu, relu_kernel);
+  register_kernel("leaky_relu", cpu, leaky_relu_kernel);
+  register_kernel("elu", cpu, elu_kernel);
+  register_kernel("sigmoid", cpu, sigmoid_kernel);
+  register_kernel("tanh", cpu, tanh_kernel);
+  register_kernel("relu_grad", cpu, relu_grad_kernel);
+  register_kernel("leaky_relu_grad", cpu, leaky_relu_grad_kernel);
+  register_kernel("elu_grad", cpu, elu_grad_kernel);
+  register_kernel("sigmoid_grad", cpu, sigmoid_grad_kernel);
+  register_kernel("tanh_grad", cpu, tanh_grad_kernel);
+  register_kernel("softmax", cpu, softmax_kernel);
+  register_kernel("log_softmax", cpu, log_softmax_kernel);
+  register_kernel("softmax_grad", cpu, softmax_grad_kernel);
+  register_kernel("log_softmax_grad", cpu, log_softmax_grad_kernel);
+}
+
+}  // namespace tower::cpu

@@ -1,0 +1,74 @@
+// CpuDevice and the CPU backend's registration (device factory and every CPU kernel group).
+#include "backends/cpu/cpu_device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "backends/cpu/kernels.h"
+#include "core/error.h"
+
+namespace tower {
+
+namespace {
+std::mutex threads_mutex;
+std::map<int, int>& configured_threads() {
+  static std::map<int, int> m;
+  return m;
+}
+
+int default_threads(int index) {
+  std::lock_guard lock(threads_mutex);
+  if (auto it = configured_threads().find(index); it != configured_threads().end()) return it->second;
+  if (index > 0) return 1;
+  if (const char* env = std::getenv("TOWER_CPU_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+}  // namespace
+
+void set_cpu_device_threads(int index, int threads) {
+  std::lock_guard lock(threads_mutex);
+  configured_threads()[index] = threads;
+}
+
+CpuDevice::CpuDevice(int index, int threads) : Device(DeviceKind::cpu, index), pool_(threads) {}
+
+void* CpuDevice::do_allocate(std::size_t bytes) {
+  std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p)
+    raise<OutOfMemoryError>("{}: out of memory allocating {} bytes ({} in use); use a smaller batch", name(), bytes,
+                            memory_stats().in_use);
+  return p;
+}
+
+void CpuDevice::do_deallocate(void* ptr, std::size_t) { std::free(ptr); }
+
+void CpuDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuDevice::copy_within(void* dst, const void* src, std::size_t bytes) { std::memmove(dst, src, bytes); }
+
+void register_cpu_backend() {
+  register_device_factory(DeviceKind::cpu, DeviceFactory{
+                                               [] { return -1; },
+                                               [](int index) -> std::unique_ptr<Device> {
+                                                 return std::make_unique<CpuDevice>(index, default_threads(index));
+                                               },
+                                           });
+  cpu::register_basic_kernels();
+  cpu::register_math_kernels();
+  cpu::register_activation_kernels();
+  cpu::register_reduce_kernels();
+  cpu::register_nn_kernels();
+  cpu::register_array_kernels();
+  cpu::register_loss_kernels();
+  cpu::register_optimizer_kernels();
+}
+
+}  // namespace tower

@@ -1,0 +1,29 @@
+// The CPU kernel groups, one file each (backends/cpu/*_kernels.cpp), and small helpers they share.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/cpu_device.h"
+#include "core/tensor.h"
+
+namespace tower::cpu {
+
+void register_basic_kernels();       // basic_kernels.cpp
+void register_math_kernels();        // math_kernels.cpp: elementwise binary, matmul, bias_add
+void register_activation_kernels();  // activation_kernels.cpp: unary math, activations, softmax
+void register_reduce_kernels();      // reduce_kernels.cpp
+void register_nn_kernels();          // conv_kernels.cpp, pool_kernels.cpp, batch_norm_kernels.cpp, dropout_kernels.cpp
+void register_array_kernels();       // array_kernels.cpp
+void register_loss_kernels();        // loss_kernels.cpp
+void register_optimizer_kernels();   // optimizer_kernels.cpp
+
+// Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
+constexpr std::int64_t kElementwiseGrain = 1 << 15;
+
+// Runs fn(begin, end) over [0, n) on the kernel's device pool in chunks of at least `grain`.
+template <typename F>
+void parallel_for(KernelContext& ctx, std::int64_t n, std::int64_t grain, F&& fn) {
+  cpu_pool(ctx).parallel_for(n, grain, fn);
+}
+
+}  // namespace tower::cpu

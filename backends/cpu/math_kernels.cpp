@@ -1,0 +1,196 @@
+// CPU kernels of the math ops: broadcasting binary arithmetic, scale, sum_to, broadcast_like,
+// matmul (OpenBLAS, split into row blocks over the device's pool) and bias_add.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/strided.h"
+
+namespace tower::cpu {
+
+namespace {
+
+// y = f(a, b) with NumPy broadcasting; a, b, y share one dtype.
+template <typename F>
+void binary_kernel(KernelContext& ctx, const char* op, F f) {
+  const Tensor& a = ctx.inputs[0];
+  const Tensor& b = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  dispatch_any(y.dtype(), op, [&]<typename T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    const std::int64_t n = y.num_elements();
+    if (a.shape() == b.shape()) {
+      parallel_for(ctx, n, kElementwiseGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (auto i = lo; i < hi; ++i) py[i] = f(pa[i], pb[i]);
+      });
+      return;
+    }
+    if (b.num_elements() == 1 && a.num_elements() == n) {
+      const T s = pb[0];
+      parallel_for(ctx, n, kElementwiseGrain, [&](std::int64_t lo, std::int64_t hi) {
+        for (auto i = lo; i < hi; ++i) py[i] = f(pa[i], s);
+      });
+      return;
+    }
+    const Dims dims = y.shape().dims();
+    const Dims sa = broadcast_strides(a.shape(), y.shape()), sb = broadcast_strides(b.shape(), y.shape());
+    const std::int64_t row_len = dims.empty() ? 1 : dims.back();
+    parallel_for(ctx, num_rows(dims), std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(row_len, 1)),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                   const std::array<const Dims*, 2> strides{&sa, &sb};
+                   std::int64_t out = lo * row_len;
+                   for_each_row<2>(dims, strides, lo, hi, [&](const std::array<std::int64_t, 2>& off, std::int64_t len) {
+                     const std::int64_t ia = sa.empty() ? 0 : sa.back(), ib = sb.empty() ? 0 : sb.back();
+                     const T* ra = pa + off[0];
+                     const T* rb = pb + off[1];
+                     for (std::int64_t k = 0; k < len; ++k) py[out + k] = f(ra[k * ia], rb[k * ib]);
+                     out += len;
+                   });
+                 });
+  });
+}
+
+void add_kernel(KernelContext& ctx) { binary_kernel(ctx, "add", [](auto a, auto b) { return a + b; }); }
+void subtract_kernel(KernelContext& ctx) { binary_kernel(ctx, "subtract", [](auto a, auto b) { return a - b; }); }
+void multiply_kernel(KernelContext& ctx) { binary_kernel(ctx, "multiply", [](auto a, auto b) { return a * b; }); }
+void divide_kernel(KernelContext& ctx) { binary_kernel(ctx, "divide", [](auto a, auto b) { return a / b; }); }
+void maximum_kernel(KernelContext& ctx) { binary_kernel(ctx, "maximum", [](auto a, auto b) { return a >= b ? a : b; }); }
+void minimum_kernel(KernelContext& ctx) { binary_kernel(ctx, "minimum", [](auto a, auto b) { return a <= b ? a : b; }); }
+void compare_mask_kernel(KernelContext& ctx) {
+  if (ctx.attrs().get_string("mode") == "ge")
+    binary_kernel(ctx, "compare_mask", [](auto a, auto b) { return static_cast<decltype(a)>(a >= b ? 1 : 0); });
+  else
+    binary_kernel(ctx, "compare_mask", [](auto a, auto b) { return static_cast<decltype(a)>(a <= b ? 1 : 0); });
+}
+
+void scale_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const double factor = ctx.attrs().get_float("factor");
+  dispatch_floating(x.dtype(), "scale", [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    const T f = static_cast<T>(factor);
+    parallel_for(ctx, x.num_elements(), kElementwiseGrain, [&](std::int64_t lo, std::int64_t hi) {
+      for (auto i = lo; i < hi; ++i) py[i] = px[i] * f;
+    });
+  });
+}
+
+// y (like's shape) = x summed over the axes along which like was broadcast.
+void sum_to_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Shape& like = ctx.outputs[0].shape();
+  std::vector<int> axes;
+  const int lead = x.shape().rank() - like.rank();
+  for (int d = 0; d < x.shape().rank(); ++d)
+    if (d < lead || (like[d - lead] == 1 && x.shape()[d] != 1)) axes.push_back(d);
+  sum_over_axes(ctx, x, axes, ctx.outputs[0]);
+}
+
+void broadcast_like_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  dispatch_any(y.dtype(), "broadcast_like", [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    const Dims dims = y.shape().dims();
+    const Dims sx = broadcast_strides(x.shape(), y.shape());
+    const std::int64_t row_len = dims.empty() ? 1 : dims.back();
+    parallel_for(ctx, num_rows(dims), std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(row_len, 1)),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                   std::int64_t out = lo * row_len;
+                   for_each_row<1>(dims, {&sx}, lo, hi, [&](const std::array<std::int64_t, 1>& off, std::int64_t len) {
+                     const std::int64_t step = sx.empty() ? 0 : sx.back();
+                     for (std::int64_t k = 0; k < len; ++k) py[out + k] = px[off[0] + k * step];
+                     out += len;
+                   });
+                 });
+  });
+}
+
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, 0.0f, c, ldc);
+}
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
+              ldb, 0.0, c, ldc);
+}
+
+// y (m, n) = op(a) (m, k) x op(b) (k, n). Row blocks of y run on the pool's threads; OpenBLAS
+// itself is single-threaded so that every CPU device owns exactly its pool's threads.
+void matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.inputs[0];
+  const Tensor& b = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+  const auto m = y.shape()[0], n = y.shape()[1];
+  const auto k = a.shape()[ta ? 0 : 1];
+  const int lda = static_cast<int>(a.shape()[1]), ldb = static_cast<int>(b.shape()[1]);
+  dispatch_floating(y.dtype(), "matmul", [&]<typename T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    if (k == 0) {
+      std::fill(py, py + m * n, T(0));
+      return;
+    }
+    // About 1 MFLOP per block at least; fewer, larger blocks keep OpenBLAS efficient.
+    const std::int64_t grain = std::max<std::int64_t>(16, (1 << 20) / std::max<std::int64_t>(1, 2 * n * k));
+    parallel_for(ctx, m, grain, [&](std::int64_t lo, std::int64_t hi) {
+      const T* a_rows = ta ? pa + lo : pa + lo * lda;  // op(a) rows lo..hi are a's columns when transposed
+      gemm(ta, tb, static_cast<int>(hi - lo), static_cast<int>(n), static_cast<int>(k), a_rows, lda, pb, ldb,
+           py + lo * n, static_cast<int>(n));
+    });
+  });
+}
+
+void bias_add_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& bias = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  dispatch_floating(x.dtype(), "bias_add", [&]<typename T>() {
+    const T* px = x.data<T>();
+    const T* pb = bias.data<T>();
+    T* py = y.data<T>();
+    const std::int64_t c = bias.num_elements(), rows = x.num_elements() / std::max<std::int64_t>(c, 1);
+    parallel_for(ctx, rows, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(c, 1)),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                   for (auto r = lo; r < hi; ++r)
+                     for (std::int64_t j = 0; j < c; ++j) py[r * c + j] = px[r * c + j] + pb[j];
+                 });
+  });
+}
+
+void bias_add_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  std::vector<int> axes;
+  for (int d = 0; d + 1 < dy.shape().rank(); ++d) axes.push_back(d);
+  sum_over_axes(ctx, dy, axes, ctx.outputs[0]);
+}
+
+}  // namespace
+
+void register_math_kernels() {
+  openblas_set_num_threads(1);  // parallelism comes from each CPU device's pool
+  register_kernel("add", DeviceKind::cpu, add_kernel);
+  register_kernel("subtract", DeviceKind::cpu, subtract_kernel);
+  register_kernel("multiply", DeviceKind::cpu, multiply_kernel);
+  register_kernel("divide", DeviceKind::cpu, divide_kernel);
+  register_kernel("maximum", DeviceKind::cpu, maximum_kernel);
+  register_kernel("minimum", DeviceKind::cpu, minimum_kernel);
+  register_kernel("compare_mask", DeviceKind::cpu, compare_mask_kernel);
+  register_kernel("scale", DeviceKind::cpu, scale_kernel);
+  register_kernel("sum_to", DeviceKind::cpu, sum_to_kernel);
+  register_kernel("broadcast_like", DeviceKind::cpu, broadcast_like_kernel);
+  register_kernel("matmul", DeviceKind::cpu, matmul_kernel);
+  register_kernel("bias_add", DeviceKind::cpu, bias_add_kernel);
+  register_kernel("bias_add_grad", DeviceKind::cpu, bias_add_grad_kernel);
+}
+
+}  // namespace tower::cpu

@@ -1,0 +1,49 @@
+// Private to the CPU backend: registration of the nn kernel files and the 2-D window geometry
+// (strides, dilation, TF-style "same"/"valid" padding) that conv and pooling kernels share.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/op_registry.h"
+
+namespace tower::cpu {
+
+void register_conv_kernels();        // conv_kernels.cpp
+void register_pool_kernels();        // pool_kernels.cpp
+void register_batch_norm_kernels();  // batch_norm_kernels.cpp
+void register_dropout_kernels();     // dropout_kernels.cpp
+
+// Where the windows of a conv or pooling op over x (batch, in_h, in_w, c) sit. Output position
+// (oy, ox) reads input rows oy * stride_h - pad_top + i * dilation_h, i < kernel_h (columns alike).
+struct Window2D {
+  std::int64_t batch, in_h, in_w, channels;
+  std::int64_t out_h, out_w;
+  std::int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h = 1, dilation_w = 1;
+  std::int64_t pad_top = 0, pad_left = 0;
+};
+
+// The window geometry from the node's attrs, the x shape (batch, h, w, c), the window size and the
+// output size the shape function gave. "same" pads as TF: total = max((out - 1) * s + (k - 1) * d + 1
+// - in, 0), the smaller half before.
+inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64_t kernel_h, std::int64_t kernel_w,
+                            std::int64_t out_h, std::int64_t out_w) {
+  const Attrs& attrs = ctx.attrs();
+  Window2D w{.batch = x[0], .in_h = x[1], .in_w = x[2], .channels = x[3], .out_h = out_h, .out_w = out_w,
+             .kernel_h = kernel_h, .kernel_w = kernel_w, .stride_h = attrs.get_ints("strides")[0],
+             .stride_w = attrs.get_ints("strides")[1]};
+  if (attrs.has("dilation_rate")) {
+    w.dilation_h = attrs.get_ints("dilation_rate")[0];
+    w.dilation_w = attrs.get_ints("dilation_rate")[1];
+  }
+  if (attrs.get_string("padding") == "same") {
+    auto pad_total = [](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t d) {
+      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0);
+    };
+    w.pad_top = pad_total(w.in_h, out_h, kernel_h, w.stride_h, w.dilation_h) / 2;
+    w.pad_left = pad_total(w.in_w, out_w, kernel_w, w.stride_w, w.dilation_w) / 2;
+  }
+  return w;
+}
+
+}  // namespace tower::cpu

@@ -1,0 +1,158 @@
+// Device bookkeeping, cross-device copies and the device registry.
+#include "core/device.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "core/registry_init.h"
+
+namespace tower {
+
+std::string_view device_kind_name(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
+
+Device::Device(DeviceKind kind, int index)
+    : kind_(kind), index_(index), name_(fmt::format("{}:{}", device_kind_name(kind), index)) {}
+
+void* Device::allocate(std::size_t bytes) {
+  void* p = do_allocate(bytes);
+  std::lock_guard lock(stats_mutex_);
+  stats_.in_use += bytes;
+  stats_.peak = std::max(stats_.peak, stats_.in_use);
+  stats_.reserved = std::max(stats_.reserved, stats_.in_use);
+  ++stats_.allocations;
+  return p;
+}
+
+void Device::deallocate(void* ptr, std::size_t bytes) {
+  if (!ptr) return;
+  do_deallocate(ptr, bytes);
+  std::lock_guard lock(stats_mutex_);
+  stats_.in_use -= bytes;
+}
+
+MemoryStats Device::memory_stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+void copy_between(Device& to, void* dst, Device& from, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (&to == &from) return to.copy_within(dst, src, bytes);
+  if (to.host_accessible()) return from.copy_to_host(dst, src, bytes);
+  if (from.host_accessible()) return to.copy_from_host(dst, src, bytes);
+  // Two accelerators without a direct path: stage through the host.
+  std::vector<unsigned char> staging(bytes);
+  from.copy_to_host(staging.data(), src, bytes);
+  to.copy_from_host(dst, staging.data(), bytes);
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<DeviceKind, DeviceFactory> factories;
+  std::map<std::pair<DeviceKind, int>, std::unique_ptr<Device>> devices;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::string visible_devices_text() {
+  std::string s;
+  for (auto kind : {DeviceKind::cpu, DeviceKind::cuda}) {
+    int n = device_count(kind);
+    if (!s.empty()) s += ", ";
+    if (n < 0)
+      s += fmt::format("{}:0, {}:1, ... (any index)", device_kind_name(kind), device_kind_name(kind));
+    else if (n == 0)
+      s += fmt::format("no {} devices", device_kind_name(kind));
+    else
+      s += fmt::format("{}:0 to {}:{}", device_kind_name(kind), device_kind_name(kind), n - 1);
+  }
+  return s;
+}
+
+}  // namespace
+
+void register_device_factory(DeviceKind kind, DeviceFactory factory) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.factories[kind] = std::move(factory);
+}
+
+int device_count(DeviceKind kind) {
+  ensure_backends_registered();
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.factories.find(kind);
+  return it == r.factories.end() ? 0 : it->second.count();
+}
+
+static Device& get_device(DeviceKind kind, int index) {
+  ensure_backends_registered();
+  auto& r = registry();
+  std::unique_lock lock(r.mutex);
+  auto key = std::make_pair(kind, index);
+  if (auto it = r.devices.find(key); it != r.devices.end()) return *it->second;
+  auto f = r.factories.find(kind);
+  int count = f == r.factories.end() ? 0 : f->second.count();
+  if (index < 0 || (count >= 0 && index >= count)) {
+    lock.unlock();
+    raise<NotFoundError>("device {}:{} does not exist; visible: {}", device_kind_name(kind), index,
+                         visible_devices_text());
+  }
+  auto& slot = r.devices[key];
+  slot = f->second.make(index);
+  return *slot;
+}
+
+Device& cpu_device(int index) { return get_device(DeviceKind::cpu, index); }
+
+Device& device(std::string_view name) {
+  // Accept TF's spellings too: "/gpu:1", "GPU:1", "/device:CPU:0".
+  std::string text;
+  for (char c : name) text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view prefix : {"/device:", "/"})
+    if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
+  std::string kind_text = text, index_text = "0";
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    kind_text = text.substr(0, colon);
+    index_text = text.substr(colon + 1);
+  }
+  DeviceKind kind;
+  if (kind_text == "cpu")
+    kind = DeviceKind::cpu;
+  else if (kind_text == "cuda" || kind_text == "gpu")
+    kind = DeviceKind::cuda;
+  else
+    raise<NotFoundError>("unknown device \"{}\": expected a name like cpu:0 or cuda:1", name);
+  int index = 0;
+  try {
+    std::size_t used = 0;
+    index = std::stoi(index_text, &used);
+    if (used != index_text.size()) throw std::invalid_argument("trailing text");
+  } catch (const std::exception&) {
+    raise<NotFoundError>("unknown device \"{}\": the index after ':' must be a number", name);
+  }
+  return get_device(kind, index);
+}
+
+std::vector<Device*> list_devices(DeviceKind kind) {
+  std::vector<Device*> out;
+  int n = device_count(kind);
+  if (n >= 0) {
+    for (int i = 0; i < n; ++i) out.push_back(&get_device(kind, i));
+    return out;
+  }
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (auto& [key, dev] : r.devices)
+    if (key.first == kind) out.push_back(dev.get());
+  return out;
+}
+
+}  // namespace tower

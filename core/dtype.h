@@ -1,0 +1,34 @@
+// DType: the element types a Tensor can hold, with their sizes and names.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tower {
+
+enum class DType : std::uint8_t {
+  float32,
+  float64,  // gradient checks and references
+  int32,
+  int64,
+  uint8,
+  float16,   // declared for the GPU backend; the CPU has no kernels for it
+  bfloat16,  // declared for the GPU backend; the CPU has no kernels for it
+};
+
+std::size_t dtype_size(DType dtype);
+std::string_view dtype_name(DType dtype);
+bool is_floating(DType dtype);
+bool is_integer(DType dtype);
+
+// The DType of a C++ element type: dtype_of<float>() == DType::float32.
+template <typename T>
+constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::float32; }
+template <> constexpr DType dtype_of<double>() { return DType::float64; }
+template <> constexpr DType dtype_of<std::int32_t>() { return DType::int32; }
+template <> constexpr DType dtype_of<std::int64_t>() { return DType::int64; }
+template <> constexpr DType dtype_of<std::uint8_t>() { return DType::uint8; }
+
+}  // namespace tower

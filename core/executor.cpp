@@ -1,0 +1,318 @@
+// Plan compilation (needed nodes, concrete shapes, placement, copies, liveness-based buffers) and
+// execution; Executor caches one Plan per (fetches, targets, feed shapes).
+#include "core/executor.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace tower {
+
+struct Plan::Value {
+  enum class Kind { arena, persistent, feed, alias };
+  TensorSpec spec;
+  Device* device = nullptr;
+  Kind kind = Kind::arena;
+  Tensor tensor;              // bound buffer: arena view, variable/constant, fed tensor or alias view
+  Tensor slot;                // feeds: arena buffer used when the fed tensor lives on another device
+  Value* alias_of = nullptr;  // alias: the value whose storage this one views
+  int def_step = 0, last_use = -1;
+  std::size_t bytes = 0, offset = 0;
+  std::string name;
+};
+
+struct Plan::Step {
+  const Node* node = nullptr;  // null for a cross-device copy
+  KernelFn kernel = nullptr;   // null for copies and aliases
+  Device* device = nullptr;
+  std::vector<Value*> inputs, outputs;
+  bool mutates = false;
+};
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+
+std::size_t align_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+Device& resolve_device(const std::string& name, Device& fallback) { return name.empty() ? fallback : device(name); }
+
+// Rethrows a kernel's or shape function's error with the node that raised it, keeping its type.
+[[noreturn]] void rethrow_with_node(const Error& e, const Node& node) {
+  std::string msg = fmt::format("{}: {}", node.describe(), e.what());
+  if (dynamic_cast<const OutOfMemoryError*>(&e)) throw OutOfMemoryError(msg);
+  if (dynamic_cast<const DeviceError*>(&e)) throw DeviceError(msg);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(msg);
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(msg);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(msg);
+  if (dynamic_cast<const NotFoundError*>(&e)) throw NotFoundError(msg);
+  throw Error(msg);
+}
+
+}  // namespace
+
+Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets, const FeedMap& feeds,
+           Device& default_device, PlanOptions options) {
+  if (fetches.empty() && targets.empty()) raise<ValueError>("a plan needs at least one fetch or target");
+  Graph& graph = fetches.empty() ? targets[0]->graph() : fetches[0].graph();
+
+  // 1. The nodes the fetches and targets need, in id (= topological) order.
+  std::vector<char> needed(static_cast<std::size_t>(graph.num_nodes()), 0);
+  std::vector<int> stack;
+  for (const auto& f : fetches) stack.push_back(f.node()->id());
+  for (Node* t : targets) stack.push_back(t->id());
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[static_cast<std::size_t>(id)]) continue;
+    needed[static_cast<std::size_t>(id)] = 1;
+    for (const auto& in : graph.node(id).inputs()) stack.push_back(in.node()->id());
+  }
+  std::map<int, const Tensor*> fed;
+  for (const auto& [sym, tensor] : feeds) {
+    if (sym.node()->op() != "placeholder")
+      raise<ValueError>("only placeholders can be fed; {} is a {} node", sym.name(), sym.node()->op());
+    fed[sym.node()->id()] = &tensor;
+  }
+
+  // 2. Values and steps, node by node, with copies where a consumer sits on another device.
+  std::map<std::pair<int, int>, Value*> value_of;  // (node id, output) -> value
+  std::map<std::pair<Value*, Device*>, Value*> copies;
+  auto new_value = [&](TensorSpec spec, Device* dev, Value::Kind kind, std::string name) {
+    auto v = std::make_unique<Value>();
+    v->spec = std::move(spec);
+    v->device = dev;
+    v->kind = kind;
+    v->name = std::move(name);
+    values_.push_back(std::move(v));
+    return values_.back().get();
+  };
+  std::vector<Step> mutating;  // variable updates run after every other step (they read old values)
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    if (!needed[static_cast<std::size_t>(id)]) continue;
+    const Node& node = graph.node(id);
+    const std::string& op = node.op();
+    Device* dev = &resolve_device(node.device(), default_device);
+    if (op == "placeholder") {
+      auto it = fed.find(id);
+      if (it == fed.end())
+        raise<ValueError>("placeholder \"{}\" {} must be fed: pass it in the feeds", node.name(),
+                          node.outputs()[0].to_string());
+      const Tensor& t = *it->second;
+      if (t.dtype() != node.outputs()[0].dtype || !t.shape().compatible_with(node.outputs()[0].shape))
+        raise<ShapeError>("placeholder \"{}\" expects {}, was fed {} {}", node.name(), node.outputs()[0].to_string(),
+                          t.shape().to_string(), dtype_name(t.dtype()));
+      Value* v = new_value({t.shape(), t.dtype()}, dev, Value::Kind::feed, node.name());
+      value_of[{id, 0}] = v;
+      feed_values_[id] = v;
+      continue;
+    }
+    if (op == "constant" || op == "variable") {
+      const Tensor& t = op == "constant" ? node.constant_value() : node.variable()->value();
+      Value* v = new_value({t.shape(), t.dtype()}, &t.device(), Value::Kind::persistent, node.name());
+      v->tensor = t;
+      value_of[{id, 0}] = v;
+      continue;
+    }
+    Step step;
+    step.node = &node;
+    step.device = dev;
+    std::vector<TensorSpec> specs;
+    for (std::size_t i = 0; i < node.inputs().size(); ++i) {
+      const auto& in = node.inputs()[i];
+      Value* v = value_of.at({in.node()->id(), in.index()});
+      if (v->device != dev) {
+        auto key = std::make_pair(v, dev);
+        if (!copies.count(key)) {
+          Value* c = new_value(v->spec, dev, Value::Kind::arena, v->name + "/copy_to_" + dev->name());
+          Step copy;
+          copy.device = dev;
+          copy.inputs = {v};
+          copy.outputs = {c};
+          steps_.push_back(copy);
+          copies[key] = c;
+          ++num_copies_;
+        }
+        v = copies[key];
+      }
+      step.inputs.push_back(v);
+      specs.push_back(v->spec);
+    }
+    std::vector<TensorSpec> out_specs;
+    try {
+      out_specs = node.def().shape(specs, node.attrs());
+    } catch (const Error& e) {
+      rethrow_with_node(e, node);
+    }
+    for (int m : node.def().mutated_inputs) {
+      if (m >= static_cast<int>(step.inputs.size())) continue;
+      if (step.inputs[static_cast<std::size_t>(m)]->kind != Value::Kind::persistent)
+        raise<ValueError>("{}: input {} is written in place but is not a variable on {}", node.describe(), m,
+                          dev->name());
+      step.mutates = true;
+    }
+    for (std::size_t k = 0; k < out_specs.size(); ++k) {
+      bool alias = k == 0 && node.def().alias_input >= 0;
+      Value* v = new_value(out_specs[k], dev, alias ? Value::Kind::alias : Value::Kind::arena,
+                           fmt::format("{}:{}", node.name(), k));
+      if (alias) {
+        Value* src = step.inputs.at(static_cast<std::size_t>(node.def().alias_input));
+        v->alias_of = src->alias_of ? src->alias_of : src;
+      }
+      step.outputs.push_back(v);
+      value_of[{id, static_cast<int>(k)}] = v;
+    }
+    if (!alias_step(step)) step.kernel = find_kernel(op, dev->kind());
+    (step.mutates ? mutating : steps_).push_back(std::move(step));
+  }
+  for (auto& s : mutating) steps_.push_back(std::move(s));
+  for (const auto& f : fetches) fetch_values_.push_back(value_of.at({f.node()->id(), f.index()}));
+
+  // 3. Liveness: the step that defines each buffer and the last step that reads it (or an alias of it).
+  const int end = static_cast<int>(steps_.size());
+  for (int i = 0; i < end; ++i) {
+    for (Value* v : steps_[static_cast<std::size_t>(i)].outputs) v->def_step = i, v->last_use = std::max(v->last_use, i);
+    for (Value* v : steps_[static_cast<std::size_t>(i)].inputs) {
+      Value* root = v->alias_of ? v->alias_of : v;
+      root->last_use = std::max(root->last_use, i);
+    }
+  }
+  for (Value* v : fetch_values_) (v->alias_of ? v->alias_of : v)->last_use = end;
+
+  // 4. Buffers: per device, greedy by size, at the lowest offset that no buffer alive at the same
+  //    time occupies (without reuse: one after another).
+  std::map<Device*, std::vector<Value*>> per_device;
+  for (auto& v : values_) {
+    if (v->kind != Value::Kind::arena && v->kind != Value::Kind::feed) continue;
+    v->bytes = align_up(static_cast<std::size_t>(v->spec.shape.num_elements()) * dtype_size(v->spec.dtype));
+    if (v->kind == Value::Kind::feed) v->def_step = 0;
+    unshared_bytes_ += v->bytes;
+    per_device[v->device].push_back(v.get());
+  }
+  for (auto& [dev, list] : per_device) {
+    std::size_t total = 0;
+    if (options.reuse_buffers) {
+      std::stable_sort(list.begin(), list.end(), [](Value* a, Value* b) { return a->bytes > b->bytes; });
+      std::vector<Value*> placed;
+      for (Value* v : list) {
+        std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of overlapping-in-time buffers
+        for (Value* p : placed)
+          if (p->def_step <= v->last_use && v->def_step <= p->last_use) busy.emplace_back(p->offset, p->offset + p->bytes);
+        std::sort(busy.begin(), busy.end());
+        std::size_t offset = 0;
+        for (auto [b, e] : busy) {
+          if (offset + v->bytes <= b) break;
+          offset = std::max(offset, e);
+        }
+        v->offset = offset;
+        total = std::max(total, offset + v->bytes);
+        placed.push_back(v);
+      }
+    } else {
+      for (Value* v : list) v->offset = total, total += v->bytes;
+    }
+    auto arena = std::make_shared<Storage>(*dev, std::max<std::size_t>(total, 1));
+    arenas_[dev] = arena;
+    for (Value* v : list) {
+      Tensor view(v->spec.shape, v->spec.dtype, arena, v->offset);
+      (v->kind == Value::Kind::feed ? v->slot : v->tensor) = view;
+    }
+  }
+}
+
+bool Plan::alias_step(const Step& step) { return step.node && step.node->def().alias_input >= 0; }
+
+Plan::~Plan() = default;
+
+int Plan::num_steps() const { return static_cast<int>(steps_.size()); }
+
+std::size_t Plan::peak_bytes() const {
+  std::size_t total = 0;
+  for (const auto& [dev, arena] : arenas_) total += arena->bytes();
+  return total;
+}
+
+std::size_t Plan::peak_bytes(const Device& device) const {
+  auto it = arenas_.find(&device);
+  return it == arenas_.end() ? 0 : it->second->bytes();
+}
+
+std::vector<Tensor> Plan::run(const FeedMap& feeds) {
+  for (const auto& [sym, tensor] : feeds) {
+    auto it = feed_values_.find(sym.node()->id());
+    if (it == feed_values_.end()) continue;  // fed but not needed
+    Value* v = it->second;
+    if (tensor.shape() != v->spec.shape || tensor.dtype() != v->spec.dtype)
+      raise<ShapeError>("placeholder \"{}\" was compiled for {}, fed {} {}", sym.node()->name(), v->spec.to_string(),
+                        tensor.shape().to_string(), dtype_name(tensor.dtype()));
+    if (&tensor.device() == v->device) {
+      v->tensor = tensor;
+    } else {
+      v->slot.copy_from(tensor);
+      v->tensor = v->slot;
+    }
+  }
+  for (Step& step : steps_) {
+    if (!step.node) {  // cross-device copy
+      const Tensor& src = step.inputs[0]->tensor;
+      Tensor& dst = step.outputs[0]->tensor;
+      copy_between(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
+      continue;
+    }
+    if (alias_step(step)) {
+      const Tensor& src = step.outputs[0]->alias_of->tensor;
+      const TensorSpec& spec = step.outputs[0]->spec;
+      step.outputs[0]->tensor = Tensor(spec.shape, spec.dtype, src.storage(), src.offset());
+      continue;
+    }
+    KernelContext ctx{*step.node, *step.device, {}, {}};
+    ctx.inputs.reserve(step.inputs.size());
+    for (Value* v : step.inputs) ctx.inputs.push_back(v->tensor);
+    ctx.outputs.reserve(step.outputs.size());
+    for (Value* v : step.outputs) ctx.outputs.push_back(v->tensor);
+    try {
+      step.kernel(ctx);
+    } catch (const Error& e) {
+      rethrow_with_node(e, *step.node);
+    }
+  }
+  std::vector<Tensor> out;
+  out.reserve(fetch_values_.size());
+  for (Value* v : fetch_values_) out.push_back(v->tensor.clone());
+  return out;
+}
+
+std::string Plan::to_string() const {
+  std::string s;
+  for (const Step& step : steps_) {
+    s += step.node ? fmt::format("{:<12} {}", step.device->name(), step.node->describe())
+                   : fmt::format("{:<12} copy {} from {}", step.device->name(), step.inputs[0]->name,
+                                 step.inputs[0]->device->name());
+    s += "\n";
+  }
+  return s;
+}
+
+Executor::Executor(Device& default_device, PlanOptions options) : default_device_(&default_device), options_(options) {}
+
+Plan& Executor::plan(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets) {
+  std::string key;
+  for (const auto& f : fetches) key += fmt::format("f{}:{},", f.node()->id(), f.index());
+  for (Node* t : targets) key += fmt::format("t{},", t->id());
+  auto sorted = feeds;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first.node()->id() < b.first.node()->id(); });
+  for (const auto& [sym, t] : sorted)
+    key += fmt::format("p{}{}{}@{},", sym.node()->id(), t.shape().to_string(), dtype_name(t.dtype()), t.device().name());
+  auto& slot = plans_[key];
+  if (!slot) {
+    slot = std::make_unique<Plan>(fetches, targets, feeds, *default_device_, options_);
+    ++plans_compiled_;
+  }
+  return *slot;
+}
+
+std::vector<Tensor> Executor::run(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches,
+                                  const std::vector<Node*>& targets) {
+  return plan(feeds, fetches, targets).run(feeds);
+}
+
+}  // namespace tower

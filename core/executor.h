@@ -1,0 +1,78 @@
+// Plan and Executor: compile (graph, fetches, targets, placement, input shapes) into a schedule of
+// kernel calls with cross-device copies and liveness-reused buffers, cache it per input shapes, run it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/op_registry.h"
+
+namespace tower {
+
+// Values for placeholders, in any order.
+using FeedMap = std::vector<std::pair<SymbolicTensor, Tensor>>;
+
+struct PlanOptions {
+  bool reuse_buffers = true;  // liveness-based buffer sharing (off only to measure what it saves)
+};
+
+class Plan {
+ public:
+  // Compiles the nodes that `fetches` and `targets` need. Nodes without a device run on
+  // `default_device`. Throws ValueError when a needed placeholder is not fed.
+  Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets, const FeedMap& feeds,
+       Device& default_device, PlanOptions options = {});
+  ~Plan();
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  // Runs one step. Feeds must have the shapes the plan was compiled for. Returns fresh tensors
+  // (copies of the fetched values, on the devices that computed them).
+  std::vector<Tensor> run(const FeedMap& feeds);
+
+  // Bytes of intermediate buffers per device (the arenas), and their total.
+  std::size_t peak_bytes() const;
+  std::size_t peak_bytes(const Device& device) const;
+  // What the intermediates would take without reuse (the sum of their sizes).
+  std::size_t unshared_bytes() const { return unshared_bytes_; }
+  int num_steps() const;
+  int num_copies() const { return num_copies_; }
+  std::string to_string() const;  // the schedule, one step a line
+
+ private:
+  struct Value;
+  struct Step;
+  static bool alias_step(const Step& step);
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<Step> steps_;
+  std::vector<Value*> fetch_values_;
+  std::map<int, Value*> feed_values_;  // placeholder node id -> value
+  std::map<const Device*, std::shared_ptr<Storage>> arenas_;
+  std::size_t unshared_bytes_ = 0;
+  int num_copies_ = 0;
+};
+
+// Runs graphs, keeping one Plan per (fetches, targets, feed shapes and dtypes).
+class Executor {
+ public:
+  explicit Executor(Device& default_device = cpu_device(), PlanOptions options = {});
+
+  std::vector<Tensor> run(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches,
+                          const std::vector<Node*>& targets = {});
+  // The plan run() would use, compiled now if it is not cached.
+  Plan& plan(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets = {});
+  int plans_compiled() const { return plans_compiled_; }
+  Device& default_device() const { return *default_device_; }
+
+ private:
+  Device* default_device_;
+  PlanOptions options_;
+  std::map<std::string, std::unique_ptr<Plan>> plans_;
+  int plans_compiled_ = 0;
+};
+
+}  // namespace tower

@@ -1,0 +1,52 @@
+// OpDef (an op's shape function and gradient), KernelContext and the kernel table that maps
+// (op, device kind) to the function that runs it. Backends fill the kernel table; core/ops/*.cpp
+// fill the op table. Nothing dispatches on the device anywhere else.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tower {
+
+// Output specs from input specs and attrs. Throws ShapeError/DTypeError with a short reason; the
+// Graph adds the op, node name and input shapes. Called with unknown (-1) batch dims at build time
+// and with concrete shapes when a Plan is compiled.
+using ShapeFn = std::function<std::vector<TensorSpec>(const std::vector<TensorSpec>& inputs, const Attrs& attrs)>;
+
+// Gradients of the node's inputs given the gradients of its outputs (an entry is undefined when
+// that output has none). Builds them with the ops in core/ops.h; returns one entry per input,
+// undefined where an input gets no gradient.
+using GradFn = std::function<std::vector<SymbolicTensor>(Node& node, const std::vector<SymbolicTensor>& output_grads)>;
+
+struct OpDef {
+  std::string name;
+  ShapeFn shape;
+  GradFn grad;                        // empty: not differentiable (gradients stop here)
+  int alias_input = -1;               // output 0 is a view of this input's storage (reshape)
+  std::vector<int> mutated_inputs;    // inputs written in place; must be variables (update ops)
+};
+
+void register_op(OpDef def);
+// Throws NotFoundError if `name` is not registered.
+const OpDef& op_def(std::string_view name);
+
+// What a kernel sees: its node, inputs and preallocated outputs, all on `device`.
+struct KernelContext {
+  const Node& node;
+  Device& device;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;  // shapes resolved, memory from the plan; the kernel fills them
+  const Attrs& attrs() const { return node.attrs(); }
+};
+using KernelFn = void (*)(KernelContext& ctx);
+
+void register_kernel(std::string_view op, DeviceKind kind, KernelFn fn);
+// Throws NotFoundError ("no cuda kernel for op ...") when missing.
+KernelFn find_kernel(std::string_view op, DeviceKind kind);
+bool has_kernel(std::string_view op, DeviceKind kind);
+
+}  // namespace tower

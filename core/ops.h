@@ -1,0 +1,191 @@
+// The op contract: one builder per op, with its shapes, dtypes and semantics. Each builds a node in
+// the inputs' Graph; shape functions and gradients live in core/ops/*.cpp, kernels in backends/*/.
+// Shapes use Keras's order (batch first, channels last). "float" means float32 or float64 (and the
+// GPU's float16/bfloat16 where a backend has them). Broadcasting follows NumPy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tower::ops {
+
+using Ints = std::vector<std::int64_t>;
+
+// ---- basic (core/ops/basic_ops.cpp) -------------------------------------------------------------
+SymbolicTensor identity(const SymbolicTensor& x);
+SymbolicTensor stop_gradient(const SymbolicTensor& x);                // identity without gradient
+SymbolicTensor fill_like(const SymbolicTensor& x, double value);      // same shape and dtype as x
+SymbolicTensor zeros_like(const SymbolicTensor& x);
+SymbolicTensor ones_like(const SymbolicTensor& x);
+SymbolicTensor cast(const SymbolicTensor& x, DType dtype);
+// Side effects on variables (no outputs; run them as plan targets). `var` must be Graph::variable.
+Node* assign(const SymbolicTensor& var, const SymbolicTensor& value);      // var = value
+Node* assign_add(const SymbolicTensor& var, const SymbolicTensor& value);  // var += value
+
+// ---- elementwise arithmetic with broadcasting (core/ops/math_ops.cpp) -------------------------
+// a, b: same dtype, shapes broadcastable; result: the broadcast shape.
+SymbolicTensor add(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor subtract(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor multiply(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor divide(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b);  // gradient to a where a >= b
+SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b);  // gradient to a where a <= b
+SymbolicTensor scale(const SymbolicTensor& x, double factor);             // x * factor
+// Sums x over the axes that `like` was broadcast along, giving like's shape (gradient of broadcasting).
+SymbolicTensor sum_to(const SymbolicTensor& x, const SymbolicTensor& like);
+// Broadcasts x to like's shape.
+SymbolicTensor broadcast_like(const SymbolicTensor& x, const SymbolicTensor& like);
+
+// ---- unary math and activations (core/ops/activation_ops.cpp) ---------------------------------
+SymbolicTensor negative(const SymbolicTensor& x);
+SymbolicTensor exp(const SymbolicTensor& x);
+SymbolicTensor log(const SymbolicTensor& x);
+SymbolicTensor sqrt(const SymbolicTensor& x);
+SymbolicTensor square(const SymbolicTensor& x);
+SymbolicTensor abs(const SymbolicTensor& x);
+SymbolicTensor sign(const SymbolicTensor& x);  // -1, 0, 1; no gradient
+SymbolicTensor relu(const SymbolicTensor& x);
+SymbolicTensor leaky_relu(const SymbolicTensor& x, double alpha = 0.3);  // Keras LeakyReLU default
+SymbolicTensor elu(const SymbolicTensor& x, double alpha = 1.0);
+SymbolicTensor sigmoid(const SymbolicTensor& x);
+SymbolicTensor tanh(const SymbolicTensor& x);
+// Gradient kernels: dy and the forward output y (relu, sigmoid, tanh) or input x (leaky_relu, elu).
+SymbolicTensor relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y);
+SymbolicTensor leaky_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha);
+SymbolicTensor elu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha);
+SymbolicTensor sigmoid_grad(const SymbolicTensor& dy, const SymbolicTensor& y);
+SymbolicTensor tanh_grad(const SymbolicTensor& dy, const SymbolicTensor& y);
+
+// ---- softmax (core/ops/activation_ops.cpp) -----------------------------------------------------
+SymbolicTensor softmax(const SymbolicTensor& x, int axis = -1);
+SymbolicTensor log_softmax(const SymbolicTensor& x, int axis = -1);
+SymbolicTensor softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis);      // y = softmax
+SymbolicTensor log_softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis);  // y = log_softmax
+
+// ---- reductions (core/ops/reduce_ops.cpp) ---------------------------------------------------
+// axes empty = all axes; negative axes count from the end.
+SymbolicTensor reduce_sum(const SymbolicTensor& x, Ints axes = {}, bool keepdims = false);
+SymbolicTensor reduce_mean(const SymbolicTensor& x, Ints axes = {}, bool keepdims = false);
+SymbolicTensor reduce_max(const SymbolicTensor& x, Ints axes = {}, bool keepdims = false);
+// Gradient of reduce_max: dy routed to the positions equal to the max (split evenly among ties).
+SymbolicTensor reduce_max_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y,
+                               Ints axes, bool keepdims);
+// Index of the largest value along `axis` (first one on ties); int64; no gradient.
+SymbolicTensor argmax(const SymbolicTensor& x, int axis = -1);
+
+// ---- dense (core/ops/math_ops.cpp) ------------------------------------------------------------
+// a: (m, k) (or (k, m) if transpose_a), b: (k, n) (or (n, k) if transpose_b) -> (m, n).
+SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a = false,
+                      bool transpose_b = false);
+// x: (..., c), bias: (c,) -> x + bias.
+SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias);
+// dy: (..., c) -> (c,): sum over every axis but the last.
+SymbolicTensor bias_add_grad(const SymbolicTensor& dy);
+
+// ---- convolution and pooling, NHWC (core/ops/nn_ops.cpp) -----------------------------------
+// padding: "valid" or "same" (TF's rule: out = ceil(in / stride), extra padding at the end).
+struct Conv2DArgs {
+  Ints strides = {1, 1};
+  std::string padding = "valid";
+  Ints dilation_rate = {1, 1};
+};
+// x: (batch, h, w, c_in), kernel: (kh, kw, c_in, c_out) -> (batch, out_h, out_w, c_out).
+SymbolicTensor conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args = {});
+// dy: (batch, out_h, out_w, c_out) -> dx with x's shape (x supplies only its shape).
+SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel,
+                                    const SymbolicTensor& x, const Conv2DArgs& args);
+// -> dkernel with kernel's shape (kernel supplies only its shape).
+SymbolicTensor conv2d_backward_filter(const SymbolicTensor& x, const SymbolicTensor& dy,
+                                      const SymbolicTensor& kernel, const Conv2DArgs& args);
+
+struct Pool2DArgs {
+  Ints pool_size = {2, 2};
+  Ints strides = {};  // empty: pool_size (the Keras default)
+  std::string padding = "valid";
+};
+// x: (batch, h, w, c) -> (batch, out_h, out_w, c). Average pooling with "same" padding divides by
+// the number of input elements in the window (padding excluded), as Keras does.
+SymbolicTensor max_pool2d(const SymbolicTensor& x, const Pool2DArgs& args = {});
+SymbolicTensor avg_pool2d(const SymbolicTensor& x, const Pool2DArgs& args = {});
+SymbolicTensor max_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y,
+                               const Pool2DArgs& args);
+SymbolicTensor avg_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool2DArgs& args);
+
+// ---- batch normalization over the last axis (core/ops/nn_ops.cpp) -------------------------------
+// Training: x: (..., c), gamma, beta: (c,) -> {y (x's shape), batch mean (c,), batch variance (c,)
+// (biased, divided by the count), inv_std (c,) = 1 / sqrt(variance + epsilon)}.
+std::vector<SymbolicTensor> batch_norm_training(const SymbolicTensor& x, const SymbolicTensor& gamma,
+                                                const SymbolicTensor& beta, double epsilon = 1e-3);
+// -> {dx, dgamma, dbeta}.
+std::vector<SymbolicTensor> batch_norm_training_grad(const SymbolicTensor& dy, const SymbolicTensor& x,
+                                                     const SymbolicTensor& gamma, const SymbolicTensor& mean,
+                                                     const SymbolicTensor& inv_std);
+// Inference with moving statistics: y = gamma * (x - mean) / sqrt(variance + epsilon) + beta.
+SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTensor& gamma,
+                                    const SymbolicTensor& beta, const SymbolicTensor& mean,
+                                    const SymbolicTensor& variance, double epsilon = 1e-3);
+
+// ---- dropout (core/ops/nn_ops.cpp) --------------------------------------------------------------
+// Inverted dropout: keeps each element with probability 1 - rate and scales it by 1 / (1 - rate).
+// -> {y, mask} where mask (x's shape and dtype) holds 0 or 1 / (1 - rate). The mask comes from a
+// counter-based generator keyed by (seed, run count of this node): reproducible per seed.
+std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed);
+
+// ---- array manipulation (core/ops/array_ops.cpp) -------------------------------------------------
+// shape may hold one -1, inferred from the element count (Keras Reshape's (-1) or the batch).
+SymbolicTensor reshape(const SymbolicTensor& x, Ints shape);
+SymbolicTensor transpose(const SymbolicTensor& x, Ints perm);
+SymbolicTensor concat(const std::vector<SymbolicTensor>& xs, int axis);
+// size entries of -1 mean "to the end of that axis".
+SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size);
+// Gradient of slice: dy placed at `begin` inside zeros of x's shape.
+SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin);
+// sizes: length of each piece along axis; they must add up to that axis's length.
+std::vector<SymbolicTensor> split(const SymbolicTensor& x, int axis, Ints sizes);
+// paddings: {before_0, after_0, before_1, after_1, ...}, one pair per axis.
+SymbolicTensor pad(const SymbolicTensor& x, Ints paddings, double value = 0.0);
+// indices: integer (...) -> (..., depth) of dtype; indices outside [0, depth) give all off_value.
+SymbolicTensor one_hot(const SymbolicTensor& indices, std::int64_t depth, DType dtype = DType::float32,
+                       double on_value = 1.0, double off_value = 0.0);
+// params: (n, ...), indices: integer (...) -> (indices..., params[1:]...); rows along axis 0.
+// Indices outside [0, n) throw ValueError at run time.
+SymbolicTensor gather(const SymbolicTensor& params, const SymbolicTensor& indices);
+// Gradient of gather: dy summed into zeros of params' shape at rows `indices`.
+SymbolicTensor gather_grad(const SymbolicTensor& dy, const SymbolicTensor& indices, const SymbolicTensor& params);
+
+// ---- losses (core/ops/loss_ops.cpp) -------------------------------------------------------------
+// logits, labels: (batch, classes) -> per-example loss (batch,). Fused with its gradient: the
+// node's second output holds softmax(logits) - labels.
+SymbolicTensor softmax_cross_entropy(const SymbolicTensor& logits, const SymbolicTensor& labels);
+// logits: (batch, classes), labels: integer (batch,) in [0, classes) -> (batch,); fused likewise.
+// A label out of range throws ValueError at run time naming it and the class count.
+SymbolicTensor sparse_softmax_cross_entropy(const SymbolicTensor& logits, const SymbolicTensor& labels);
+// y_true, y_pred: same shape (..., d) -> (...): the mean over the last axis, as Keras's losses.
+SymbolicTensor mean_squared_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred);
+SymbolicTensor mean_absolute_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred);
+
+// ---- optimizer updates (core/ops/optimizer_ops.cpp) ----------------------------------------------
+// Each writes var and its slots in place (all must be Graph::variable reads on the same device)
+// following Keras 3's update rules. grad: var's shape. lr: scalar of var's dtype. Slots that a
+// configuration does not use are passed undefined. Returned nodes have no outputs: run them as targets.
+Node* apply_sgd(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                const SymbolicTensor& momentum_slot, double momentum = 0.0, bool nesterov = false);
+Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                    const SymbolicTensor& velocity, const SymbolicTensor& momentum_slot,
+                    const SymbolicTensor& average_grad, double rho = 0.9, double momentum = 0.0,
+                    double epsilon = 1e-7, bool centered = false);
+// iteration: scalar of var's dtype, the 1-based number of this step (bias correction).
+Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v,
+                 const SymbolicTensor& v_hat, double beta_1 = 0.9, double beta_2 = 0.999,
+                 double epsilon = 1e-7, bool amsgrad = false, double weight_decay = 0.0);
+Node* apply_adagrad(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                    const SymbolicTensor& accumulator, double epsilon = 1e-7);
+Node* apply_adadelta(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                     const SymbolicTensor& accumulated_grad, const SymbolicTensor& accumulated_delta,
+                     double rho = 0.95, double epsilon = 1e-7);
+
+}  // namespace tower::ops

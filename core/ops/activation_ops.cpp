@@ -1,0 +1,227 @@
+// Unary math, activations and softmax: builders, shape functions and gradients (with their *_grad ops).
+#include <cstdint>
+#include <string>
+
+#include "core/op_registry.h"
+#include "core/ops.h"
+#include "core/ops/register_ops.h"
+#include "core/ops/shape_utils.h"
+
+namespace tower {
+
+namespace ops {
+
+SymbolicTensor negative(const SymbolicTensor& x) { return x.graph().add1("negative", {x}); }
+SymbolicTensor exp(const SymbolicTensor& x) { return x.graph().add1("exp", {x}); }
+SymbolicTensor log(const SymbolicTensor& x) { return x.graph().add1("log", {x}); }
+SymbolicTensor sqrt(const SymbolicTensor& x) { return x.graph().add1("sqrt", {x}); }
+SymbolicTensor square(const SymbolicTensor& x) { return x.graph().add1("square", {x}); }
+SymbolicTensor abs(const SymbolicTensor& x) { return x.graph().add1("abs", {x}); }
+SymbolicTensor sign(const SymbolicTensor& x) { return x.graph().add1("sign", {x}); }
+SymbolicTensor relu(const SymbolicTensor& x) { return x.graph().add1("relu", {x}); }
+SymbolicTensor leaky_relu(const SymbolicTensor& x, double alpha) {
+  return x.graph().add1("leaky_relu", {x}, {{"alpha", alpha}});
+}
+SymbolicTensor elu(const SymbolicTensor& x, double alpha) { return x.graph().add1("elu", {x}, {{"alpha", alpha}}); }
+SymbolicTensor sigmoid(const SymbolicTensor& x) { return x.graph().add1("sigmoid", {x}); }
+SymbolicTensor tanh(const SymbolicTensor& x) { return x.graph().add1("tanh", {x}); }
+
+SymbolicTensor relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  return dy.graph().add1("relu_grad", {dy, y});
+}
+SymbolicTensor leaky_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {
+  return dy.graph().add1("leaky_relu_grad", {dy, x}, {{"alpha", alpha}});
+}
+SymbolicTensor elu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {
+  return dy.graph().add1("elu_grad", {dy, x}, {{"alpha", alpha}});
+}
+SymbolicTensor sigmoid_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  return dy.graph().add1("sigmoid_grad", {dy, y});
+}
+SymbolicTensor tanh_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  return dy.graph().add1("tanh_grad", {dy, y});
+}
+
+SymbolicTensor softmax(const SymbolicTensor& x, int axis) {
+  return x.graph().add1("softmax", {x}, {{"axis", static_cast<std::int64_t>(axis)}});
+}
+SymbolicTensor log_softmax(const SymbolicTensor& x, int axis) {
+  return x.graph().add1("log_softmax", {x}, {{"axis", static_cast<std::int64_t>(axis)}});
+}
+SymbolicTensor softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis) {
+  return dy.graph().add1("softmax_grad", {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
+}
+SymbolicTensor log_softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis) {
+  return dy.graph().add1("log_softmax_grad", {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
+}
+
+}  // namespace ops
+
+namespace {
+
+using Grads = std::vector<SymbolicTensor>;
+
+// One input of any CPU dtype (negative, abs, sign, square also work on integers, as in NumPy/TF).
+std::vector<TensorSpec> unary_any_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  expect_num_inputs(in, 1);
+  return {in[0]};
+}
+
+std::vector<TensorSpec> unary_float_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  expect_num_inputs(in, 1);
+  expect_floating(in[0], "x");
+  return {in[0]};
+}
+
+// The more specific of two compatible shapes (a known dimension wins over an unknown one).
+Shape merge_shapes(const Shape& a, const Shape& b) {
+  std::vector<std::int64_t> dims = a.dims();
+  for (int i = 0; i < a.rank(); ++i)
+    if (dims[static_cast<std::size_t>(i)] < 0) dims[static_cast<std::size_t>(i)] = b[i];
+  return Shape(std::move(dims));
+}
+
+// (dy, y-or-x) of one shape and float dtype -> dy's spec. `what` names the second input.
+TensorSpec elementwise_grad_spec(const std::vector<TensorSpec>& in, const char* what) {
+  expect_num_inputs(in, 2);
+  expect_floating(in[0], "dy");
+  expect_same_dtype(in[0], in[1], "dy", what);
+  if (in[0].shape.rank() != in[1].shape.rank() || !in[0].shape.compatible_with(in[1].shape))
+    raise<ShapeError>("dy and {} must have the same shape, got {} and {}", what, in[0].shape.to_string(),
+                      in[1].shape.to_string());
+  return {merge_shapes(in[0].shape, in[1].shape), in[0].dtype};
+}
+
+std::vector<TensorSpec> grad_of_y_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  return {elementwise_grad_spec(in, "y")};
+}
+std::vector<TensorSpec> grad_of_x_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  return {elementwise_grad_spec(in, "x")};
+}
+
+std::vector<TensorSpec> softmax_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  expect_floating(in[0], "x");
+  expect_min_rank(in[0], 1, "x");
+  in[0].shape.normalize_axis(static_cast<int>(attrs.get_int("axis")));  // the Graph names the op
+  return {in[0]};
+}
+
+std::vector<TensorSpec> softmax_grad_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  TensorSpec out = elementwise_grad_spec(in, "y");
+  expect_min_rank(out, 1, "y");
+  out.shape.normalize_axis(static_cast<int>(attrs.get_int("axis")));
+  return {out};
+}
+
+int axis_attr(const Node& node) { return static_cast<int>(node.attrs().get_int("axis")); }
+
+// Integer inputs (the ops that accept them) get no gradient.
+bool differentiable_input(const Node& node) { return is_floating(node.inputs()[0].dtype()); }
+
+}  // namespace
+
+void register_activation_ops() {
+  using namespace ops;
+
+  // ---- unary math ----
+  register_op({.name = "negative", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 if (!differentiable_input(node)) return {SymbolicTensor{}};
+                 return {negative(dy[0])};
+               }});
+  register_op({.name = "exp", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {multiply(dy[0], node.output(0))};  // d exp(x) = exp(x)
+               }});
+  register_op({.name = "log", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {divide(dy[0], node.inputs()[0])};
+               }});
+  register_op({.name = "sqrt", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {divide(dy[0], scale(node.output(0), 2.0))};  // 1 / (2 sqrt(x))
+               }});
+  register_op({.name = "square", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 if (!differentiable_input(node)) return {SymbolicTensor{}};
+                 return {multiply(dy[0], scale(node.inputs()[0], 2.0))};
+               }});
+  register_op({.name = "abs", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 if (!differentiable_input(node)) return {SymbolicTensor{}};
+                 return {multiply(dy[0], sign(node.inputs()[0]))};
+               }});
+  register_op({.name = "sign", .shape = unary_any_shape});  // piecewise constant: no gradient
+
+  // ---- activations: gradients through the fused *_grad ops ----
+  register_op({.name = "relu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {relu_grad(dy[0], node.output(0))};
+               }});
+  register_op({.name = "leaky_relu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {leaky_relu_grad(dy[0], node.inputs()[0], node.attrs().get_float("alpha"))};
+               }});
+  register_op({.name = "elu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {elu_grad(dy[0], node.inputs()[0], node.attrs().get_float("alpha"))};
+               }});
+  register_op({.name = "sigmoid", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {sigmoid_grad(dy[0], node.output(0))};
+               }});
+  register_op({.name = "tanh", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {tanh_grad(dy[0], node.output(0))};
+               }});
+
+  // ---- the *_grad ops are differentiable too (second derivatives). g is the incoming gradient. ----
+  // relu_grad(dy, y) = dy * (y > 0): linear in dy, piecewise constant in y.
+  register_op({.name = "relu_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 return {relu_grad(g[0], node.inputs()[1]), SymbolicTensor{}};
+               }});
+  register_op({.name = "leaky_relu_grad", .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 return {leaky_relu_grad(g[0], node.inputs()[1], node.attrs().get_float("alpha")), SymbolicTensor{}};
+               }});
+  // elu_grad(dy, x) = dy * (x > 0 ? 1 : alpha e^x); d/dx = dy * (x > 0 ? 0 : alpha e^x), which is
+  // elu_grad(dy, x) - relu_grad(dy, x) (relu_grad keeps dy where x > 0).
+  register_op({.name = "elu_grad", .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 const SymbolicTensor &dy = node.inputs()[0], &x = node.inputs()[1];
+                 double alpha = node.attrs().get_float("alpha");
+                 SymbolicTensor dx = multiply(g[0], subtract(node.output(0), relu_grad(dy, x)));
+                 return {elu_grad(g[0], x, alpha), dx};
+               }});
+  // sigmoid_grad(dy, y) = dy y (1 - y); d/dy = dy (1 - 2y).
+  register_op({.name = "sigmoid_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+                 SymbolicTensor dyy = multiply(multiply(g[0], dy), subtract(ones_like(y), scale(y, 2.0)));
+                 return {sigmoid_grad(g[0], y), dyy};
+               }});
+  // tanh_grad(dy, y) = dy (1 - y^2); d/dy = -2 dy y.
+  register_op({.name = "tanh_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+                 return {tanh_grad(g[0], y), scale(multiply(multiply(g[0], dy), y), -2.0)};
+               }});
+
+  // ---- softmax ----
+  register_op({.name = "softmax", .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {softmax_grad(dy[0], node.output(0), axis_attr(node))};
+               }});
+  register_op({.name = "log_softmax", .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {log_softmax_grad(dy[0], node.output(0), axis_attr(node))};
+               }});
+  // softmax_grad(dy, y) = y (dy - sum(dy y)). It is symmetric in (dy, g), so d/d(dy) is
+  // softmax_grad(g, y); d/dy = g (dy - sum(dy y)) - dy sum(g y).
+  register_op({.name = "softmax_grad", .shape = softmax_grad_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+                 int axis = axis_attr(node);
+                 Ints axes{static_cast<std::int64_t>(axis)};
+                 SymbolicTensor s = reduce_sum(multiply(dy, y), axes, true);
+                 SymbolicTensor t = reduce_sum(multiply(g[0], y), axes, true);
+                 SymbolicTensor d_y = subtract(multiply(g[0], subtract(dy, s)), multiply(dy, t));
+                 return {softmax_grad(g[0], y, axis), d_y};
+               }});
+  // log_softmax_grad(dy, y) = dy - e^y sum(dy); d/d(dy) = g - sum(g e^y); d/dy = -g e^y sum(dy).
+  register_op({.name = "log_softmax_grad",
+               .shape = softmax_grad_shape,
+               .grad = [](Node& node, const Grads& g) -> Grads {
+                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+                 Ints axes{static_cast<std::int64_t>(axis_attr(node))};
+                 SymbolicTensor g_p = multiply(g[0], exp(y));  // g e^y
+                 SymbolicTensor d_dy = subtract(g[0], reduce_sum(g_p, axes, true));
+                 SymbolicTensor d_y = negative(multiply(g_p, reduce_sum(dy, axes, true)));
+                 return {d_dy, d_y};
+               }});
+}
+
+}  // namespace tower

@@ -1,0 +1,423 @@
+// Array manipulation ops: reshape, transpose, concat, slice, split, pad, one_hot, gather, and
+// their gradients (slice_grad, gather_grad, plus the internal reshape_like, concat_grad, pad_grad
+// used only when unknown dimensions make the contract ops unable to express a gradient).
+#include <algorithm>
+#include <numeric>
+
+#include "core/op_registry.h"
+#include "core/ops.h"
+#include "core/ops/register_ops.h"
+#include "core/ops/shape_utils.h"
+
+namespace tower {
+
+namespace ops {
+
+SymbolicTensor reshape(const SymbolicTensor& x, Ints shape) {
+  return x.graph().add1("reshape", {x}, {{"shape", std::move(shape)}});
+}
+
+SymbolicTensor transpose(const SymbolicTensor& x, Ints perm) {
+  return x.graph().add1("transpose", {x}, {{"perm", std::move(perm)}});
+}
+
+SymbolicTensor concat(const std::vector<SymbolicTensor>& xs, int axis) {
+  if (xs.empty() || !xs[0].defined()) raise<ValueError>("concat: needs at least one defined input");
+  return xs[0].graph().add1("concat", xs, {{"axis", static_cast<std::int64_t>(axis)}});
+}
+
+SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size) {
+  return x.graph().add1("slice", {x}, {{"begin", std::move(begin)}, {"size", std::move(size)}});
+}
+
+SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin) {
+  return dy.graph().add1("slice_grad", {dy, x}, {{"begin", std::move(begin)}});
+}
+
+std::vector<SymbolicTensor> split(const SymbolicTensor& x, int axis, Ints sizes) {
+  return x.graph().add("split", {x}, {{"axis", static_cast<std::int64_t>(axis)}, {"sizes", std::move(sizes)}});
+}
+
+SymbolicTensor pad(const SymbolicTensor& x, Ints paddings, double value) {
+  return x.graph().add1("pad", {x}, {{"paddings", std::move(paddings)}, {"value", value}});
+}
+
+SymbolicTensor one_hot(const SymbolicTensor& indices, std::int64_t depth, DType dtype, double on_value,
+                       double off_value) {
+  return indices.graph().add1(
+      "one_hot", {indices},
+      {{"depth", depth}, {"dtype", dtype}, {"on_value", on_value}, {"off_value", off_value}});
+}
+
+SymbolicTensor gather(const SymbolicTensor& params, const SymbolicTensor& indices) {
+  return params.graph().add1("gather", {params, indices});
+}
+
+SymbolicTensor gather_grad(const SymbolicTensor& dy, const SymbolicTensor& indices, const SymbolicTensor& params) {
+  return dy.graph().add1("gather_grad", {dy, indices, params});
+}
+
+}  // namespace ops
+
+namespace {
+
+using Grads = std::vector<SymbolicTensor>;
+using Ints = std::vector<std::int64_t>;
+
+std::int64_t count_unknown(const Shape& s) {
+  return std::count_if(s.dims().begin(), s.dims().end(), [](std::int64_t d) { return d < 0; });
+}
+
+// ---- reshape -------------------------------------------------------------------------------------
+
+std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  const Shape& x = in[0].shape;
+  Ints dims = attrs.get_ints("shape");
+  int infer = -1;
+  std::int64_t known = 1;  // product of the target's given dimensions
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (infer >= 0) raise<ShapeError>("target shape {} has more than one -1", Shape(dims).to_string());
+      infer = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      raise<ShapeError>("target shape has a negative dimension {} (only -1, inferred, is allowed)", dims[i]);
+    } else {
+      known *= dims[i];
+    }
+  }
+  if (!x.is_fully_known()) {
+    // The batch is unknown at build time: the inferred dimension stays unknown until a Plan is compiled.
+    return {TensorSpec{Shape(dims), in[0].dtype}};
+  }
+  std::int64_t n = x.num_elements();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      raise<ShapeError>("cannot reshape {} ({} elements) into {}: {} is not a multiple of {}", x.to_string(), n,
+                        Shape(dims).to_string(), n, known);
+    dims[static_cast<std::size_t>(infer)] = n / known;
+  } else if (known != n) {
+    raise<ShapeError>("cannot reshape {} ({} elements) into {} ({} elements)", x.to_string(), n,
+                      Shape(dims).to_string(), known);
+  }
+  return {TensorSpec{Shape(dims), in[0].dtype}};
+}
+
+Grads reshape_grad(Node& node, const Grads& dy) {
+  const SymbolicTensor& x = node.inputs()[0];
+  if (count_unknown(x.shape()) <= 1) return {ops::reshape(dy[0], x.shape().dims())};  // unknown -> -1
+  // Several unknown dimensions: take them from x itself at plan time.
+  return {dy[0].graph().add1("reshape_like", {dy[0], x})};
+}
+
+std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  expect_num_inputs(in, 2);
+  if (in[0].shape.is_fully_known() && in[1].shape.is_fully_known() &&
+      in[0].shape.num_elements() != in[1].shape.num_elements())
+    raise<ShapeError>("cannot reshape {} into {}: the element counts differ", in[0].shape.to_string(),
+                      in[1].shape.to_string());
+  return {TensorSpec{in[1].shape, in[0].dtype}};
+}
+
+// ---- transpose -----------------------------------------------------------------------------------
+
+Ints resolve_perm(const Ints& perm_attr, int rank) {
+  Ints perm = perm_attr;
+  if (perm.empty()) {  // NumPy's default: reverse the axes
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  if (static_cast<int>(perm.size()) != rank)
+    raise<ShapeError>("perm [{}] has {} entries for a tensor of rank {}", fmt::join(perm_attr, ", "), perm.size(),
+                      rank);
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (auto p : perm) {
+    if (p < 0 || p >= rank || seen[static_cast<std::size_t>(p)])
+      raise<ShapeError>("perm [{}] is not a permutation of 0..{}", fmt::join(perm_attr, ", "), rank - 1);
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  return perm;
+}
+
+std::vector<TensorSpec> transpose_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  const Shape& x = in[0].shape;
+  Ints perm = resolve_perm(attrs.get_ints("perm"), x.rank());
+  Ints out;
+  for (auto p : perm) out.push_back(x[static_cast<int>(p)]);
+  return {TensorSpec{Shape(out), in[0].dtype}};
+}
+
+Grads transpose_grad(Node& node, const Grads& dy) {
+  Ints perm = resolve_perm(node.attrs().get_ints("perm"), node.inputs()[0].rank());
+  Ints inverse(perm.size());
+  for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+  return {ops::transpose(dy[0], inverse)};
+}
+
+// ---- concat --------------------------------------------------------------------------------------
+
+std::vector<TensorSpec> concat_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  if (in.empty()) raise<ValueError>("needs at least one input");
+  const Shape& first = in[0].shape;
+  if (first.rank() == 0) raise<ShapeError>("cannot concatenate scalars; reshape them to (1,) first");
+  int axis = first.normalize_axis(static_cast<int>(attrs.get_int("axis")), "concat");
+  Ints out = first.dims();
+  for (std::size_t i = 1; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    expect_same_dtype(in[0], in[i], "input 0", fmt::format("input {}", i).c_str());
+    if (s.rank() != first.rank())
+      raise<ShapeError>("input {} has rank {}, input 0 has rank {}; all inputs need the same rank", i, s.rank(),
+                        first.rank());
+    for (int d = 0; d < first.rank(); ++d) {
+      auto& o = out[static_cast<std::size_t>(d)];
+      if (d == axis) {
+        o = (o < 0 || s[d] < 0) ? -1 : o + s[d];
+      } else {
+        if (!dims_match(o, s[d]))
+          raise<ShapeError>("input {} has shape {}, which differs from {} outside axis {}", i, s.to_string(),
+                            first.to_string(), axis);
+        if (o < 0) o = s[d];
+      }
+    }
+  }
+  return {TensorSpec{Shape(out), in[0].dtype}};
+}
+
+Grads concat_grad(Node& node, const Grads& dy) {
+  const auto& xs = node.inputs();
+  int rank = xs[0].rank();
+  int axis = xs[0].shape().normalize_axis(static_cast<int>(node.attrs().get_int("axis")));
+  bool offsets_known = std::all_of(xs.begin(), xs.end(), [&](const SymbolicTensor& x) { return x.shape()[axis] >= 0; });
+  if (!offsets_known) {
+    // Along an unknown axis (the batch) the offsets are known only at plan time.
+    std::vector<SymbolicTensor> inputs{dy[0]};
+    inputs.insert(inputs.end(), xs.begin(), xs.end());
+    return dy[0].graph().add("concat_grad", inputs, {{"axis", static_cast<std::int64_t>(axis)}});
+  }
+  Grads out;
+  std::int64_t offset = 0;
+  for (const auto& x : xs) {
+    Ints begin(static_cast<std::size_t>(rank), 0), size(static_cast<std::size_t>(rank), -1);
+    begin[static_cast<std::size_t>(axis)] = offset;
+    size[static_cast<std::size_t>(axis)] = x.shape()[axis];
+    out.push_back(ops::slice(dy[0], begin, size));
+    offset += x.shape()[axis];
+  }
+  return out;
+}
+
+std::vector<TensorSpec> concat_grad_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  if (in.size() < 2) raise<ValueError>("needs dy and at least one forward input");
+  std::vector<TensorSpec> xs(in.begin() + 1, in.end());
+  TensorSpec y = concat_shape(xs, attrs)[0];
+  if (!in[0].shape.compatible_with(y.shape))
+    raise<ShapeError>("dy of shape {} does not match the concatenation's shape {}", in[0].shape.to_string(),
+                      y.shape.to_string());
+  std::vector<TensorSpec> out;
+  for (const auto& x : xs) out.push_back({x.shape, in[0].dtype});
+  return out;
+}
+
+// ---- slice and slice_grad ------------------------------------------------------------------------
+
+std::vector<TensorSpec> slice_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  const Shape& x = in[0].shape;
+  const Ints& begin = attrs.get_ints("begin");
+  const Ints& size = attrs.get_ints("size");
+  if (static_cast<int>(begin.size()) != x.rank() || static_cast<int>(size.size()) != x.rank())
+    raise<ShapeError>("begin [{}] and size [{}] need one entry per axis of {}", fmt::join(begin, ", "),
+                      fmt::join(size, ", "), x.to_string());
+  Ints out;
+  for (int i = 0; i < x.rank(); ++i) {
+    auto b = begin[static_cast<std::size_t>(i)], s = size[static_cast<std::size_t>(i)];
+    if (b < 0) raise<ShapeError>("begin [{}] has a negative entry on axis {}", fmt::join(begin, ", "), i);
+    if (s < -1) raise<ShapeError>("size [{}] has an entry below -1 on axis {}", fmt::join(size, ", "), i);
+    if (x[i] >= 0) {
+      if (b > x[i] || (s >= 0 && b + s > x[i]))
+        raise<ShapeError>("slice begin [{}] size [{}] reaches past axis {} of {}", fmt::join(begin, ", "),
+                          fmt::join(size, ", "), i, x.to_string());
+      out.push_back(s < 0 ? x[i] - b : s);
+    } else {
+      out.push_back(s);  // -1 on an unknown axis stays unknown
+    }
+  }
+  return {TensorSpec{Shape(out), in[0].dtype}};
+}
+
+std::vector<TensorSpec> slice_grad_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 2);
+  const Shape& dy = in[0].shape;
+  const Shape& x = in[1].shape;
+  expect_same_dtype(in[0], in[1], "dy", "x");
+  const Ints& begin = attrs.get_ints("begin");
+  if (dy.rank() != x.rank() || static_cast<int>(begin.size()) != x.rank())
+    raise<ShapeError>("dy {}, x {} and begin [{}] need the same rank", dy.to_string(), x.to_string(),
+                      fmt::join(begin, ", "));
+  for (int i = 0; i < x.rank(); ++i) {
+    auto b = begin[static_cast<std::size_t>(i)];
+    if (b < 0) raise<ShapeError>("begin [{}] has a negative entry on axis {}", fmt::join(begin, ", "), i);
+    if (x[i] >= 0 && dy[i] >= 0 && b + dy[i] > x[i])
+      raise<ShapeError>("dy {} placed at [{}] reaches past axis {} of {}", dy.to_string(), fmt::join(begin, ", "), i,
+                        x.to_string());
+  }
+  return {TensorSpec{x, in[0].dtype}};
+}
+
+// ---- split ---------------------------------------------------------------------------------------
+
+std::vector<TensorSpec> split_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  const Shape& x = in[0].shape;
+  if (x.rank() == 0) raise<ShapeError>("cannot split a scalar");
+  int axis = x.normalize_axis(static_cast<int>(attrs.get_int("axis")), "split");
+  const Ints& sizes = attrs.get_ints("sizes");
+  if (sizes.empty()) raise<ValueError>("sizes is empty; give the length of each piece");
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0) raise<ShapeError>("sizes [{}] has a negative entry", fmt::join(sizes, ", "));
+    total += s;
+  }
+  if (x[axis] >= 0 && total != x[axis])
+    raise<ShapeError>("sizes [{}] add up to {}, but axis {} of {} has length {}", fmt::join(sizes, ", "), total, axis,
+                      x.to_string(), x[axis]);
+  std::vector<TensorSpec> out;
+  for (auto s : sizes) {
+    Shape piece = x;
+    piece[axis] = s;
+    out.push_back({piece, in[0].dtype});
+  }
+  return out;
+}
+
+Grads split_grad(Node& node, const Grads& dy) {
+  bool any = std::any_of(dy.begin(), dy.end(), [](const SymbolicTensor& g) { return g.defined(); });
+  if (!any) return {SymbolicTensor{}};
+  std::vector<SymbolicTensor> pieces;
+  for (int k = 0; k < node.num_outputs(); ++k)
+    pieces.push_back(dy[static_cast<std::size_t>(k)].defined() ? dy[static_cast<std::size_t>(k)]
+                                                               : ops::zeros_like(node.output(k)));
+  return {ops::concat(pieces, static_cast<int>(node.attrs().get_int("axis")))};
+}
+
+// ---- pad -----------------------------------------------------------------------------------------
+
+// out[i] = in[i] + sign * (before_i + after_i), unknown staying unknown.
+Shape padded(const Shape& x, const Ints& paddings, int sign, const char* what) {
+  if (static_cast<int>(paddings.size()) != 2 * x.rank())
+    raise<ShapeError>("paddings [{}] needs one (before, after) pair per axis of {} ({} entries)",
+                      fmt::join(paddings, ", "), x.to_string(), 2 * x.rank());
+  Ints out;
+  for (int i = 0; i < x.rank(); ++i) {
+    auto b = paddings[static_cast<std::size_t>(2 * i)], a = paddings[static_cast<std::size_t>(2 * i + 1)];
+    if (b < 0 || a < 0) raise<ShapeError>("paddings [{}] has a negative entry", fmt::join(paddings, ", "));
+    if (x[i] < 0) {
+      out.push_back(-1);
+      continue;
+    }
+    auto d = x[i] + sign * (b + a);
+    if (d < 0) raise<ShapeError>("{} of shape {} is smaller than its paddings [{}]", what, x.to_string(), fmt::join(paddings, ", "));
+    out.push_back(d);
+  }
+  return Shape(out);
+}
+
+std::vector<TensorSpec> pad_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  return {TensorSpec{padded(in[0].shape, attrs.get_ints("paddings"), +1, "x"), in[0].dtype}};
+}
+
+std::vector<TensorSpec> pad_grad_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  return {TensorSpec{padded(in[0].shape, attrs.get_ints("paddings"), -1, "dy"), in[0].dtype}};
+}
+
+Grads pad_grad(Node& node, const Grads& dy) {
+  const Shape& x = node.inputs()[0].shape();
+  const Ints& paddings = node.attrs().get_ints("paddings");
+  Ints begin, size;
+  for (int i = 0; i < x.rank(); ++i) {
+    auto after = paddings[static_cast<std::size_t>(2 * i + 1)];
+    begin.push_back(paddings[static_cast<std::size_t>(2 * i)]);
+    if (x[i] >= 0) {
+      size.push_back(x[i]);
+    } else if (after == 0) {
+      size.push_back(-1);  // to the end of dy's axis
+    } else {
+      // An unknown axis padded at its end: slice cannot say where x ends, so strip the padding.
+      return {dy[0].graph().add1("pad_grad", {dy[0]}, {{"paddings", paddings}})};
+    }
+  }
+  return {ops::slice(dy[0], begin, size)};
+}
+
+// ---- one_hot -------------------------------------------------------------------------------------
+
+std::vector<TensorSpec> one_hot_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  expect_integer(in[0], "indices");
+  auto depth = attrs.get_int("depth");
+  if (depth < 0) raise<ValueError>("depth must be >= 0, got {}", depth);
+  DType dtype = attrs.get_dtype("dtype");
+  if (dtype == DType::float16 || dtype == DType::bfloat16)
+    raise<DTypeError>("dtype {} is not supported (use float32, float64 or an integer type)", dtype_name(dtype));
+  Ints out = in[0].shape.dims();
+  out.push_back(depth);
+  return {TensorSpec{Shape(out), dtype}};
+}
+
+// ---- gather and gather_grad ----------------------------------------------------------------------
+
+Shape gathered(const Shape& params, const Shape& indices) {
+  Ints out = indices.dims();
+  out.insert(out.end(), params.dims().begin() + 1, params.dims().end());
+  return Shape(out);
+}
+
+std::vector<TensorSpec> gather_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  expect_num_inputs(in, 2);
+  expect_min_rank(in[0], 1, "params");
+  expect_integer(in[1], "indices");
+  return {TensorSpec{gathered(in[0].shape, in[1].shape), in[0].dtype}};
+}
+
+std::vector<TensorSpec> gather_grad_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  expect_num_inputs(in, 3);
+  expect_min_rank(in[2], 1, "params");
+  expect_integer(in[1], "indices");
+  expect_same_dtype(in[0], in[2], "dy", "params");
+  Shape want = gathered(in[2].shape, in[1].shape);
+  if (!in[0].shape.compatible_with(want))
+    raise<ShapeError>("dy has shape {}, expected {} (indices shape + params shape[1:])", in[0].shape.to_string(),
+                      want.to_string());
+  return {TensorSpec{in[2].shape, in[0].dtype}};
+}
+
+}  // namespace
+
+void register_array_ops() {
+  register_op({.name = "reshape", .shape = reshape_shape, .grad = reshape_grad, .alias_input = 0});
+  // Internal: dy viewed with x's shape, for reshape gradients whose input has several unknown dims.
+  register_op({.name = "reshape_like", .shape = reshape_like_shape, .alias_input = 0});
+  register_op({.name = "transpose", .shape = transpose_shape, .grad = transpose_grad});
+  register_op({.name = "concat", .shape = concat_shape, .grad = concat_grad});
+  // Internal: (dy, x_0, ..., x_n-1) -> pieces of dy shaped like each x_i (concat along an unknown axis).
+  register_op({.name = "concat_grad", .shape = concat_grad_shape});
+  register_op({.name = "slice", .shape = slice_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {ops::slice_grad(dy[0], node.inputs()[0], node.attrs().get_ints("begin"))};
+               }});
+  register_op({.name = "slice_grad", .shape = slice_grad_shape});
+  register_op({.name = "split", .shape = split_shape, .grad = split_grad});
+  register_op({.name = "pad", .shape = pad_shape, .grad = pad_grad});
+  // Internal: dy with the paddings stripped (pad gradients on unknown axes padded at the end).
+  register_op({.name = "pad_grad", .shape = pad_grad_shape});
+  register_op({.name = "one_hot", .shape = one_hot_shape});
+  register_op({.name = "gather", .shape = gather_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 const auto& params = node.inputs()[0];
+                 const auto& indices = node.inputs()[1];
+                 return {ops::gather_grad(dy[0], indices, params), SymbolicTensor{}};
+               }});
+  register_op({.name = "gather_grad", .shape = gather_grad_shape});
+}
+
+}  // namespace tower

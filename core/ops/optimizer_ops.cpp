@@ -1,0 +1,156 @@
+// Optimizer update ops (apply_sgd, apply_rmsprop, apply_adam, apply_adagrad, apply_adadelta): fused
+// in-place updates of a variable and its slots following Keras 3's rules. They have no outputs.
+//
+// Inputs are (var, grad, lr, [iteration], slots...). Optional slots that a configuration does not
+// use are left out of the inputs; bool attrs ("has_momentum", "has_average_grad", "has_v_hat")
+// tell the kernels which are there, in the order the builders declare them.
+#include <string_view>
+
+#include "core/op_registry.h"
+#include "core/ops.h"
+#include "core/ops/register_ops.h"
+#include "core/ops/shape_utils.h"
+
+namespace tower {
+
+namespace ops {
+
+namespace {
+
+void require(const SymbolicTensor& t, const char* op, const char* what, const char* why) {
+  if (!t.defined()) raise<ValueError>("{}: {} is undefined, but {}; create the slot variable and pass it", op, what, why);
+}
+
+}  // namespace
+
+Node* apply_sgd(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                const SymbolicTensor& momentum_slot, double momentum, bool nesterov) {
+  if (momentum < 0 || momentum > 1) raise<ValueError>("apply_sgd: momentum must be in [0, 1], got {}", momentum);
+  if (momentum != 0) require(momentum_slot, "apply_sgd", "momentum_slot", "momentum is not 0");
+  std::vector<SymbolicTensor> in{var, grad, lr};
+  if (momentum_slot.defined()) in.push_back(momentum_slot);
+  return &var.graph().add_node(
+      "apply_sgd", in, {{"momentum", momentum}, {"nesterov", nesterov}, {"has_momentum", momentum_slot.defined()}});
+}
+
+Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                    const SymbolicTensor& velocity, const SymbolicTensor& momentum_slot,
+                    const SymbolicTensor& average_grad, double rho, double momentum, double epsilon, bool centered) {
+  if (momentum < 0) raise<ValueError>("apply_rmsprop: momentum must be >= 0, got {}", momentum);
+  require(velocity, "apply_rmsprop", "velocity", "RMSprop always keeps it");
+  if (momentum > 0) require(momentum_slot, "apply_rmsprop", "momentum_slot", "momentum is > 0");
+  if (centered) require(average_grad, "apply_rmsprop", "average_grad", "centered is true");
+  std::vector<SymbolicTensor> in{var, grad, lr, velocity};
+  if (momentum_slot.defined()) in.push_back(momentum_slot);
+  if (centered) in.push_back(average_grad);
+  return &var.graph().add_node("apply_rmsprop", in,
+                               {{"rho", rho},
+                                {"momentum", momentum},
+                                {"epsilon", epsilon},
+                                {"centered", centered},
+                                {"has_momentum", momentum_slot.defined()},
+                                {"has_average_grad", centered}});
+}
+
+Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v,
+                 const SymbolicTensor& v_hat, double beta_1, double beta_2, double epsilon, bool amsgrad,
+                 double weight_decay) {
+  require(m, "apply_adam", "m", "Adam always keeps it");
+  require(v, "apply_adam", "v", "Adam always keeps it");
+  if (amsgrad) require(v_hat, "apply_adam", "v_hat", "amsgrad is true");
+  if (weight_decay < 0) raise<ValueError>("apply_adam: weight_decay must be >= 0, got {}", weight_decay);
+  std::vector<SymbolicTensor> in{var, grad, lr, iteration, m, v};
+  if (amsgrad) in.push_back(v_hat);
+  return &var.graph().add_node("apply_adam", in,
+                               {{"beta_1", beta_1},
+                                {"beta_2", beta_2},
+                                {"epsilon", epsilon},
+                                {"amsgrad", amsgrad},
+                                {"weight_decay", weight_decay},
+                                {"has_v_hat", amsgrad}});
+}
+
+Node* apply_adagrad(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                    const SymbolicTensor& accumulator, double epsilon) {
+  require(accumulator, "apply_adagrad", "accumulator", "Adagrad always keeps it");
+  return &var.graph().add_node("apply_adagrad", {var, grad, lr, accumulator}, {{"epsilon", epsilon}});
+}
+
+Node* apply_adadelta(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                     const SymbolicTensor& accumulated_grad, const SymbolicTensor& accumulated_delta, double rho,
+                     double epsilon) {
+  require(accumulated_grad, "apply_adadelta", "accumulated_grad", "Adadelta always keeps it");
+  require(accumulated_delta, "apply_adadelta", "accumulated_delta", "Adadelta always keeps it");
+  return &var.graph().add_node("apply_adadelta", {var, grad, lr, accumulated_grad, accumulated_delta},
+                               {{"rho", rho}, {"epsilon", epsilon}});
+}
+
+}  // namespace ops
+
+namespace {
+
+bool is_scalar(const Shape& s) {
+  for (auto d : s.dims())
+    if (d != 1) return false;
+  return true;  // rank 0, or every dimension 1
+}
+
+// Checks the inputs every update shares: var (float), grad and the slots (var's shape and dtype),
+// and the scalars (lr, iteration: var's dtype). `names` lists the expected inputs in order.
+std::vector<TensorSpec> update_shape(const std::vector<TensorSpec>& in, const std::vector<const char*>& names) {
+  if (in.size() != names.size()) raise<ValueError>("expected {} inputs, got {}", names.size(), in.size());
+  const TensorSpec& var = in[0];
+  expect_floating(var, "var");
+  for (std::size_t i = 1; i < in.size(); ++i) {
+    std::string_view name = names[i];
+    expect_same_dtype(var, in[i], "var", names[i]);
+    if (name == "lr" || name == "iteration") {
+      if (!is_scalar(in[i].shape))
+        raise<ShapeError>("{} must be a scalar, got shape {}", name, in[i].shape.to_string());
+    } else if (!in[i].shape.compatible_with(var.shape)) {
+      raise<ShapeError>("{} has shape {}, but var has shape {}; they must match", name, in[i].shape.to_string(),
+                        var.shape.to_string());
+    }
+  }
+  return {};
+}
+
+std::vector<TensorSpec> sgd_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  std::vector<const char*> names{"var", "grad", "lr"};
+  if (attrs.get_bool("has_momentum")) names.push_back("momentum_slot");
+  return update_shape(in, names);
+}
+
+std::vector<TensorSpec> rmsprop_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  std::vector<const char*> names{"var", "grad", "lr", "velocity"};
+  if (attrs.get_bool("has_momentum")) names.push_back("momentum_slot");
+  if (attrs.get_bool("has_average_grad")) names.push_back("average_grad");
+  return update_shape(in, names);
+}
+
+std::vector<TensorSpec> adam_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  std::vector<const char*> names{"var", "grad", "lr", "iteration", "m", "v"};
+  if (attrs.get_bool("has_v_hat")) names.push_back("v_hat");
+  return update_shape(in, names);
+}
+
+}  // namespace
+
+void register_optimizer_ops() {
+  register_op({.name = "apply_sgd", .shape = sgd_shape, .mutated_inputs = {0, 3}});
+  register_op({.name = "apply_rmsprop", .shape = rmsprop_shape, .mutated_inputs = {0, 3, 4, 5}});
+  register_op({.name = "apply_adam", .shape = adam_shape, .mutated_inputs = {0, 4, 5, 6}});
+  register_op({.name = "apply_adagrad",
+               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
+                 return update_shape(in, {"var", "grad", "lr", "accumulator"});
+               },
+               .mutated_inputs = {0, 3}});
+  register_op({.name = "apply_adadelta",
+               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
+                 return update_shape(in, {"var", "grad", "lr", "accumulated_grad", "accumulated_delta"});
+               },
+               .mutated_inputs = {0, 3, 4}});
+}
+
+}  // namespace tower

@@ -1,0 +1,26 @@
+// One registration function per op group (core/ops/*.cpp); register_all_ops calls them all.
+#pragma once
+
+namespace tower {
+
+void register_basic_ops();
+void register_math_ops();
+void register_activation_ops();
+void register_reduce_ops();
+void register_nn_ops();
+void register_array_ops();
+void register_loss_ops();
+void register_optimizer_ops();
+
+inline void register_all_ops() {
+  register_basic_ops();
+  register_math_ops();
+  register_activation_ops();
+  register_reduce_ops();
+  register_nn_ops();
+  register_array_ops();
+  register_loss_ops();
+  register_optimizer_ops();
+}
+
+}  // namespace tower

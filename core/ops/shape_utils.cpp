@@ -1,0 +1,71 @@
+// Shape-function helpers.
+#include "core/ops/shape_utils.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace tower {
+
+bool dims_match(std::int64_t a, std::int64_t b) { return a < 0 || b < 0 || a == b; }
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  int rank = std::max(a.rank(), b.rank());
+  std::vector<std::int64_t> out(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+    std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da == 1) out[static_cast<std::size_t>(i)] = db;
+    else if (db == 1) out[static_cast<std::size_t>(i)] = da;
+    else if (da < 0) out[static_cast<std::size_t>(i)] = db;  // unknown broadcasts to the known size
+    else if (db < 0 || da == db) out[static_cast<std::size_t>(i)] = da;
+    else raise<ShapeError>("shapes {} and {} cannot be broadcast together", a.to_string(), b.to_string());
+  }
+  return Shape(std::move(out));
+}
+
+void expect_rank(const TensorSpec& spec, int rank, const char* what) {
+  if (spec.shape.rank() != rank)
+    raise<ShapeError>("{} must have rank {}, got shape {}", what, rank, spec.shape.to_string());
+}
+
+void expect_min_rank(const TensorSpec& spec, int rank, const char* what) {
+  if (spec.shape.rank() < rank)
+    raise<ShapeError>("{} must have rank {} or more, got shape {}", what, rank, spec.shape.to_string());
+}
+
+void expect_floating(const TensorSpec& spec, const char* what) {
+  if (!is_floating(spec.dtype)) raise<DTypeError>("{} must be a float tensor, got {}", what, dtype_name(spec.dtype));
+}
+
+void expect_integer(const TensorSpec& spec, const char* what) {
+  if (!is_integer(spec.dtype)) raise<DTypeError>("{} must be an integer tensor, got {}", what, dtype_name(spec.dtype));
+}
+
+void expect_same_dtype(const TensorSpec& a, const TensorSpec& b, const char* what_a, const char* what_b) {
+  if (a.dtype != b.dtype)
+    raise<DTypeError>("{} and {} must have the same dtype, got {} and {}", what_a, what_b, dtype_name(a.dtype),
+                      dtype_name(b.dtype));
+}
+
+void expect_num_inputs(const std::vector<TensorSpec>& inputs, std::size_t count) {
+  if (inputs.size() != count) raise<ValueError>("expected {} inputs, got {}", count, inputs.size());
+}
+
+std::vector<int> normalize_axes(const std::vector<std::int64_t>& axes, int rank) {
+  std::vector<int> out;
+  if (axes.empty()) {
+    for (int i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (auto a : axes) {
+    auto n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank) raise<ShapeError>("axis {} is out of range for rank {}", a, rank);
+    out.push_back(static_cast<int>(n));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace tower

@@ -1,0 +1,25 @@
+// Helpers for op shape functions: contract checks that throw ShapeError/DTypeError with a short reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace tower {
+
+// NumPy broadcasting of two shapes (unknown dims broadcast as unknown); throws ShapeError.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Throws ShapeError unless spec has rank `rank`; `what` names the argument ("kernel").
+void expect_rank(const TensorSpec& spec, int rank, const char* what);
+void expect_min_rank(const TensorSpec& spec, int rank, const char* what);
+void expect_floating(const TensorSpec& spec, const char* what);
+void expect_integer(const TensorSpec& spec, const char* what);
+void expect_same_dtype(const TensorSpec& a, const TensorSpec& b, const char* what_a, const char* what_b);
+void expect_num_inputs(const std::vector<TensorSpec>& inputs, std::size_t count);
+// Dimension equality where -1 (unknown) matches anything.
+bool dims_match(std::int64_t a, std::int64_t b);
+// Normalizes reduction axes (empty = all) to sorted, unique, non-negative axes.
+std::vector<int> normalize_axes(const std::vector<std::int64_t>& axes, int rank);
+
+}  // namespace tower

@@ -1,0 +1,15 @@
+// Registers the compiled-in backends once, on first use of a device or kernel registry.
+#include "core/registry_init.h"
+
+#include <mutex>
+
+#include "core/device.h"
+
+namespace tower {
+
+void ensure_backends_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] { register_builtin_backends(); });
+}
+
+}  // namespace tower

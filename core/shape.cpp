@@ -1,0 +1,51 @@
+// Shape arithmetic and printing.
+#include "core/shape.h"
+
+#include "core/error.h"
+
+namespace tower {
+
+std::int64_t Shape::dim(int axis) const { return dims_.at(static_cast<std::size_t>(normalize_axis(axis))); }
+
+bool Shape::is_fully_known() const {
+  for (auto d : dims_)
+    if (d < 0) return false;
+  return true;
+}
+
+std::int64_t Shape::num_elements() const {
+  std::int64_t n = 1;
+  for (auto d : dims_) {
+    if (d < 0) raise<ShapeError>("cannot count the elements of {}: a dimension is unknown", to_string());
+    n *= d;
+  }
+  return n;
+}
+
+int Shape::normalize_axis(int axis, const char* op) const {
+  int r = rank();
+  int a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r)
+    raise<ShapeError>("{}{}axis {} is out of range for a tensor of shape {} (rank {})", op,
+                      *op ? ": " : "", axis, to_string(), r);
+  return a;
+}
+
+bool Shape::compatible_with(const Shape& other) const {
+  if (rank() != other.rank()) return false;
+  for (int i = 0; i < rank(); ++i)
+    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+  return true;
+}
+
+std::string Shape::to_string() const {
+  std::string s = "(";
+  for (std::size_t i = 0; i < dims_.size(); ++i) {
+    if (i) s += ", ";
+    s += dims_[i] < 0 ? std::string("None") : std::to_string(dims_[i]);
+  }
+  if (dims_.size() == 1) s += ",";
+  return s + ")";
+}
+
+}  // namespace tower

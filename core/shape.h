@@ -1,0 +1,43 @@
+// Shape: the dimensions of a tensor, outermost first. -1 marks a dimension (usually the batch)
+// that is unknown until a Plan is compiled.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace tower {
+
+class Shape {
+ public:
+  static constexpr std::int64_t kUnknown = -1;
+
+  Shape() = default;
+  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) {}
+  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  std::int64_t operator[](int axis) const { return dims_.at(static_cast<std::size_t>(axis)); }
+  std::int64_t& operator[](int axis) { return dims_.at(static_cast<std::size_t>(axis)); }
+  // Dimension `axis`, counting from the end when negative (dim(-1) is the last).
+  std::int64_t dim(int axis) const;
+  const std::vector<std::int64_t>& dims() const { return dims_; }
+
+  bool is_fully_known() const;
+  // Product of the dimensions (1 for a scalar); throws when a dimension is unknown.
+  std::int64_t num_elements() const;
+  // Normalizes a possibly negative axis into [0, rank); throws ShapeError naming `op` if out of range.
+  int normalize_axis(int axis, const char* op = "") const;
+
+  // True when the shapes can describe the same tensor (unknown dims match anything).
+  bool compatible_with(const Shape& other) const;
+
+  std::string to_string() const;  // "(None, 28, 28, 1)" as Keras prints it
+  bool operator==(const Shape&) const = default;
+
+ private:
+  std::vector<std::int64_t> dims_;
+};
+
+}  // namespace tower

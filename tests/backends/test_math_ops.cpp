@@ -1,0 +1,98 @@
+// Elementwise arithmetic with broadcasting, scale, sum_to, broadcast_like, matmul and bias_add:
+// forward values and finite-difference gradients.
+#include <doctest/doctest.h>
+
+#include "core/ops.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::check_gradients;
+using tower::testing::evaluate;
+using Inputs = std::vector<SymbolicTensor>;
+
+TEST_CASE("math: broadcasting arithmetic forward") {
+  Graph g;
+  auto a = g.constant(Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  auto row = g.constant(Tensor::from_vector<float>({3}, {10, 20, 30}));
+  auto col = g.constant(Tensor::from_vector<float>({2, 1}, {2, 4}));
+  auto r = evaluate({ops::add(a, row), ops::subtract(a, col), ops::multiply(col, row), ops::divide(a, col),
+                     ops::maximum(a, g.constant(Tensor::scalar(3.5))), ops::minimum(row, a), ops::scale(a, -2)});
+  check_close(r[0], {11, 22, 33, 14, 25, 36});
+  check_close(r[1], {-1, 0, 1, 0, 1, 2});
+  check_close(r[2], {20, 40, 60, 40, 80, 120});
+  check_close(r[3], {0.5, 1, 1.5, 1, 1.25, 1.5});
+  check_close(r[4], {3.5, 3.5, 3.5, 4, 5, 6});
+  check_close(r[5], {1, 2, 3, 4, 5, 6});
+  check_close(r[6], {-2, -4, -6, -8, -10, -12});
+  CHECK(r[2].shape() == Shape{2, 3});
+}
+
+TEST_CASE("math: integer arithmetic") {
+  Graph g;
+  auto a = g.constant(Tensor::from_vector<std::int32_t>({3}, {1, 2, 3}));
+  auto r = evaluate({ops::multiply(a, a)});
+  CHECK(r[0].to_vector<int>() == std::vector<int>{1, 4, 9});
+}
+
+TEST_CASE("math: sum_to and broadcast_like") {
+  Graph g;
+  auto x = g.constant(Tensor::from_vector<double>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  auto like_row = g.constant(Tensor::zeros({1, 3}, DType::float64));
+  auto like_col = g.constant(Tensor::zeros({2, 1}, DType::float64));
+  auto like_vec = g.constant(Tensor::zeros({3}, DType::float64));
+  auto r = evaluate({ops::sum_to(x, like_row), ops::sum_to(x, like_col), ops::sum_to(x, like_vec),
+                     ops::broadcast_like(like_vec, x)});
+  check_close(r[0], {5, 7, 9});
+  check_close(r[1], {6, 15});
+  check_close(r[2], {5, 7, 9});
+  CHECK(r[3].shape() == Shape{2, 3});
+}
+
+TEST_CASE("math: matmul with every transpose, against a naive product") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Graph g;
+      const std::int64_t m = 37, k = 19, n = 23;
+      Tensor av = testing::random_tensor(ta ? Shape{k, m} : Shape{m, k}, 5, 0.1, 1, false, DType::float32);
+      Tensor bv = testing::random_tensor(tb ? Shape{n, k} : Shape{k, n}, 6, 0.1, 1, false, DType::float32);
+      auto y = evaluate({ops::matmul(g.constant(av), g.constant(bv), ta, tb)})[0];
+      auto A = av.to_vector<double>(), B = bv.to_vector<double>();
+      std::vector<double> expected(static_cast<std::size_t>(m * n), 0.0);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t p = 0; p < k; ++p)
+            expected[static_cast<std::size_t>(i * n + j)] +=
+                A[static_cast<std::size_t>(ta ? p * m + i : i * k + p)] * B[static_cast<std::size_t>(tb ? j * k + p : p * n + j)];
+      CHECK(y.shape() == Shape{m, n});
+      check_close(y, expected, 1e-5, 1e-5);
+    }
+}
+
+TEST_CASE("math: gradients of broadcasting arithmetic") {
+  for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {
+    CAPTURE(op);
+    check_gradients({{3, 4}, {4}}, [&](const Inputs& in) -> Inputs { return {in[0].graph().add1(op, in)}; });
+    check_gradients({{2, 1, 3}, {4, 1}}, [&](const Inputs& in) -> Inputs { return {in[0].graph().add1(op, in)}; });
+  }
+  check_gradients({{5, 3}}, [](const Inputs& in) -> Inputs { return {ops::scale(in[0], 0.7)}; });
+}
+
+TEST_CASE("math: gradients of matmul, bias_add, sum_to, broadcast_like") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      check_gradients({ta ? Shape{4, 3} : Shape{3, 4}, tb ? Shape{5, 4} : Shape{4, 5}},
+                      [&](const Inputs& in) -> Inputs { return {ops::matmul(in[0], in[1], ta, tb)}; });
+  check_gradients({{2, 3, 4}, {4}}, [](const Inputs& in) -> Inputs { return {ops::bias_add(in[0], in[1])}; });
+  check_gradients({{3, 4}, {1, 4}}, [](const Inputs& in) -> Inputs { return {ops::sum_to(in[0], in[1])}; });
+  check_gradients({{4}, {3, 4}}, [](const Inputs& in) -> Inputs { return {ops::broadcast_like(in[0], in[1])}; });
+}
+
+TEST_CASE("math: bias_add and its gradient forward") {
+  Graph g;
+  auto x = g.constant(Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4}));
+  auto b = g.constant(Tensor::from_vector<float>({2}, {10, 20}));
+  auto r = evaluate({ops::bias_add(x, b), ops::bias_add_grad(x)});
+  check_close(r[0], {11, 22, 13, 24});
+  check_close(r[1], {4, 6});
+}

@@ -1,0 +1,2 @@
+// placeholder until written
+#include <doctest/doctest.h>

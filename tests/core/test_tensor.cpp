@@ -1,0 +1,83 @@
+// Tensor, Shape, device registry and thread pool basics.
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include "backends/cpu/cpu_device.h"
+#include "core/tensor.h"
+
+using namespace tower;
+
+TEST_CASE("shape: printing, element count, axes") {
+  Shape s{-1, 28, 28, 1};
+  CHECK(s.to_string() == "(None, 28, 28, 1)");
+  CHECK(Shape{5}.to_string() == "(5,)");
+  CHECK(s.dim(-1) == 1);
+  CHECK_FALSE(s.is_fully_known());
+  CHECK_THROWS_AS(s.num_elements(), ShapeError);
+  CHECK(Shape{2, 3, 4}.num_elements() == 24);
+  CHECK(Shape{}.num_elements() == 1);
+  CHECK(s.compatible_with(Shape{128, 28, 28, 1}));
+  CHECK_FALSE(s.compatible_with(Shape{128, 28, 28, 3}));
+  CHECK_THROWS_AS(s.normalize_axis(4), ShapeError);
+}
+
+TEST_CASE("tensor: from_vector, to_vector, reshaped, copies between cpu devices") {
+  Tensor t = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(t.dtype() == DType::float32);
+  CHECK(t.nbytes() == 24);
+  CHECK(t.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  Tensor r = t.reshaped({3, 2});
+  CHECK(r.raw_data() == t.raw_data());
+  CHECK_THROWS_AS(t.reshaped({4}), ShapeError);
+  Tensor on1 = t.to(cpu_device(1));
+  CHECK(&on1.device() == &device("cpu:1"));
+  CHECK(on1.to_vector<float>() == t.to_vector<float>());
+  CHECK_THROWS_AS(t.data<double>(), DTypeError);
+  CHECK_THROWS_AS(Tensor::from_vector<float>({2, 2}, {1, 2, 3}), ShapeError);
+  CHECK(Tensor::scalar(2.5).item() == 2.5);
+  CHECK(Tensor::full({2}, 7, DType::int32).to_vector<int>() == std::vector<int>{7, 7});
+}
+
+TEST_CASE("device: registry names, TF spellings and unknown devices") {
+  CHECK(&device("cpu") == &cpu_device(0));
+  CHECK(&device("/device:CPU:2") == &cpu_device(2));
+  CHECK(device("cpu:2").name() == "cpu:2");
+  CHECK_THROWS_AS(device("tpu:0"), NotFoundError);
+  CHECK_THROWS_AS(device("cpu:x"), NotFoundError);
+  if (device_count(DeviceKind::cuda) == 0) {
+    try {
+      device("cuda:5");
+      FAIL("expected NotFoundError");
+    } catch (const NotFoundError& e) {
+      CHECK(std::string(e.what()).find("visible") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("device: memory statistics follow allocations") {
+  Device& d = cpu_device(3);
+  auto before = d.memory_stats();
+  {
+    Tensor t({1000}, DType::float64, d);
+    CHECK(d.memory_stats().in_use == before.in_use + 8000);
+  }
+  CHECK(d.memory_stats().in_use == before.in_use);
+  CHECK(d.memory_stats().peak >= before.in_use + 8000);
+}
+
+TEST_CASE("thread pool: parallel_for covers every index once, nested calls run inline") {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(1000);
+  pool.parallel_for(1000, 10, [&](std::int64_t b, std::int64_t e) {
+    for (auto i = b; i < e; ++i) hits[static_cast<std::size_t>(i)]++;
+    pool.parallel_for(4, 1, [](std::int64_t, std::int64_t) {});
+  });
+  for (auto& h : hits) CHECK(h.load() == 1);
+  int calls = 0;
+  ThreadPool single(1);
+  std::int64_t span = 0;
+  single.parallel_for(100, 1, [&](std::int64_t b, std::int64_t e) { calls++, span = e - b; });
+  CHECK(span == 100);
+  CHECK(calls == 1);
+}
