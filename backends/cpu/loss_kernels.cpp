@@ -15,13 +15,19 @@ std::int64_t row_grain(std::int64_t row_cost) {
   return std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, row_cost));
 }
 
-// log(sum(exp(x))) of one row of n logits, shifted by the max so that exp never overflows.
+// Writes softmax(x) of one row of n logits into p and returns log(sum(exp(x))); shifted by the
+// max so that exp never overflows, and one exp per element.
 template <typename T>
-T log_sum_exp(const T* x, std::int64_t n) {
+T softmax_row(const T* x, T* p, std::int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
   for (std::int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
   T sum = 0;
-  for (std::int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - m);
+  for (std::int64_t j = 0; j < n; ++j) {
+    p[j] = std::exp(x[j] - m);
+    sum += p[j];
+  }
+  T inv = T(1) / sum;
+  for (std::int64_t j = 0; j < n; ++j) p[j] *= inv;
   return m + std::log(sum);
 }
 
@@ -42,12 +48,12 @@ void softmax_cross_entropy_kernel(KernelContext& ctx) {
         const T* xr = x + r * classes;
         const T* tr = t + r * classes;
         T* br = bp + r * classes;
-        T lse = log_sum_exp(xr, classes);
+        T lse = softmax_row(xr, br, classes);
         T acc = 0;
         for (std::int64_t j = 0; j < classes; ++j) {
           // A zero label contributes nothing, even where the logit is -inf.
           if (tr[j] != T(0)) acc += tr[j] * (lse - xr[j]);
-          br[j] = std::exp(xr[j] - lse) - tr[j];
+          br[j] -= tr[j];
         }
         l[r] = acc;
       }
@@ -82,8 +88,7 @@ void sparse_softmax_cross_entropy_kernel(KernelContext& ctx) {
           const T* xr = x + r * classes;
           T* br = bp + r * classes;
           auto label = static_cast<std::int64_t>(y[r]);
-          T lse = log_sum_exp(xr, classes);
-          for (std::int64_t j = 0; j < classes; ++j) br[j] = std::exp(xr[j] - lse);
+          T lse = softmax_row(xr, br, classes);
           br[label] -= T(1);
           l[r] = lse - xr[label];
         }

@@ -1,6 +1,6 @@
-// The CUDA kernel groups (backends/cuda/*.cu). The CUDA backend grows to every CPU op in its own issue.
+// The CUDA kernel groups (glue in backends/cuda/*_ops.cpp, kernels in *.cu). The CUDA backend grows to every CPU op in its own issue.
 #pragma once
 
 namespace tower::cuda {
-void register_elementwise_kernels();  // elementwise_kernels.cu
+void register_elementwise_kernels();  // elementwise_ops.cpp + elementwise_kernels.cu
 }

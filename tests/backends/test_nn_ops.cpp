@@ -1,2 +1,454 @@
-// placeholder until written
+// conv2d (and its backward ops), max/avg pooling, batch normalization and dropout: forward values
+// against direct loops and hand examples, finite-difference gradients, and bad input at build time.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/autodiff.h"
+#include "core/executor.h"
+#include "core/ops.h"
+#include "core/random.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::check_gradients;
+using tower::testing::evaluate;
+using tower::testing::random_tensor;
+using Inputs = std::vector<SymbolicTensor>;
+using Ints = std::vector<std::int64_t>;
+
+namespace {
+
+// Window geometry computed independently of the library: TF's rule for "same", none for "valid".
+struct Geo {
+  std::int64_t n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl;
+};
+
+Geo geometry(const Shape& x, std::int64_t kh, std::int64_t kw, Ints strides, Ints dilation, const std::string& padding) {
+  Geo g{x[0], x[1], x[2], x[3], kh, kw, strides[0], strides[1], dilation[0], dilation[1], 0, 0, 0, 0};
+  auto axis = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t& out, std::int64_t& pad) {
+    if (padding == "same") {
+      out = (in + s - 1) / s;
+      pad = std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
+    } else {
+      out = (in - (k - 1) * d - 1) / s + 1;
+      pad = 0;
+    }
+  };
+  axis(g.h, kh, g.sh, g.dh, g.oh, g.pt);
+  axis(g.w, kw, g.sw, g.dw, g.ow, g.pl);
+  return g;
+}
+
+// Calls f(n, oy, ox, i, j, iy, ix) for every window tap that lands inside the input.
+template <typename F>
+void for_each_tap(const Geo& g, F&& f) {
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oy = 0; oy < g.oh; ++oy)
+      for (std::int64_t ox = 0; ox < g.ow; ++ox)
+        for (std::int64_t i = 0; i < g.kh; ++i)
+          for (std::int64_t j = 0; j < g.kw; ++j) {
+            std::int64_t iy = oy * g.sh - g.pt + i * g.dh, ix = ox * g.sw - g.pl + j * g.dw;
+            if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) f(n, oy, ox, i, j, iy, ix);
+          }
+}
+
+struct ConvRef {
+  std::vector<double> y, dx, dk;  // y (n, oh, ow, f); dx = x's shape; dk = kernel's shape
+  Shape y_shape;
+};
+
+// Direct-loop conv2d and its two backward products for a given dy (n, oh, ow, f).
+ConvRef conv_reference(const Tensor& x, const Tensor& k, const std::vector<double>& dy, const ops::Conv2DArgs& args) {
+  const Shape& ks = k.shape();
+  Geo g = geometry(x.shape(), ks[0], ks[1], args.strides, args.dilation_rate, args.padding);
+  const std::int64_t c = g.c, f = ks[3];
+  auto xv = x.to_vector<double>(), kv = k.to_vector<double>();
+  ConvRef r;
+  r.y_shape = Shape{g.n, g.oh, g.ow, f};
+  r.y.assign(static_cast<std::size_t>(g.n * g.oh * g.ow * f), 0.0);
+  r.dx.assign(xv.size(), 0.0);
+  r.dk.assign(kv.size(), 0.0);
+  for_each_tap(g, [&](auto n, auto oy, auto ox, auto i, auto j, auto iy, auto ix) {
+    for (std::int64_t ci = 0; ci < c; ++ci)
+      for (std::int64_t o = 0; o < f; ++o) {
+        auto yi = static_cast<std::size_t>(((n * g.oh + oy) * g.ow + ox) * f + o);
+        auto xi = static_cast<std::size_t>(((n * g.h + iy) * g.w + ix) * c + ci);
+        auto ki = static_cast<std::size_t>(((i * g.kw + j) * c + ci) * f + o);
+        r.y[yi] += xv[xi] * kv[ki];
+        if (!dy.empty()) {
+          r.dx[xi] += dy[yi] * kv[ki];
+          r.dk[ki] += xv[xi] * dy[yi];
+        }
+      }
+  });
+  return r;
+}
+
+// Direct-loop pooling: max or mean over the valid taps of each window.
+std::vector<double> pool_reference(const Tensor& x, const ops::Pool2DArgs& args, bool max) {
+  Ints strides = args.strides.empty() ? args.pool_size : args.strides;
+  Geo g = geometry(x.shape(), args.pool_size[0], args.pool_size[1], strides, {1, 1}, args.padding);
+  auto xv = x.to_vector<double>();
+  const std::size_t outputs = static_cast<std::size_t>(g.n * g.oh * g.ow * g.c);
+  std::vector<double> y(outputs, max ? -std::numeric_limits<double>::infinity() : 0.0), count(outputs, 0.0);
+  for_each_tap(g, [&](auto n, auto oy, auto ox, auto, auto, auto iy, auto ix) {
+    for (std::int64_t ci = 0; ci < g.c; ++ci) {
+      auto yi = static_cast<std::size_t>(((n * g.oh + oy) * g.ow + ox) * g.c + ci);
+      double v = xv[static_cast<std::size_t>(((n * g.h + iy) * g.w + ix) * g.c + ci)];
+      y[yi] = max ? std::max(y[yi], v) : y[yi] + v;
+      count[yi] += 1;
+    }
+  });
+  if (!max)
+    for (std::size_t i = 0; i < outputs; ++i) y[i] /= count[i];
+  return y;
+}
+
+// Runs f and checks it throws E whose message contains every one of `parts`.
+template <typename E, typename F>
+void check_throws_naming(F&& f, std::vector<std::string> parts) {
+  bool thrown = false;
+  try {
+    f();
+  } catch (const E& e) {
+    thrown = true;
+    std::string message = e.what();
+    for (const auto& p : parts) CHECK_MESSAGE(message.find(p) != std::string::npos, message, " lacks ", p);
+  }
+  CHECK_MESSAGE(thrown, "expected an exception naming ", parts.front());
+}
+
+struct ConvCase {
+  Shape x, kernel;
+  ops::Conv2DArgs args;
+};
+
+// Stride 2, dilation 2, same and valid, a 1x1 kernel and a non-square kernel.
+const std::vector<ConvCase> kConvCases = {
+    {{2, 7, 6, 3}, {3, 3, 3, 4}, {}},
+    {{2, 7, 6, 3}, {3, 3, 3, 4}, {.strides = {2, 2}, .padding = "same"}},
+    {{2, 8, 7, 2}, {3, 2, 2, 3}, {.strides = {2, 1}, .padding = "valid"}},
+    {{1, 9, 8, 2}, {3, 3, 2, 3}, {.padding = "valid", .dilation_rate = {2, 2}}},
+    {{1, 9, 8, 2}, {3, 3, 2, 3}, {.padding = "same", .dilation_rate = {2, 1}}},
+    {{2, 5, 4, 3}, {1, 1, 3, 5}, {}},
+    {{2, 6, 6, 3}, {1, 1, 3, 2}, {.strides = {2, 2}, .padding = "same"}},
+    {{3, 5, 5, 1}, {5, 3, 1, 2}, {.padding = "same"}},
+};
+
+}  // namespace
+
+TEST_CASE("nn: conv2d forward and backward ops match direct loops") {
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const double tol = dtype == DType::float64 ? 1e-10 : 1e-4;
+    std::uint64_t seed = 11;
+    for (const auto& cc : kConvCases) {
+      CAPTURE(cc.x.to_string());
+      CAPTURE(cc.kernel.to_string());
+      CAPTURE(cc.args.padding);
+      Tensor xt = random_tensor(cc.x, seed++, 0.1, 1.0, false, dtype);
+      Tensor kt = random_tensor(cc.kernel, seed++, 0.1, 1.0, false, dtype);
+      ConvRef shape_only = conv_reference(xt, kt, {}, cc.args);
+      Tensor dyt = random_tensor(shape_only.y_shape, seed++, 0.1, 1.0, false, dtype);
+      ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), cc.args);
+
+      Graph g;
+      auto x = g.placeholder(cc.x, dtype);
+      auto k = g.placeholder(cc.kernel, dtype);
+      auto dy = g.placeholder(ref.y_shape, dtype);
+      auto y = ops::conv2d(x, k, cc.args);
+      CHECK(y.shape() == ref.y_shape);
+      auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, cc.args), ops::conv2d_backward_filter(x, dy, k, cc.args)},
+                        {{x, xt}, {k, kt}, {dy, dyt}});
+      CHECK(r[0].dtype() == dtype);
+      check_close(r[0], ref.y, tol, tol);
+      CHECK(r[1].shape() == cc.x);
+      check_close(r[1], ref.dx, tol, tol);
+      CHECK(r[2].shape() == cc.kernel);
+      check_close(r[2], ref.dk, tol, tol);
+    }
+  }
+}
+
+TEST_CASE("nn: conv2d on a larger batch splits across threads like one pass") {
+  // Enough rows for several im2col blocks and both pool threads.
+  ops::Conv2DArgs args{.strides = {1, 1}, .padding = "same"};
+  Tensor xt = random_tensor({6, 14, 13, 8}, 3, 0.1, 1.0, false, DType::float32);
+  Tensor kt = random_tensor({3, 3, 8, 16}, 4, 0.1, 1.0, false, DType::float32);
+  Tensor dyt = random_tensor({6, 14, 13, 16}, 5, 0.1, 1.0, false, DType::float32);
+  ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), args);
+  Graph g;
+  auto x = g.placeholder({-1, 14, 13, 8});
+  auto k = g.placeholder({3, 3, 8, 16});
+  auto dy = g.placeholder({-1, 14, 13, 16});
+  auto y = ops::conv2d(x, k, args);
+  CHECK(y.shape() == Shape{-1, 14, 13, 16});
+  auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, args), ops::conv2d_backward_filter(x, dy, k, args)},
+                    {{x, xt}, {k, kt}, {dy, dyt}});
+  check_close(r[0], ref.y, 1e-4, 1e-4);
+  check_close(r[1], ref.dx, 1e-4, 1e-4);
+  check_close(r[2], ref.dk, 1e-4, 1e-3);
+}
+
+TEST_CASE("nn: conv2d gradients") {
+  for (const auto& args : {ops::Conv2DArgs{}, ops::Conv2DArgs{.strides = {2, 2}, .padding = "same"},
+                           ops::Conv2DArgs{.padding = "same", .dilation_rate = {2, 2}}}) {
+    CAPTURE(args.padding);
+    check_gradients({{2, 5, 5, 2}, {3, 3, 2, 2}},
+                    [&](const Inputs& in) { return Inputs{ops::conv2d(in[0], in[1], args)}; });
+  }
+  // The backward ops are differentiable too (gradient penalties, second derivatives).
+  ops::Conv2DArgs args{.strides = {2, 1}, .padding = "same"};
+  check_gradients({{2, 3, 4, 2}, {3, 3, 3, 2}}, [&](const Inputs& in) {
+    auto& g = in[0].graph();
+    auto x_shape = g.constant(Tensor::zeros({2, 5, 4, 3}, DType::float64));
+    return Inputs{ops::conv2d_backward_data(in[0], in[1], x_shape, args)};
+  });
+  check_gradients({{2, 5, 4, 3}, {2, 3, 4, 2}}, [&](const Inputs& in) {
+    auto& g = in[0].graph();
+    auto k_shape = g.constant(Tensor::zeros({3, 3, 3, 2}, DType::float64));
+    return Inputs{ops::conv2d_backward_filter(in[0], in[1], k_shape, args)};
+  });
+}
+
+TEST_CASE("nn: conv2d rejects bad input at build time") {
+  Graph g;
+  auto x = g.placeholder({-1, 2, 2, 1});
+  auto k3 = g.placeholder({3, 3, 1, 1});
+  check_throws_naming<ShapeError>([&] { ops::conv2d(x, k3); }, {"conv2d", "(None, 2, 2, 1)", "(3, 3, 1, 1)", "same"});
+  // "same" padding makes room for any kernel.
+  CHECK(ops::conv2d(x, k3, {.padding = "same"}).shape() == Shape{-1, 2, 2, 1});
+
+  auto x4 = g.placeholder({1, 4, 4, 1});
+  check_throws_naming<ShapeError>([&] { ops::conv2d(x4, k3, {.dilation_rate = {2, 2}}); },
+                                  {"conv2d", "(1, 4, 4, 1)", "(3, 3, 1, 1)", "dilation"});
+
+  auto x3 = g.placeholder({1, 5, 5, 3});
+  auto k2 = g.placeholder({3, 3, 2, 4});
+  check_throws_naming<ShapeError>([&] { ops::conv2d(x3, k2); }, {"conv2d", "(1, 5, 5, 3)", "(3, 3, 2, 4)", "channels"});
+
+  auto k = g.placeholder({3, 3, 3, 4});
+  check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.padding = "SAME"}); }, {"conv2d", "padding", "SAME"});
+  check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.strides = {0, 1}}); }, {"conv2d", "strides"});
+  check_throws_naming<ShapeError>([&] { ops::conv2d(g.placeholder({5, 5, 3}), k); }, {"conv2d", "rank 4"});
+  check_throws_naming<DTypeError>([&] { ops::conv2d(x3, g.placeholder({3, 3, 3, 4}, DType::float64)); },
+                                  {"conv2d", "float64"});
+  auto dy = g.placeholder({1, 4, 4, 4});
+  check_throws_naming<ShapeError>([&] { ops::conv2d_backward_data(dy, k, x3, {}); },
+                                  {"conv2d_backward_data", "(1, 4, 4, 4)", "(1, 3, 3, 4)"});
+}
+
+TEST_CASE("nn: max and avg pooling on hand examples") {
+  Graph g;
+  std::vector<double> v(25);
+  for (int i = 0; i < 25; ++i) v[static_cast<std::size_t>(i)] = i + 1;
+  auto x5 = g.constant(Tensor::from_vector<double>({1, 5, 5, 1}, v));
+  auto x4 = g.constant(Tensor::from_vector<double>({1, 4, 4, 1}, {1, 5, 2, 0, 3, 4, 8, 6, 0, 1, 2, 2, 9, 7, 3, 1}));
+  auto x3 = g.constant(Tensor::from_vector<double>({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ops::Pool2DArgs same3s2{.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"};
+  ops::Pool2DArgs same2s1{.pool_size = {2, 2}, .strides = {1, 1}, .padding = "same"};
+  auto r = evaluate({ops::max_pool2d(x4), ops::avg_pool2d(x4), ops::max_pool2d(x5, same3s2), ops::avg_pool2d(x5, same3s2),
+                     ops::avg_pool2d(x3, same2s1), ops::max_pool2d(x5, {.pool_size = {3, 3}, .strides = {1, 2}})});
+  CHECK(r[0].shape() == Shape{1, 2, 2, 1});
+  check_close(r[0], {5, 8, 9, 3});
+  check_close(r[1], {13.0 / 4, 16.0 / 4, 17.0 / 4, 8.0 / 4});
+  check_close(r[2], {7, 9, 10, 17, 19, 20, 22, 24, 25});
+  // "same" averaging divides by the taps inside the input: the corner window sees 1, 2, 6, 7.
+  check_close(r[3], {4, 5.5, 7, 11.5, 13, 14.5, 19, 20.5, 22});
+  check_close(r[4], {3, 4, 4.5, 6, 7, 7.5, 7.5, 8.5, 9});
+  CHECK(r[5].shape() == Shape{1, 3, 2, 1});
+  check_close(r[5], {13, 15, 18, 20, 23, 25});
+}
+
+TEST_CASE("nn: pooling matches direct loops with channels") {
+  const std::vector<ops::Pool2DArgs> cases = {
+      {},
+      {.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"},
+      {.pool_size = {2, 3}, .strides = {1, 2}, .padding = "valid"},
+      {.pool_size = {3, 2}, .strides = {3, 1}, .padding = "same"},
+  };
+  for (DType dtype : {DType::float64, DType::float32}) {
+    std::uint64_t seed = 40;
+    for (const auto& args : cases) {
+      Tensor xt = random_tensor({3, 7, 6, 5}, seed++, 0.1, 1.0, false, dtype);
+      Graph g;
+      auto x = g.placeholder({-1, 7, 6, 5}, dtype);
+      auto r = evaluate({ops::max_pool2d(x, args), ops::avg_pool2d(x, args)}, {{x, xt}});
+      check_close(r[0], pool_reference(xt, args, true), 1e-6, 1e-6);
+      check_close(r[1], pool_reference(xt, args, false), 1e-6, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("nn: pooling gradients") {
+  const std::vector<ops::Pool2DArgs> cases = {
+      {},
+      {.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"},
+      {.pool_size = {2, 2}, .strides = {1, 1}, .padding = "same"},
+  };
+  for (const auto& args : cases) {
+    check_gradients({{2, 5, 4, 3}}, [&](const Inputs& in) { return Inputs{ops::max_pool2d(in[0], args)}; });
+    check_gradients({{2, 5, 4, 3}}, [&](const Inputs& in) { return Inputs{ops::avg_pool2d(in[0], args)}; });
+  }
+  // avg_pool2d_grad is linear in dy; its own gradient is avg pooling again.
+  check_gradients({{2, 3, 2, 3}}, [&](const Inputs& in) {
+    auto x = in[0].graph().constant(Tensor::zeros({2, 5, 4, 3}, DType::float64));
+    return Inputs{ops::avg_pool2d_grad(in[0], x, cases[1])};
+  });
+}
+
+TEST_CASE("nn: max_pool2d_grad routes ties to the first maximum") {
+  Graph g;
+  auto x = g.constant(Tensor::from_vector<double>({1, 2, 4, 1}, {1, 3, 2, 2, 3, 1, 2, 2}));
+  auto y = ops::max_pool2d(x);
+  auto dy = g.constant(Tensor::from_vector<double>({1, 1, 2, 1}, {10, 20}));
+  auto r = evaluate({ops::max_pool2d_grad(dy, x, y, {})});
+  check_close(r[0], {0, 10, 20, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("nn: pooling rejects bad input at build time") {
+  Graph g;
+  auto x = g.placeholder({-1, 2, 3, 4});
+  check_throws_naming<ShapeError>([&] { ops::max_pool2d(x, {.pool_size = {3, 3}}); },
+                                  {"max_pool2d", "(None, 2, 3, 4)", "pool window"});
+  CHECK(ops::max_pool2d(x, {.pool_size = {3, 3}, .padding = "same"}).shape() == Shape{-1, 1, 1, 4});
+  check_throws_naming<ValueError>([&] { ops::avg_pool2d(x, {.pool_size = {0, 2}}); }, {"avg_pool2d", "pool_size"});
+  check_throws_naming<ValueError>([&] { ops::avg_pool2d(x, {.padding = "full"}); }, {"avg_pool2d", "padding"});
+  check_throws_naming<ShapeError>([&] { ops::avg_pool2d(g.placeholder({4, 4})); }, {"avg_pool2d", "(4, 4)", "rank 4"});
+}
+
+TEST_CASE("nn: batch_norm_training forward values") {
+  for (DType dtype : {DType::float64, DType::float32}) {
+    const double eps = 1e-3, tol = dtype == DType::float64 ? 1e-10 : 1e-5;
+    Tensor xt = random_tensor({4, 3, 2, 3}, 7, 0.1, 2.0, false, dtype);
+    Tensor gt = random_tensor({3}, 8, 0.5, 1.5, false, dtype);
+    Tensor bt = random_tensor({3}, 9, 0.1, 1.0, false, dtype);
+    auto xv = xt.to_vector<double>(), gv = gt.to_vector<double>(), bv = bt.to_vector<double>();
+    const std::size_t c = 3, rows = xv.size() / c;
+    std::vector<double> mean(c, 0), var(c, 0), inv(c), y(xv.size());
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t e = 0; e < c; ++e) mean[e] += xv[r * c + e] / static_cast<double>(rows);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t e = 0; e < c; ++e) var[e] += std::pow(xv[r * c + e] - mean[e], 2) / static_cast<double>(rows);
+    for (std::size_t e = 0; e < c; ++e) inv[e] = 1 / std::sqrt(var[e] + eps);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t e = 0; e < c; ++e) y[r * c + e] = gv[e] * (xv[r * c + e] - mean[e]) * inv[e] + bv[e];
+
+    Graph g;
+    auto x = g.placeholder({-1, 3, 2, 3}, dtype);
+    auto gamma = g.constant(gt), beta = g.constant(bt);
+    auto out = ops::batch_norm_training(x, gamma, beta, eps);
+    REQUIRE(out.size() == 4);
+    CHECK(out[1].shape() == Shape{3});
+    auto r = evaluate(out, {{x, xt}});
+    check_close(r[0], y, tol, tol);
+    check_close(r[1], mean, tol, tol);
+    check_close(r[2], var, tol, tol);
+    check_close(r[3], inv, tol, tol);
+  }
+}
+
+TEST_CASE("nn: batch_norm_training gradients") {
+  // Through y alone (the usual case) and through all four outputs (mean, variance and inv_std too).
+  check_gradients({{4, 2, 3}, {3}, {3}},
+                  [](const Inputs& in) { return Inputs{ops::batch_norm_training(in[0], in[1], in[2])[0]}; });
+  check_gradients({{3, 2, 2, 3}, {3}, {3}}, [](const Inputs& in) { return ops::batch_norm_training(in[0], in[1], in[2], 0.01); });
+  check_gradients({{5, 4}, {4}, {4}}, [](const Inputs& in) {
+    auto out = ops::batch_norm_training(in[0], in[1], in[2]);
+    return Inputs{out[0], out[2]};
+  });
+}
+
+TEST_CASE("nn: batch_norm_inference values and gradients") {
+  Graph g;
+  auto x = g.constant(Tensor::from_vector<double>({2, 2}, {1, 2, 3, 4}));
+  auto gamma = g.constant(Tensor::from_vector<double>({2}, {2, 0.5}));
+  auto beta = g.constant(Tensor::from_vector<double>({2}, {0.1, -1}));
+  auto mean = g.constant(Tensor::from_vector<double>({2}, {1.5, 2}));
+  auto var = g.constant(Tensor::from_vector<double>({2}, {0.25, 4}));
+  auto r = evaluate({ops::batch_norm_inference(x, gamma, beta, mean, var, 0.0)});
+  check_close(r[0], {2 * (1 - 1.5) / 0.5 + 0.1, 0.5 * 0 / 2 - 1, 2 * (3 - 1.5) / 0.5 + 0.1, 0.5 * 2 / 2 - 1});
+
+  tower::testing::GradCheckOptions positive{.positive = true};  // variance > 0
+  check_gradients({{3, 2, 4}, {4}, {4}, {4}, {4}},
+                  [](const Inputs& in) { return Inputs{ops::batch_norm_inference(in[0], in[1], in[2], in[3], in[4])}; },
+                  positive);
+}
+
+TEST_CASE("nn: batch norm rejects bad input at build time") {
+  Graph g;
+  auto x = g.placeholder({-1, 5, 5, 3});
+  auto c3 = g.placeholder({3});
+  auto c4 = g.placeholder({4});
+  check_throws_naming<ShapeError>([&] { ops::batch_norm_training(x, c4, c3); },
+                                  {"batch_norm_training", "(None, 5, 5, 3)", "(4,)", "gamma"});
+  check_throws_naming<ShapeError>([&] { ops::batch_norm_inference(x, c3, c3, c3, c4); },
+                                  {"batch_norm_inference", "variance", "(4,)"});
+  check_throws_naming<ShapeError>([&] { ops::batch_norm_training(c3, c3, c3); }, {"batch_norm_training", "rank 2"});
+  check_throws_naming<ValueError>([&] { ops::batch_norm_training(x, c3, c3, -1.0); }, {"batch_norm_training", "epsilon"});
+}
+
+TEST_CASE("nn: dropout keeps about 1 - rate, scales, and follows uniform_at") {
+  const double rate = 0.3;
+  const std::uint64_t seed = 0xfeedbeefcafe1234ull;  // above 2^63: the attr keeps all 64 bits
+  Graph g;
+  auto x = g.placeholder({100, 1000});
+  Tensor xt = random_tensor({100, 1000}, 2, 0.1, 1.0, false, DType::float32);
+  auto out = ops::dropout(x, rate, seed);
+  REQUIRE(out.size() == 2);
+  Executor executor;
+  auto first = executor.run({{x, xt}}, out);
+  auto y = first[0].to_vector<double>(), mask = first[1].to_vector<double>(), xv = xt.to_vector<double>();
+  const double scale = static_cast<float>(1 / (1 - rate));
+  std::size_t kept = 0, mismatches = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    bool keep = uniform_at(seed, 0, i) < 1 - rate;
+    kept += keep;
+    if (mask[i] != (keep ? scale : 0.0) || std::abs(y[i] - xv[i] * mask[i]) > 1e-6) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+  CHECK(std::abs(static_cast<double>(kept) / static_cast<double>(mask.size()) - (1 - rate)) < 0.01);
+
+  // The same seed in another graph repeats the first run; the node's second run draws a new mask.
+  Graph g2;
+  auto x2 = g2.placeholder({100, 1000});
+  auto again = evaluate({ops::dropout(x2, rate, seed)[1]}, {{x2, xt}});
+  CHECK(again[0].to_vector<double>() == mask);
+  auto second = executor.run({{x, xt}}, out);
+  CHECK(second[1].to_vector<double>() != mask);
+  auto other_seed = evaluate({ops::dropout(x2, rate, seed + 1)[1]}, {{x2, xt}});
+  CHECK(other_seed[0].to_vector<double>() != mask);
+
+  // rate 0 keeps everything unscaled.
+  auto none = evaluate({ops::dropout(x2, 0.0, 5)[0]}, {{x2, xt}});
+  check_close(none[0], xt);
+}
+
+TEST_CASE("nn: dropout gradient is dy * mask") {
+  for (DType dtype : {DType::float64, DType::float32}) {
+    Graph g;
+    auto x = g.placeholder({4, 50}, dtype);
+    auto out = ops::dropout(x, 0.5, 99);
+    auto dy = g.placeholder({4, 50}, dtype);
+    auto dx = gradients(out[0], {x}, dy)[0];
+    REQUIRE(dx.defined());
+    Tensor dyt = random_tensor({4, 50}, 6, 0.1, 1.0, false, dtype);
+    auto r = evaluate({dx, out[1]}, {{x, random_tensor({4, 50}, 5, 0.1, 1.0, false, dtype)}, {dy, dyt}});
+    auto m = r[1].to_vector<double>(), d = dyt.to_vector<double>();
+    std::vector<double> expected(m.size());
+    for (std::size_t i = 0; i < m.size(); ++i) expected[i] = d[i] * m[i];
+    check_close(r[0], expected, 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("nn: dropout rejects a rate outside [0, 1)") {
+  Graph g;
+  auto x = g.placeholder({-1, 8});
+  check_throws_naming<ValueError>([&] { ops::dropout(x, 1.0, 1); }, {"dropout", "rate", "(None, 8)"});
+  check_throws_naming<ValueError>([&] { ops::dropout(x, -0.1, 1); }, {"dropout", "rate"});
+  check_throws_naming<DTypeError>([&] { ops::dropout(g.placeholder({4}, DType::int32), 0.5, 1); }, {"dropout", "int32"});
+}

@@ -1,6 +1,7 @@
 // Bad input at graph-build time throws tower::Error naming the op and the shapes.
 #include <doctest/doctest.h>
 
+#include "core/op_registry.h"
 #include "core/ops.h"
 
 using namespace tower;
@@ -69,6 +70,7 @@ TEST_CASE("graph errors: bias, axes and unknown ops") {
   CHECK(has(error_of<ShapeError>([&] { ops::bias_add(x, bias); }), "bias_add"));
   CHECK(has(error_of<ShapeError>([&] { ops::reduce_sum(x, {2}); }), "reduce_sum"));
   CHECK_THROWS_AS(g.add("no_such_op", {x}), NotFoundError);
+  CHECK(has(error_of<NotFoundError>([] { find_kernel("no_such_op", DeviceKind::cuda); }), "no cuda kernel"));
   Graph other;
   auto y = other.placeholder({-1, 10});
   CHECK_THROWS_AS(ops::add(x, y), ValueError);
