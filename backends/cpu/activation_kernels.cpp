@@ -111,7 +111,8 @@ void sign_kernel(KernelContext& ctx) {
   map_any(ctx, "sign", [](auto x) { return sign_of(x); });
 }
 void relu_kernel(KernelContext& ctx) {
-  map_float(ctx, "relu", [](auto x) { return x > 0 ? x : decltype(x)(0); });
+  // NaN passes through (NaN < 0 is false), so a diverging model shows NaN instead of hiding it.
+  map_float(ctx, "relu", [](auto x) { return x < 0 ? decltype(x)(0) : x; });
 }
 void leaky_relu_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");

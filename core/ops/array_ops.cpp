@@ -2,7 +2,6 @@
 // their gradients (slice_grad, gather_grad, plus the internal reshape_like, concat_grad, pad_grad
 // used only when unknown dimensions make the contract ops unable to express a gradient).
 #include <algorithm>
-#include <numeric>
 
 #include "core/op_registry.h"
 #include "core/ops.h"

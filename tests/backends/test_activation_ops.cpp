@@ -148,6 +148,13 @@ TEST_CASE("activation: activations forward values match Keras") {
     check_close(r[4], {-0.9640275800758169, -0.46211715726000974, 0.0, 0.9950547536867305});
   }
 
+  SUBCASE("NaN propagates through relu, leaky_relu, elu, sigmoid and tanh") {
+    Graph g;
+    auto x = g.constant(Tensor::from_vector<double>(Shape{1}, {std::nan("")}));
+    for (const auto& y : evaluate({ops::relu(x), ops::leaky_relu(x), ops::elu(x), ops::sigmoid(x), ops::tanh(x)}))
+      CHECK(std::isnan(y.item()));
+  }
+
   SUBCASE("sigmoid saturates without overflow") {
     Graph g;
     auto x = g.constant(Tensor::from_vector<float>(Shape{4}, {-1000.0f, -100.0f, 100.0f, 1000.0f}));

@@ -144,6 +144,52 @@ TEST_CASE("loss: sparse_softmax_cross_entropy matches the one-hot loss for every
   }
 }
 
+TEST_CASE("loss: large batches split over the thread pool") {
+  // 3000 rows: enough work for the kernels to split the rows between threads.
+  Shape shape{3000, 20};
+  Tensor x = random_tensor(shape, 13, 0.1, 4.0);
+  Tensor t = random_tensor(shape, 14);
+  std::vector<std::int32_t> labels;
+  std::vector<double> onehot(static_cast<std::size_t>(shape.num_elements()), 0.0);
+  for (std::int32_t r = 0; r < 3000; ++r) {
+    labels.push_back((r * 7) % 20);
+    onehot[static_cast<std::size_t>(r * 20 + labels.back())] = 1.0;
+  }
+  std::vector<double> loss_ref, bp_ref;
+  cross_entropy_ref(x.to_vector<double>(), onehot, 20, loss_ref, bp_ref);
+  std::vector<double> xs = x.to_vector<double>(), ts = t.to_vector<double>(), mse_ref, mse_grad_ref;
+  for (std::size_t r = 0; r < 3000; ++r) {
+    double sq = 0;
+    for (std::size_t j = 0; j < 20; ++j) {
+      double d = xs[r * 20 + j] - ts[r * 20 + j];
+      sq += d * d;
+      mse_grad_ref.push_back(2 * d / 20);
+    }
+    mse_ref.push_back(sq / 20);
+  }
+
+  Graph g;
+  auto f32 = [](const Tensor& v) { return Tensor::from_vector<float>(v.shape(), v.to_vector<float>()); };
+  auto logits = g.placeholder(Shape{-1, 20}, DType::float32);
+  auto y_true = g.constant(f32(t));
+  auto sparse = ops::sparse_softmax_cross_entropy(logits, g.constant(Tensor::from_vector<std::int32_t>(Shape{3000}, labels)));
+  auto dense = ops::softmax_cross_entropy(logits, g.constant(f32(Tensor::from_vector<double>(shape, onehot))));
+  auto mse = ops::mean_squared_error(y_true, logits);
+  auto dlogits = gradients(ops::add(ops::reduce_sum(sparse), ops::reduce_sum(dense)), {logits})[0];
+  auto dmse = gradients(ops::reduce_sum(mse), {logits})[0];
+  auto r = evaluate({sparse, sparse.node()->output(1), dense, dense.node()->output(1), mse, dlogits, dmse},
+                    {{logits, f32(x)}});
+  check_close(r[0], loss_ref, 1e-5, 1e-5);
+  check_close(r[1], bp_ref, 1e-5, 1e-6);
+  check_close(r[2], loss_ref, 1e-5, 1e-5);
+  check_close(r[3], bp_ref, 1e-5, 1e-6);
+  check_close(r[4], mse_ref, 1e-5, 1e-6);
+  std::vector<double> twice;
+  for (double v : bp_ref) twice.push_back(2 * v);
+  check_close(r[5], twice, 1e-5, 1e-6);
+  check_close(r[6], mse_grad_ref, 1e-5, 1e-6);
+}
+
 TEST_CASE("loss: sparse labels out of range throw ValueError at run time") {
   Graph g;
   auto logits = g.placeholder(Shape{-1, 3}, DType::float32);

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package tower's build needs. Idempotent: installs only what is missing;
+# uses sudo when not root. The CUDA toolkit is optional (the build enables CUDA when nvcc exists).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache
+  libopenblas-dev libhdf5-dev libboost-program-options-dev
+  doctest-dev nlohmann-json3-dev libfmt-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install_deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
