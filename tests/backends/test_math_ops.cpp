@@ -84,8 +84,13 @@ TEST_CASE("math: gradients of matmul, bias_add, sum_to, broadcast_like") {
       check_gradients({ta ? Shape{4, 3} : Shape{3, 4}, tb ? Shape{5, 4} : Shape{4, 5}},
                       [&](const Inputs& in) -> Inputs { return {ops::matmul(in[0], in[1], ta, tb)}; });
   check_gradients({{2, 3, 4}, {4}}, [](const Inputs& in) -> Inputs { return {ops::bias_add(in[0], in[1])}; });
-  check_gradients({{3, 4}, {1, 4}}, [](const Inputs& in) -> Inputs { return {ops::sum_to(in[0], in[1])}; });
-  check_gradients({{4}, {3, 4}}, [](const Inputs& in) -> Inputs { return {ops::broadcast_like(in[0], in[1])}; });
+  // The second argument supplies only a shape (no gradient), so it is a constant here.
+  check_gradients({{3, 4}}, [](const Inputs& in) -> Inputs {
+    return {ops::sum_to(in[0], in[0].graph().constant(Tensor::zeros({1, 4}, DType::float64)))};
+  });
+  check_gradients({{4}}, [](const Inputs& in) -> Inputs {
+    return {ops::broadcast_like(in[0], in[0].graph().constant(Tensor::zeros({3, 4}, DType::float64)))};
+  });
 }
 
 TEST_CASE("math: bias_add and its gradient forward") {
