@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 #include <vector>
 
 #include "backends/cpu/kernels.h"
@@ -60,7 +61,8 @@ ConvGemm conv_gemm(const KernelContext& ctx, const Shape& x, const Shape& kernel
              .rows = y[0] * y[1] * y[2],
              .block = 0,
              .direct = false};
-  g.block = std::max<std::int64_t>(16, kColBlockElements / std::max<std::int64_t>(g.kk, 1));
+  static const std::int64_t blk = getenv("TOWER_CONV_BLOCK") ? atoll(getenv("TOWER_CONV_BLOCK")) : kColBlockElements;
+  g.block = std::max<std::int64_t>(16, blk / std::max<std::int64_t>(g.kk, 1));
   g.direct = kernel[0] == 1 && kernel[1] == 1 && g.w.stride_h == 1 && g.w.stride_w == 1;
   return g;
 }

@@ -6,10 +6,13 @@
 
 #include "core/autodiff.h"
 #include "core/ops.h"
+#include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
 using tower::testing::check_gradients;
 using tower::testing::evaluate;
 using tower::testing::random_tensor;
@@ -50,21 +53,6 @@ void for_each_index(const Ints& dims, F&& fn) {
   }
 }
 
-// Runs f, which must throw E, and returns the message.
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw another exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 

@@ -9,10 +9,13 @@
 #include "core/executor.h"
 #include "core/ops.h"
 #include "core/variable.h"
+#include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
 using tower::testing::random_tensor;
 
 namespace {
@@ -74,21 +77,6 @@ void check_updates(DType dtype, const std::vector<double>& slot_init, double lr,
   }
 }
 
-// Runs f, which must throw E, and returns the message.
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw another exception: " << e.what());
-  }
-  FAIL("did not throw");
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 const DType kDTypes[] = {DType::float64, DType::float32};
 
