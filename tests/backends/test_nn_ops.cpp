@@ -128,8 +128,14 @@ struct ConvCase {
   ops::Conv2DArgs args;
 };
 
-// Stride 2, dilation 2, same and valid, a 1x1 kernel and a non-square kernel.
+// Stride 2, dilation 2, same and valid, 1x1 kernels and non-square kernels; windows of up to 32
+// taps (kh * kw * c_in) take the small-K loops, larger ones BLAS; 37 filters cover every vector tail.
 const std::vector<ConvCase> kConvCases = {
+    {{2, 7, 6, 5}, {3, 3, 5, 4}, {.strides = {2, 2}, .padding = "same"}},
+    {{1, 9, 8, 4}, {3, 3, 4, 3}, {.padding = "same", .dilation_rate = {2, 2}}},
+    {{2, 6, 5, 12}, {2, 3, 12, 2}, {.strides = {1, 2}, .padding = "valid"}},
+    {{2, 4, 3, 40}, {1, 1, 40, 3}, {}},
+    {{2, 5, 5, 1}, {3, 3, 1, 37}, {.padding = "same"}},
     {{2, 7, 6, 3}, {3, 3, 3, 4}, {}},
     {{2, 7, 6, 3}, {3, 3, 3, 4}, {.strides = {2, 2}, .padding = "same"}},
     {{2, 8, 7, 2}, {3, 2, 2, 3}, {.strides = {2, 1}, .padding = "valid"}},
@@ -201,6 +207,10 @@ TEST_CASE("nn: conv2d gradients") {
     check_gradients({{2, 5, 5, 2}, {3, 3, 2, 2}},
                     [&](const Inputs& in) { return Inputs{ops::conv2d(in[0], in[1], args)}; });
   }
+  // A window of more than 32 taps: the BLAS path.
+  check_gradients({{2, 4, 4, 5}, {3, 3, 5, 2}}, [](const Inputs& in) {
+    return Inputs{ops::conv2d(in[0], in[1], {.strides = {2, 1}, .padding = "same"})};
+  });
   // The backward ops are differentiable too (gradient penalties, second derivatives).
   ops::Conv2DArgs args{.strides = {2, 1}, .padding = "same"};
   check_gradients({{2, 3, 4, 2}, {3, 3, 3, 2}}, [&](const Inputs& in) {
@@ -451,4 +461,19 @@ TEST_CASE("nn: dropout rejects a rate outside [0, 1)") {
   check_throws_naming<ValueError>([&] { ops::dropout(x, 1.0, 1); }, {"dropout", "rate", "(None, 8)"});
   check_throws_naming<ValueError>([&] { ops::dropout(x, -0.1, 1); }, {"dropout", "rate"});
   check_throws_naming<DTypeError>([&] { ops::dropout(g.placeholder({4}, DType::int32), 0.5, 1); }, {"dropout", "int32"});
+}
+
+TEST_CASE("nn: conv2d and pooling on an empty batch") {
+  Graph g;
+  auto x = g.placeholder({-1, 5, 5, 3});
+  auto k = g.placeholder({3, 3, 3, 4});
+  auto dy = g.placeholder({-1, 3, 3, 4});
+  Tensor xt = Tensor::zeros({0, 5, 5, 3}), kt = random_tensor({3, 3, 3, 4}, 1, 0.1, 1.0, false, DType::float32);
+  auto r = evaluate({ops::conv2d(x, k), ops::conv2d_backward_data(dy, k, x, {}), ops::conv2d_backward_filter(x, dy, k, {}),
+                     ops::max_pool2d(x), ops::avg_pool2d(x)},
+                    {{x, xt}, {k, kt}, {dy, Tensor::zeros({0, 3, 3, 4})}});
+  CHECK(r[0].shape() == Shape{0, 3, 3, 4});
+  CHECK(r[1].shape() == Shape{0, 5, 5, 3});
+  check_close(r[2], std::vector<double>(108, 0.0));  // no rows: a zero gradient
+  CHECK(r[3].shape() == Shape{0, 2, 2, 3});
 }
