@@ -6,6 +6,7 @@
 // Every timing is the median of N steady-state runs after two warm-up runs. TOWER_CPU_THREADS sets
 // cpu:0's threads (default: all hardware threads).
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +16,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "backends/cpu/cpu_device.h"
 #include "core/executor.h"
@@ -67,8 +66,10 @@ void bench_dense(std::vector<Row>& rows, const std::string& model, std::int64_t 
   const double flops = 2.0 * static_cast<double>(batch * in * out);
   const std::string layer = fmt::format("Dense {}->{}", in, out);
   rows.push_back({model, layer, "forward", flops, time_node(ops::matmul(x, w).node(), feeds), false});
-  rows.push_back({model, layer, "backward data", flops, time_node(ops::matmul(dy, w, false, true).node(), feeds), false});
-  rows.push_back({model, layer, "backward filter", flops, time_node(ops::matmul(x, dy, true, false).node(), feeds), false});
+  rows.push_back(
+      {model, layer, "backward data", flops, time_node(ops::matmul(dy, w, false, true).node(), feeds), false});
+  rows.push_back(
+      {model, layer, "backward filter", flops, time_node(ops::matmul(x, dy, true, false).node(), feeds), false});
 }
 
 // Forward, backward-data and backward-filter of a valid 3x3 Conv2D on (batch, hw, hw, c_in).
@@ -85,8 +86,8 @@ void bench_conv(std::vector<Row>& rows, const std::string& model, std::int64_t b
   const std::string layer = fmt::format("Conv2D 3x3 {}->{} on {}x{}", c_in, c_out, hw, hw);
   ops::Conv2DArgs args;
   rows.push_back({model, layer, "forward", flops, time_node(ops::conv2d(x, k, args).node(), feeds), true});
-  rows.push_back({model, layer, "backward data", flops,
-                  time_node(ops::conv2d_backward_data(dy, k, x, args).node(), feeds), true});
+  rows.push_back(
+      {model, layer, "backward data", flops, time_node(ops::conv2d_backward_data(dy, k, x, args).node(), feeds), true});
   rows.push_back({model, layer, "backward filter", flops,
                   time_node(ops::conv2d_backward_filter(x, dy, k, args).node(), feeds), true});
 }
@@ -96,8 +97,10 @@ void bench_conv(std::vector<Row>& rows, const std::string& model, std::int64_t b
 int main(int argc, char** argv) {
   std::int64_t batch = 128;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) g_repeats = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::max(1, std::atoi(argv[++i]));
+    if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc)
+      g_repeats = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = std::max(1, std::atoi(argv[++i]));
     else {
       std::fprintf(stderr, "usage: %s [--repeats N] [--batch B]\n", argv[0]);
       return 2;
@@ -114,11 +117,13 @@ int main(int argc, char** argv) {
     const double gemm_flops = 2.0 * static_cast<double>(n * n * n);
     Tensor a = random({n, n}, 7), b = random({n, n}, 8), c({n, n}, DType::float32);
     openblas_set_num_threads(1);
-    const double one_thread = gemm_flops / median_seconds([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
-                  static_cast<int>(n), 1.0f, a.data<float>(), static_cast<int>(n), b.data<float>(),
-                  static_cast<int>(n), 0.0f, c.data<float>(), static_cast<int>(n));
-    }) / 1e9;
+    const double one_thread =
+        gemm_flops / median_seconds([&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
+                      static_cast<int>(n), 1.0f, a.data<float>(), static_cast<int>(n), b.data<float>(),
+                      static_cast<int>(n), 0.0f, c.data<float>(), static_cast<int>(n));
+        }) /
+        1e9;
     Graph g;
     auto pa = g.placeholder({n, n}), pb = g.placeholder({n, n});
     Node* square = ops::matmul(pa, pb).node();
@@ -160,15 +165,17 @@ int main(int argc, char** argv) {
       if (i + 1 == rows.size() || rows[i + 1].layer != r.layer) layer_flops = layer_seconds = 0;
     }
     const double conv_rate = conv_flops / conv_seconds / 1e9;
-    fmt::print("\nconv2d fwd+bwd combined (both mnist_cnn convolutions, forward + backward data + backward filter): "
-               "{:.1f} GFLOP/s = {:.0f}% of the sgemm peak\n",
-               conv_rate, 100 * conv_rate / peak);
+    fmt::print(
+        "\nconv2d fwd+bwd combined (both mnist_cnn convolutions, forward + backward data + backward filter): "
+        "{:.1f} GFLOP/s = {:.0f}% of the sgemm peak\n",
+        conv_rate, 100 * conv_rate / peak);
     // Training never computes the first layer's backward data (the images need no gradient).
     const Row& unused = rows[static_cast<std::size_t>(first_conv_data)];
     const double train_rate = (conv_flops - unused.flops) / (conv_seconds - unused.seconds) / 1e9;
-    fmt::print("conv2d as trained (without the first layer's backward data): {:.1f} GFLOP/s = {:.0f}% of the sgemm "
-               "peak\n",
-               train_rate, 100 * train_rate / peak);
+    fmt::print(
+        "conv2d as trained (without the first layer's backward data): {:.1f} GFLOP/s = {:.0f}% of the sgemm "
+        "peak\n",
+        train_rate, 100 * train_rate / peak);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_ops: %s\n", e.what());

@@ -34,7 +34,8 @@ std::vector<double> sum_rows(KernelContext& ctx, const RowsView& v, std::int64_t
     for (std::int64_t p = p0; p < p1; ++p) fn(v.rows * p / parts, v.rows * (p + 1) / parts, acc.data() + p * width);
   });
   for (std::int64_t p = 1; p < parts; ++p)
-    for (std::int64_t e = 0; e < width; ++e) acc[static_cast<std::size_t>(e)] += acc[static_cast<std::size_t>(p * width + e)];
+    for (std::int64_t e = 0; e < width; ++e)
+      acc[static_cast<std::size_t>(e)] += acc[static_cast<std::size_t>(p * width + e)];
   acc.resize(static_cast<std::size_t>(width));
   return acc;
 }
@@ -67,7 +68,8 @@ void batch_norm_training_kernel(KernelContext& ctx) {
           acc[e] += d * d;
         }
     });
-    std::vector<T> scale(static_cast<std::size_t>(c)), shift(static_cast<std::size_t>(c));  // (c,): y = x * scale + shift
+    std::vector<T> scale(static_cast<std::size_t>(c)),
+        shift(static_cast<std::size_t>(c));  // (c,): y = x * scale + shift
     for (std::int64_t e = 0; e < c; ++e) {
       const double variance = squares[e] / count, inv = 1.0 / std::sqrt(variance + eps);
       mean[e] = static_cast<T>(m[e]);
@@ -199,19 +201,20 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
     T* dvar = ctx.outputs[4].data<T>();
     const std::int64_t c = v.c;
     std::vector<double> inv(static_cast<std::size_t>(c));  // (c,)
-    std::vector<T> scale(static_cast<std::size_t>(c));      // (c,)
+    std::vector<T> scale(static_cast<std::size_t>(c));     // (c,)
     for (std::int64_t e = 0; e < c; ++e) {
       inv[e] = 1.0 / std::sqrt(static_cast<double>(var[e]) + eps);
       scale[e] = static_cast<T>(gamma[e] * inv[e]);
     }
-    auto sums = sum_rows(ctx, v, 2 * c, [&](std::int64_t r0, std::int64_t r1, double* acc) {  // (sum dy, sum dy (x - mean))
-      for (auto r = r0; r < r1; ++r)
-        for (std::int64_t e = 0; e < c; ++e) {
-          const double g = pdy[r * c + e];
-          acc[e] += g;
-          acc[c + e] += g * (px[r * c + e] - mean[e]);
-        }
-    });
+    auto sums =
+        sum_rows(ctx, v, 2 * c, [&](std::int64_t r0, std::int64_t r1, double* acc) {  // (sum dy, sum dy (x - mean))
+          for (auto r = r0; r < r1; ++r)
+            for (std::int64_t e = 0; e < c; ++e) {
+              const double g = pdy[r * c + e];
+              acc[e] += g;
+              acc[c + e] += g * (px[r * c + e] - mean[e]);
+            }
+        });
     for (std::int64_t e = 0; e < c; ++e) {
       dbeta[e] = static_cast<T>(sums[e]);
       dgamma[e] = static_cast<T>(sums[c + e] * inv[e]);

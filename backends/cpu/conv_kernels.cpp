@@ -151,14 +151,16 @@ inline __attribute__((always_inline)) void small_tn_body(std::int64_t m, std::in
   }
 }
 
-TOWER_SIMD_CLONES void small_nn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
+TOWER_SIMD_CLONES void small_nn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                                float* c) {
   small_nn_body(m, n, k, a, b, c);
 }
 TOWER_SIMD_CLONES void small_nn(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
                                 double* c) {
   small_nn_body(m, n, k, a, b, c);
 }
-TOWER_SIMD_CLONES void small_tn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
+TOWER_SIMD_CLONES void small_tn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                                float* c) {
   small_tn_body(m, n, k, a, b, c);
 }
 TOWER_SIMD_CLONES void small_tn(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
@@ -186,6 +188,7 @@ T* scratch(std::int64_t elements) {
 // channel); fixed-size copies for those avoid a library call or a vectorized loop's set-up per run.
 template <typename T>
 inline void copy_run(T* dst, const T* src, std::int64_t n) {
+  // clang-format off
   switch (n) {
     case 1: std::memcpy(dst, src, 1 * sizeof(T)); return;
     case 2: std::memcpy(dst, src, 2 * sizeof(T)); return;
@@ -198,6 +201,7 @@ inline void copy_run(T* dst, const T* src, std::int64_t n) {
     case 9: std::memcpy(dst, src, 9 * sizeof(T)); return;
     default: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
   }
+  // clang-format on
 }
 
 // col (r1 - r0, kk): rows r0..r1 of the im2col matrix of x (batch, in_h, in_w, c); row r is output
@@ -226,8 +230,10 @@ void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* 
       }
       for (std::int64_t j = 0; j < w.kernel_w; ++j) {
         const std::int64_t ix = ix0 + j * w.dilation_w;
-        if (ix < 0 || ix >= w.in_w) std::fill(dst + j * c, dst + (j + 1) * c, T(0));
-        else copy_run(dst + j * c, src + ix * c, c);
+        if (ix < 0 || ix >= w.in_w)
+          std::fill(dst + j * c, dst + (j + 1) * c, T(0));
+        else
+          copy_run(dst + j * c, src + ix * c, c);
       }
     }
     if (++ox == w.out_w) {
@@ -324,8 +330,10 @@ void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* we
       const std::int64_t r1 = std::min(hi, r0 + g.block);
       const T* a = g.direct ? x + r0 * g.kk : col;
       if (!g.direct) im2col(x, g.w, r0, r1, col);
-      if (g.small) small_nn(r1 - r0, g.filters, g.kk, a, weights, y + r0 * g.filters);
-      else gemm(false, false, r1 - r0, g.filters, g.kk, a, g.kk, weights, g.filters, T(0), y + r0 * g.filters, g.filters);
+      if (g.small)
+        small_nn(r1 - r0, g.filters, g.kk, a, weights, y + r0 * g.filters);
+      else
+        gemm(false, false, r1 - r0, g.filters, g.kk, a, g.kk, weights, g.filters, T(0), y + r0 * g.filters, g.filters);
     }
   });
 }
@@ -336,9 +344,8 @@ void conv2d_kernel(KernelContext& ctx) {
   const Tensor& kernel = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
   const ConvGemm g = conv_gemm(ctx, x.shape(), kernel.shape(), y.shape());
-  dispatch_floating(y.dtype(), "conv2d", [&]<typename T>() {
-    conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>());
-  });
+  dispatch_floating(y.dtype(), "conv2d",
+                    [&]<typename T>() { conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>()); });
 }
 
 // dkernel = im2col(x)^T dy. (x, dy, kernel) -> dkernel: (kh, kw, c_in, c_out). Each part of the rows
@@ -366,7 +373,8 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
           const std::int64_t r1 = std::min(hi, r0 + g.block);
           const T* a = g.direct ? px + r0 * g.kk : col;
           if (!g.direct) im2col(px, g.w, r0, r1, col);
-          if (g.small) small_tn(r1 - r0, g.filters, g.kk, a, pdy + r0 * g.filters, acc);
+          if (g.small)
+            small_tn(r1 - r0, g.filters, g.kk, a, pdy + r0 * g.filters, acc);
           else
             gemm(true, false, g.kk, g.filters, r1 - r0, a, g.kk, pdy + r0 * g.filters, g.filters, T(r0 == lo ? 0 : 1),
                  acc, g.filters);

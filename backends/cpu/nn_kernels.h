@@ -29,8 +29,15 @@ struct Window2D {
 inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64_t kernel_h, std::int64_t kernel_w,
                             std::int64_t out_h, std::int64_t out_w) {
   const Attrs& attrs = ctx.attrs();
-  Window2D w{.batch = x[0], .in_h = x[1], .in_w = x[2], .channels = x[3], .out_h = out_h, .out_w = out_w,
-             .kernel_h = kernel_h, .kernel_w = kernel_w, .stride_h = attrs.get_ints("strides")[0],
+  Window2D w{.batch = x[0],
+             .in_h = x[1],
+             .in_w = x[2],
+             .channels = x[3],
+             .out_h = out_h,
+             .out_w = out_w,
+             .kernel_h = kernel_h,
+             .kernel_w = kernel_w,
+             .stride_h = attrs.get_ints("strides")[0],
              .stride_w = attrs.get_ints("strides")[1]};
   if (attrs.has("dilation_rate")) {
     w.dilation_h = attrs.get_ints("dilation_rate")[0];

@@ -30,11 +30,14 @@ Span window_span(const Window2D& w, std::int64_t oy, std::int64_t ox) {
 
 // Output rows (n, oy) per chunk so that a chunk reads at least kElementwiseGrain elements.
 std::int64_t row_grain(const Window2D& w) {
-  return std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, w.out_w * w.kernel_h * w.kernel_w * w.channels));
+  return std::max<std::int64_t>(
+      1, kElementwiseGrain / std::max<std::int64_t>(1, w.out_w * w.kernel_h * w.kernel_w * w.channels));
 }
 
 // Images per chunk for the gradients, which split over images so windows of two chunks never overlap.
-std::int64_t image_grain(const Window2D& w) { return std::max<std::int64_t>(1, row_grain(w) / std::max<std::int64_t>(1, w.out_h)); }
+std::int64_t image_grain(const Window2D& w) {
+  return std::max<std::int64_t>(1, row_grain(w) / std::max<std::int64_t>(1, w.out_h));
+}
 
 // x: (batch, h, w, c) -> y: (batch, out_h, out_w, c); max over the valid part of each window.
 void max_pool2d_kernel(KernelContext& ctx) {

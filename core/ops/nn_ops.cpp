@@ -1,8 +1,8 @@
 // NN ops (NHWC): conv2d and its two backward ops, max/avg pooling, batch normalization, dropout.
 // Builders, shape functions and gradients side by side; kernels live in backends/*/.
-#include <tuple>
-
 #include <fmt/ranges.h>
+
+#include <tuple>
 
 #include "core/op_registry.h"
 #include "core/ops.h"
@@ -58,9 +58,10 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, st
   if (same) return (in + stride - 1) / stride;
   const std::int64_t span = (k - 1) * dilation + 1;
   if (span > in)
-    raise<ShapeError>("the {} spans {} along the {} (size {}, dilation {}) but the input {} is only {} with "
-                      "padding \"valid\"; use padding \"same\", a smaller {} or a larger input",
-                      what, span, axis, k, dilation, axis, in, what);
+    raise<ShapeError>(
+        "the {} spans {} along the {} (size {}, dilation {}) but the input {} is only {} with "
+        "padding \"valid\"; use padding \"same\", a smaller {} or a larger input",
+        what, span, axis, k, dilation, axis, in, what);
   return (in - span) / stride + 1;
 }
 
@@ -71,8 +72,8 @@ Shape window_output(const Shape& x, std::int64_t kh, std::int64_t kw, const Attr
   std::int64_t dh = 1, dw = 1;
   if (dilated) std::tie(dh, dw) = positive_pair(attrs, "dilation_rate");
   const bool same = is_same_padding(attrs);
-  return Shape{x[0], window_out(x[1], kh, sh, dh, same, what, "height"), window_out(x[2], kw, sw, dw, same, what, "width"),
-               channels};
+  return Shape{x[0], window_out(x[1], kh, sh, dh, same, what, "height"),
+               window_out(x[2], kw, sw, dw, same, what, "width"), channels};
 }
 
 // ---- conv2d -------------------------------------------------------------------------------------
@@ -87,9 +88,10 @@ Shape conv_output(const TensorSpec& x, const TensorSpec& kernel, const Attrs& at
   if (k[0] < 1 || k[1] < 1 || k[2] < 0 || k[3] < 0)
     raise<ShapeError>("kernel shape {} must be fully known with a nonzero window", k.to_string());
   if (!dims_match(x.shape[3], k[2]))
-    raise<ShapeError>("x has {} channels but the kernel {} expects {} (kernel is (kernel_h, kernel_w, "
-                      "in_channels, filters))",
-                      x.shape[3], k.to_string(), k[2]);
+    raise<ShapeError>(
+        "x has {} channels but the kernel {} expects {} (kernel is (kernel_h, kernel_w, "
+        "in_channels, filters))",
+        x.shape[3], k.to_string(), k[2]);
   return window_output(x.shape, k[0], k[1], attrs, "kernel", /*dilated=*/true, k[3]);
 }
 
@@ -239,8 +241,8 @@ Grads batch_norm_training_grad_fn(Node& node, const Grads& g) {
   }
   if (g[1].defined() || g[2].defined() || g[3].defined()) {
     auto or_zeros = [&](const SymbolicTensor& t) { return t.defined() ? t : ops::zeros_like(mean); };
-    SymbolicTensor extra = x.graph().add1("batch_norm_stats_grad",
-                                          {or_zeros(g[1]), or_zeros(g[2]), or_zeros(g[3]), x, mean, inv_std});
+    SymbolicTensor extra =
+        x.graph().add1("batch_norm_stats_grad", {or_zeros(g[1]), or_zeros(g[2]), or_zeros(g[3]), x, mean, inv_std});
     dx = dx.defined() ? ops::add(dx, extra) : extra;
   }
   return {dx, dgamma, dbeta};
@@ -351,34 +353,26 @@ std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::u
 void register_nn_ops() {
   register_op({.name = "conv2d", .shape = conv2d_shape, .grad = conv2d_grad});
   register_op({.name = "conv2d_backward_data", .shape = conv2d_backward_data_shape, .grad = conv2d_backward_data_grad});
-  register_op({.name = "conv2d_backward_filter",
-               .shape = conv2d_backward_filter_shape,
-               .grad = conv2d_backward_filter_grad});
+  register_op(
+      {.name = "conv2d_backward_filter", .shape = conv2d_backward_filter_shape, .grad = conv2d_backward_filter_grad});
 
-  register_op({.name = "max_pool2d",
-               .shape = pool_shape,
-               .grad = [](Node& node, const Grads& g) {
+  register_op({.name = "max_pool2d", .shape = pool_shape, .grad = [](Node& node, const Grads& g) {
                  return Grads{ops::max_pool2d_grad(g[0], node.inputs()[0], node.output(0), pool_args(node.attrs()))};
                }});
-  register_op({.name = "avg_pool2d",
-               .shape = pool_shape,
-               .grad = [](Node& node, const Grads& g) {
+  register_op({.name = "avg_pool2d", .shape = pool_shape, .grad = [](Node& node, const Grads& g) {
                  return Grads{ops::avg_pool2d_grad(g[0], node.inputs()[0], pool_args(node.attrs()))};
                }});
   register_op({.name = "max_pool2d_grad", .shape = max_pool2d_grad_shape});
   // avg_pool2d_grad is linear in dy: its gradient is avg_pool2d again.
-  register_op({.name = "avg_pool2d_grad",
-               .shape = avg_pool2d_grad_shape,
-               .grad = [](Node& node, const Grads& g) {
+  register_op({.name = "avg_pool2d_grad", .shape = avg_pool2d_grad_shape, .grad = [](Node& node, const Grads& g) {
                  return Grads{ops::avg_pool2d(g[0], pool_args(node.attrs())), SymbolicTensor{}};
                }});
 
   register_op({.name = "batch_norm_training", .shape = batch_norm_training_shape, .grad = batch_norm_training_grad_fn});
   register_op({.name = "batch_norm_training_grad", .shape = batch_norm_training_grad_shape});
   register_op({.name = "batch_norm_stats_grad", .shape = batch_norm_stats_grad_shape});
-  register_op({.name = "batch_norm_inference",
-               .shape = batch_norm_inference_shape,
-               .grad = batch_norm_inference_grad_fn});
+  register_op(
+      {.name = "batch_norm_inference", .shape = batch_norm_inference_shape, .grad = batch_norm_inference_grad_fn});
   register_op({.name = "batch_norm_inference_grad", .shape = batch_norm_inference_grad_shape});
 
   register_op({.name = "dropout", .shape = dropout_shape, .grad = dropout_grad});

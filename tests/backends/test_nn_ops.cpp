@@ -28,9 +28,11 @@ struct Geo {
   std::int64_t n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl;
 };
 
-Geo geometry(const Shape& x, std::int64_t kh, std::int64_t kw, Ints strides, Ints dilation, const std::string& padding) {
+Geo geometry(const Shape& x, std::int64_t kh, std::int64_t kw, Ints strides, Ints dilation,
+             const std::string& padding) {
   Geo g{x[0], x[1], x[2], x[3], kh, kw, strides[0], strides[1], dilation[0], dilation[1], 0, 0, 0, 0};
-  auto axis = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t& out, std::int64_t& pad) {
+  auto axis = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t& out,
+                  std::int64_t& pad) {
     if (padding == "same") {
       out = (in + s - 1) / s;
       pad = std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
@@ -168,8 +170,9 @@ TEST_CASE("nn: conv2d forward and backward ops match direct loops") {
       auto dy = g.placeholder(ref.y_shape, dtype);
       auto y = ops::conv2d(x, k, cc.args);
       CHECK(y.shape() == ref.y_shape);
-      auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, cc.args), ops::conv2d_backward_filter(x, dy, k, cc.args)},
-                        {{x, xt}, {k, kt}, {dy, dyt}});
+      auto r =
+          evaluate({y, ops::conv2d_backward_data(dy, k, x, cc.args), ops::conv2d_backward_filter(x, dy, k, cc.args)},
+                   {{x, xt}, {k, kt}, {dy, dyt}});
       CHECK(r[0].dtype() == dtype);
       check_close(r[0], ref.y, tol, tol);
       CHECK(r[1].shape() == cc.x);
@@ -180,24 +183,32 @@ TEST_CASE("nn: conv2d forward and backward ops match direct loops") {
   }
 }
 
-TEST_CASE("nn: conv2d on a larger batch splits across threads like one pass") {
-  // Enough rows for several im2col blocks and both pool threads.
-  ops::Conv2DArgs args{.strides = {1, 1}, .padding = "same"};
-  Tensor xt = random_tensor({6, 14, 13, 8}, 3, 0.1, 1.0, false, DType::float32);
-  Tensor kt = random_tensor({3, 3, 8, 16}, 4, 0.1, 1.0, false, DType::float32);
-  Tensor dyt = random_tensor({6, 14, 13, 16}, 5, 0.1, 1.0, false, DType::float32);
-  ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), args);
-  Graph g;
-  auto x = g.placeholder({-1, 14, 13, 8});
-  auto k = g.placeholder({3, 3, 8, 16});
-  auto dy = g.placeholder({-1, 14, 13, 16});
-  auto y = ops::conv2d(x, k, args);
-  CHECK(y.shape() == Shape{-1, 14, 13, 16});
-  auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, args), ops::conv2d_backward_filter(x, dy, k, args)},
-                    {{x, xt}, {k, kt}, {dy, dyt}});
-  check_close(r[0], ref.y, 1e-4, 1e-4);
-  check_close(r[1], ref.dx, 1e-4, 1e-4);
-  check_close(r[2], ref.dk, 1e-4, 1e-3);
+TEST_CASE("nn: conv2d on a larger batch splits across threads and blocks like one pass") {
+  // Enough rows for two im2col blocks per pool thread, through BLAS (72 taps) and through the
+  // small-window loops (27 taps, whose filter gradient accumulates across blocks).
+  struct Case {
+    Shape x, kernel;
+    ops::Conv2DArgs args;
+  };
+  for (const auto& c : {Case{{24, 14, 13, 8}, {3, 3, 8, 16}, {.padding = "same"}},
+                        Case{{16, 30, 30, 3}, {3, 3, 3, 4}, {.padding = "valid"}}}) {
+    Tensor xt = random_tensor(c.x, 3, 0.1, 1.0, false, DType::float32);
+    Tensor kt = random_tensor(c.kernel, 4, 0.1, 1.0, false, DType::float32);
+    Shape y_shape = conv_reference(xt, kt, {}, c.args).y_shape;
+    Tensor dyt = random_tensor(y_shape, 5, 0.1, 1.0, false, DType::float32);
+    ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), c.args);
+    Graph g;
+    auto x = g.placeholder({-1, c.x[1], c.x[2], c.x[3]});
+    auto k = g.placeholder(c.kernel);
+    auto dy = g.placeholder({-1, y_shape[1], y_shape[2], y_shape[3]});
+    auto y = ops::conv2d(x, k, c.args);
+    CHECK(y.shape() == Shape{-1, y_shape[1], y_shape[2], y_shape[3]});
+    auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, c.args), ops::conv2d_backward_filter(x, dy, k, c.args)},
+                      {{x, xt}, {k, kt}, {dy, dyt}});
+    check_close(r[0], ref.y, 1e-4, 1e-4);
+    check_close(r[1], ref.dx, 1e-4, 1e-4);
+    check_close(r[2], ref.dk, 1e-4, 1e-2);  // sums of thousands of float32 products
+  }
 }
 
 TEST_CASE("nn: conv2d gradients") {
@@ -234,8 +245,11 @@ TEST_CASE("nn: conv2d rejects bad input at build time") {
   CHECK(ops::conv2d(x, k3, {.padding = "same"}).shape() == Shape{-1, 2, 2, 1});
 
   auto x4 = g.placeholder({1, 4, 4, 1});
-  check_throws_naming<ShapeError>([&] { ops::conv2d(x4, k3, {.dilation_rate = {2, 2}}); },
-                                  {"conv2d", "(1, 4, 4, 1)", "(3, 3, 1, 1)", "dilation"});
+  check_throws_naming<ShapeError>(
+      [&] {
+        ops::conv2d(x4, k3, {.dilation_rate = {2, 2}});
+      },
+      {"conv2d", "(1, 4, 4, 1)", "(3, 3, 1, 1)", "dilation"});
 
   auto x3 = g.placeholder({1, 5, 5, 3});
   auto k2 = g.placeholder({3, 3, 2, 4});
@@ -245,8 +259,11 @@ TEST_CASE("nn: conv2d rejects bad input at build time") {
   check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.padding = "SAME"}); }, {"conv2d", "padding", "SAME"});
   check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.strides = {0, 1}}); }, {"conv2d", "strides"});
   check_throws_naming<ShapeError>([&] { ops::conv2d(g.placeholder({5, 5, 3}), k); }, {"conv2d", "rank 4"});
-  check_throws_naming<DTypeError>([&] { ops::conv2d(x3, g.placeholder({3, 3, 3, 4}, DType::float64)); },
-                                  {"conv2d", "float64"});
+  check_throws_naming<DTypeError>(
+      [&] {
+        ops::conv2d(x3, g.placeholder({3, 3, 3, 4}, DType::float64));
+      },
+      {"conv2d", "float64"});
   auto dy = g.placeholder({1, 4, 4, 4});
   check_throws_naming<ShapeError>([&] { ops::conv2d_backward_data(dy, k, x3, {}); },
                                   {"conv2d_backward_data", "(1, 4, 4, 4)", "(1, 3, 3, 4)"});
@@ -261,8 +278,9 @@ TEST_CASE("nn: max and avg pooling on hand examples") {
   auto x3 = g.constant(Tensor::from_vector<double>({1, 3, 3, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9}));
   ops::Pool2DArgs same3s2{.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"};
   ops::Pool2DArgs same2s1{.pool_size = {2, 2}, .strides = {1, 1}, .padding = "same"};
-  auto r = evaluate({ops::max_pool2d(x4), ops::avg_pool2d(x4), ops::max_pool2d(x5, same3s2), ops::avg_pool2d(x5, same3s2),
-                     ops::avg_pool2d(x3, same2s1), ops::max_pool2d(x5, {.pool_size = {3, 3}, .strides = {1, 2}})});
+  auto r =
+      evaluate({ops::max_pool2d(x4), ops::avg_pool2d(x4), ops::max_pool2d(x5, same3s2), ops::avg_pool2d(x5, same3s2),
+                ops::avg_pool2d(x3, same2s1), ops::max_pool2d(x5, {.pool_size = {3, 3}, .strides = {1, 2}})});
   CHECK(r[0].shape() == Shape{1, 2, 2, 1});
   check_close(r[0], {5, 8, 9, 3});
   check_close(r[1], {13.0 / 4, 16.0 / 4, 17.0 / 4, 8.0 / 4});
@@ -323,8 +341,11 @@ TEST_CASE("nn: max_pool2d_grad routes ties to the first maximum") {
 TEST_CASE("nn: pooling rejects bad input at build time") {
   Graph g;
   auto x = g.placeholder({-1, 2, 3, 4});
-  check_throws_naming<ShapeError>([&] { ops::max_pool2d(x, {.pool_size = {3, 3}}); },
-                                  {"max_pool2d", "(None, 2, 3, 4)", "pool window"});
+  check_throws_naming<ShapeError>(
+      [&] {
+        ops::max_pool2d(x, {.pool_size = {3, 3}});
+      },
+      {"max_pool2d", "(None, 2, 3, 4)", "pool window"});
   CHECK(ops::max_pool2d(x, {.pool_size = {3, 3}, .padding = "same"}).shape() == Shape{-1, 1, 1, 4});
   check_throws_naming<ValueError>([&] { ops::avg_pool2d(x, {.pool_size = {0, 2}}); }, {"avg_pool2d", "pool_size"});
   check_throws_naming<ValueError>([&] { ops::avg_pool2d(x, {.padding = "full"}); }, {"avg_pool2d", "padding"});
@@ -366,7 +387,8 @@ TEST_CASE("nn: batch_norm_training gradients") {
   // Through y alone (the usual case) and through all four outputs (mean, variance and inv_std too).
   check_gradients({{4, 2, 3}, {3}, {3}},
                   [](const Inputs& in) { return Inputs{ops::batch_norm_training(in[0], in[1], in[2])[0]}; });
-  check_gradients({{3, 2, 2, 3}, {3}, {3}}, [](const Inputs& in) { return ops::batch_norm_training(in[0], in[1], in[2], 0.01); });
+  check_gradients({{3, 2, 2, 3}, {3}, {3}},
+                  [](const Inputs& in) { return ops::batch_norm_training(in[0], in[1], in[2], 0.01); });
   check_gradients({{5, 4}, {4}, {4}}, [](const Inputs& in) {
     auto out = ops::batch_norm_training(in[0], in[1], in[2]);
     return Inputs{out[0], out[2]};
@@ -384,9 +406,9 @@ TEST_CASE("nn: batch_norm_inference values and gradients") {
   check_close(r[0], {2 * (1 - 1.5) / 0.5 + 0.1, 0.5 * 0 / 2 - 1, 2 * (3 - 1.5) / 0.5 + 0.1, 0.5 * 2 / 2 - 1});
 
   tower::testing::GradCheckOptions positive{.positive = true};  // variance > 0
-  check_gradients({{3, 2, 4}, {4}, {4}, {4}, {4}},
-                  [](const Inputs& in) { return Inputs{ops::batch_norm_inference(in[0], in[1], in[2], in[3], in[4])}; },
-                  positive);
+  check_gradients(
+      {{3, 2, 4}, {4}, {4}, {4}, {4}},
+      [](const Inputs& in) { return Inputs{ops::batch_norm_inference(in[0], in[1], in[2], in[3], in[4])}; }, positive);
 }
 
 TEST_CASE("nn: batch norm rejects bad input at build time") {
@@ -399,7 +421,8 @@ TEST_CASE("nn: batch norm rejects bad input at build time") {
   check_throws_naming<ShapeError>([&] { ops::batch_norm_inference(x, c3, c3, c3, c4); },
                                   {"batch_norm_inference", "variance", "(4,)"});
   check_throws_naming<ShapeError>([&] { ops::batch_norm_training(c3, c3, c3); }, {"batch_norm_training", "rank 2"});
-  check_throws_naming<ValueError>([&] { ops::batch_norm_training(x, c3, c3, -1.0); }, {"batch_norm_training", "epsilon"});
+  check_throws_naming<ValueError>([&] { ops::batch_norm_training(x, c3, c3, -1.0); },
+                                  {"batch_norm_training", "epsilon"});
 }
 
 TEST_CASE("nn: dropout keeps about 1 - rate, scales, and follows uniform_at") {
@@ -460,7 +483,8 @@ TEST_CASE("nn: dropout rejects a rate outside [0, 1)") {
   auto x = g.placeholder({-1, 8});
   check_throws_naming<ValueError>([&] { ops::dropout(x, 1.0, 1); }, {"dropout", "rate", "(None, 8)"});
   check_throws_naming<ValueError>([&] { ops::dropout(x, -0.1, 1); }, {"dropout", "rate"});
-  check_throws_naming<DTypeError>([&] { ops::dropout(g.placeholder({4}, DType::int32), 0.5, 1); }, {"dropout", "int32"});
+  check_throws_naming<DTypeError>([&] { ops::dropout(g.placeholder({4}, DType::int32), 0.5, 1); },
+                                  {"dropout", "int32"});
 }
 
 TEST_CASE("nn: conv2d and pooling on an empty batch") {
@@ -469,8 +493,8 @@ TEST_CASE("nn: conv2d and pooling on an empty batch") {
   auto k = g.placeholder({3, 3, 3, 4});
   auto dy = g.placeholder({-1, 3, 3, 4});
   Tensor xt = Tensor::zeros({0, 5, 5, 3}), kt = random_tensor({3, 3, 3, 4}, 1, 0.1, 1.0, false, DType::float32);
-  auto r = evaluate({ops::conv2d(x, k), ops::conv2d_backward_data(dy, k, x, {}), ops::conv2d_backward_filter(x, dy, k, {}),
-                     ops::max_pool2d(x), ops::avg_pool2d(x)},
+  auto r = evaluate({ops::conv2d(x, k), ops::conv2d_backward_data(dy, k, x, {}),
+                     ops::conv2d_backward_filter(x, dy, k, {}), ops::max_pool2d(x), ops::avg_pool2d(x)},
                     {{x, xt}, {k, kt}, {dy, Tensor::zeros({0, 3, 3, 4})}});
   CHECK(r[0].shape() == Shape{0, 3, 3, 4});
   CHECK(r[1].shape() == Shape{0, 5, 5, 3});
