@@ -34,6 +34,14 @@ SymbolicTensor divide(const SymbolicTensor& a, const SymbolicTensor& b);
 SymbolicTensor maximum(const SymbolicTensor& a, const SymbolicTensor& b);  // gradient to a where a >= b
 SymbolicTensor minimum(const SymbolicTensor& a, const SymbolicTensor& b);  // gradient to a where a <= b
 SymbolicTensor scale(const SymbolicTensor& x, double factor);             // x * factor
+// Comparisons: 1 where the relation holds, else 0, in a's dtype and the broadcast shape; no gradient.
+// mode: "gt", "ge", "lt", "le" or "eq".
+SymbolicTensor compare_mask(const SymbolicTensor& a, const SymbolicTensor& b, const char* mode);
+SymbolicTensor greater(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor greater_equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor less(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor less_equal(const SymbolicTensor& a, const SymbolicTensor& b);
+SymbolicTensor equal(const SymbolicTensor& a, const SymbolicTensor& b);
 // Sums x over the axes that `like` was broadcast along, giving like's shape (gradient of broadcasting).
 SymbolicTensor sum_to(const SymbolicTensor& x, const SymbolicTensor& like);
 // Broadcasts x to like's shape.

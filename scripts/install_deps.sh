@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libopenblas-dev libhdf5-dev libboost-program-options-dev
   doctest-dev nlohmann-json3-dev libfmt-dev
+  dataset-fashion-mnist
 )
 
 missing=()

@@ -61,10 +61,15 @@ void divide_kernel(KernelContext& ctx) { binary_kernel(ctx, "divide", [](auto a,
 void maximum_kernel(KernelContext& ctx) { binary_kernel(ctx, "maximum", [](auto a, auto b) { return a >= b ? a : b; }); }
 void minimum_kernel(KernelContext& ctx) { binary_kernel(ctx, "minimum", [](auto a, auto b) { return a <= b ? a : b; }); }
 void compare_mask_kernel(KernelContext& ctx) {
-  if (ctx.attrs().get_string("mode") == "ge")
-    binary_kernel(ctx, "compare_mask", [](auto a, auto b) { return static_cast<decltype(a)>(a >= b ? 1 : 0); });
-  else
-    binary_kernel(ctx, "compare_mask", [](auto a, auto b) { return static_cast<decltype(a)>(a <= b ? 1 : 0); });
+  const std::string& mode = ctx.attrs().get_string("mode");
+  auto run = [&](auto compare) {
+    binary_kernel(ctx, "compare_mask", [compare](auto a, auto b) { return static_cast<decltype(a)>(compare(a, b) ? 1 : 0); });
+  };
+  if (mode == "ge") run([](auto a, auto b) { return a >= b; });
+  else if (mode == "le") run([](auto a, auto b) { return a <= b; });
+  else if (mode == "gt") run([](auto a, auto b) { return a > b; });
+  else if (mode == "lt") run([](auto a, auto b) { return a < b; });
+  else run([](auto a, auto b) { return a == b; });
 }
 
 void scale_kernel(KernelContext& ctx) {

@@ -44,15 +44,25 @@ std::vector<TensorSpec> binary_shape(const std::vector<TensorSpec>& in, const At
   return {TensorSpec{broadcast_shapes(in[0].shape, in[1].shape), in[0].dtype}};
 }
 
-// 1 where a >= b ("ge") or a <= b ("le"), else 0; in a's dtype and the broadcast shape.
+}  // namespace
+
+namespace ops {
 SymbolicTensor compare_mask(const SymbolicTensor& a, const SymbolicTensor& b, const char* mode) {
   return a.graph().add1("compare_mask", {a, b}, {{"mode", std::string(mode)}});
 }
+SymbolicTensor greater(const SymbolicTensor& a, const SymbolicTensor& b) { return compare_mask(a, b, "gt"); }
+SymbolicTensor greater_equal(const SymbolicTensor& a, const SymbolicTensor& b) { return compare_mask(a, b, "ge"); }
+SymbolicTensor less(const SymbolicTensor& a, const SymbolicTensor& b) { return compare_mask(a, b, "lt"); }
+SymbolicTensor less_equal(const SymbolicTensor& a, const SymbolicTensor& b) { return compare_mask(a, b, "le"); }
+SymbolicTensor equal(const SymbolicTensor& a, const SymbolicTensor& b) { return compare_mask(a, b, "eq"); }
+}  // namespace ops
+
+namespace {
 
 Grads min_max_grad(Node& node, const Grads& dy, const char* mode) {
   const auto& a = node.inputs()[0];
   const auto& b = node.inputs()[1];
-  auto mask = compare_mask(a, b, mode);
+  auto mask = ops::compare_mask(a, b, mode);
   auto to_a = ops::multiply(dy[0], mask);
   return {ops::sum_to(to_a, a), ops::sum_to(ops::subtract(dy[0], to_a), b)};
 }

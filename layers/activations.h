@@ -1,0 +1,17 @@
+// Activation functions by Keras name, for layers' `activation` argument and the Activation layer.
+#pragma once
+
+#include <string>
+
+#include "core/graph.h"
+
+namespace tower {
+
+// name: "" or "linear" (identity), "relu", "sigmoid", "tanh", "softmax" (last axis), "log_softmax",
+// "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu" (alpha 0.2),
+// "hard_sigmoid", "gelu" is not supported. An unknown name throws ValueError listing the known ones.
+SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
+// Throws the same ValueError now (layers call it in their constructor to fail early).
+void check_activation_name(const std::string& name);
+
+}  // namespace tower

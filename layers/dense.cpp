@@ -1,0 +1,43 @@
+// Dense.
+#include "layers/dense.h"
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "layers/activations.h"
+
+namespace tower::layers {
+
+Dense::Dense(std::int64_t units, const DenseOptions& options)
+    : Layer(options.name, "dense"), units_(units), options_(options) {
+  if (units <= 0) raise<ValueError>("Dense: units must be positive, got {}", units);
+  check_activation_name(options.activation);
+}
+
+void Dense::build(const std::vector<Shape>& input_shapes) {
+  const Shape& in = input_shapes.at(0);
+  if (in.rank() < 2 || in.dim(-1) <= 0)
+    raise<ShapeError>("Dense \"{}\": expected input of shape (batch, ..., features) with known features, got {}",
+                      name(), in.to_string());
+  kernel_ = add_weight("kernel", {in.dim(-1), units_}, options_.kernel_initializer, options_.kernel_regularizer);
+  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer, options_.bias_regularizer);
+}
+
+std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, ..., in)
+  const std::int64_t in = kernel_->shape()[0];
+  if (x.shape().dim(-1) != in)
+    raise<ShapeError>("Dense \"{}\": expected input with last dimension {}, got {}", name(), in, x.shape().to_string());
+  SymbolicTensor y;
+  if (x.rank() == 2) {
+    y = ops::matmul(x, read(ctx, kernel_));  // (batch, units)
+  } else {  // fold the leading axes into rows, as tensordot does
+    auto dims = x.shape().dims();
+    auto flat = ops::reshape(x, {-1, in});
+    dims.back() = units_;
+    y = ops::reshape(ops::matmul(flat, read(ctx, kernel_)), dims);
+  }
+  if (bias_) y = ops::bias_add(y, read(ctx, bias_));
+  return {apply_activation(options_.activation, y)};
+}
+
+}  // namespace tower::layers

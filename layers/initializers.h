@@ -1,0 +1,41 @@
+// Weight initializers by Keras name, with Keras's defaults ("glorot_uniform", "zeros", "he_normal", ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace tower {
+
+// Keras names: zeros, ones, constant, random_normal, random_uniform, truncated_normal,
+// glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal,
+// variance_scaling. CamelCase spellings ("GlorotUniform") are accepted too. An unknown name throws
+// ValueError listing the known ones. Fan-in/fan-out follow Keras: for a kernel of shape
+// (kh, kw, in, out) fan_in = kh*kw*in and fan_out = kh*kw*out; for (in, out) they are in and out.
+class Initializer {
+ public:
+  Initializer(const char* name) : Initializer(std::string(name)) {}  // NOLINT: implicit, as Keras strings
+  Initializer(const std::string& name);                               // NOLINT
+
+  // Parameterised forms, with Keras's defaults.
+  static Initializer constant(double value = 0.0);
+  static Initializer random_normal(double mean = 0.0, double stddev = 0.05);
+  static Initializer random_uniform(double minval = -0.05, double maxval = 0.05);
+  static Initializer truncated_normal(double mean = 0.0, double stddev = 0.05);
+  // mode: "fan_in", "fan_out", "fan_avg"; distribution: "truncated_normal", "untruncated_normal", "uniform".
+  static Initializer variance_scaling(double scale = 1.0, const std::string& mode = "fan_in",
+                                      const std::string& distribution = "truncated_normal");
+
+  const std::string& name() const { return name_; }
+  // A fresh value; seed 0 draws one from the global seed (tower::next_seed()).
+  Tensor operator()(const Shape& shape, DType dtype = DType::float32, std::uint64_t seed = 0) const;
+
+ private:
+  Initializer() = default;
+  std::string name_;
+  double a_ = 0.0, b_ = 0.0;  // meaning depends on the kind (value; mean, stddev; minval, maxval; scale)
+  std::string mode_, distribution_;
+};
+
+}  // namespace tower

@@ -1,0 +1,40 @@
+// InputLayer and layers::Input: the entry points of a model's Keras graph.
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace tower {
+
+// Holds a model input's spec; call() passes its input through.
+class InputLayer : public Layer {
+ public:
+  // shape: without the batch dimension, as Keras's Input(shape=...).
+  InputLayer(const Shape& shape, DType dtype = DType::float32, const std::string& name = "");
+
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<InputLayer>(*this); }
+  std::string class_name() const override { return "InputLayer"; }
+
+  const TensorSpec& spec() const { return spec_; }  // (None, shape...)
+  // A KerasTensor standing for this input (a new call node of this layer).
+  KerasTensor make_output() const;
+
+ private:
+  TensorSpec spec_;
+};
+
+namespace layers {
+
+struct InputOptions {
+  DType dtype = DType::float32;
+  std::string name;
+  std::int64_t batch_size = -1;  // a fixed batch dimension; -1 leaves it unknown
+};
+
+// keras.Input(shape=...): a KerasTensor of shape (None, shape...).
+KerasTensor Input(const Shape& shape, const InputOptions& options = {});
+
+}  // namespace layers
+}  // namespace tower

@@ -1,0 +1,216 @@
+// Layer base: calling on KerasTensors, weights, naming.
+#include "layers/layer.h"
+
+#include <cctype>
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "layers/input_layer.h"
+
+namespace tower {
+
+namespace {
+std::mutex uid_mutex;
+std::map<std::string, int>& uid_counts() {
+  static std::map<std::string, int> counts;
+  return counts;
+}
+}  // namespace
+
+std::string unique_layer_name(const std::string& base) {
+  std::lock_guard lock(uid_mutex);
+  int n = uid_counts()[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+void clear_session() {
+  std::lock_guard lock(uid_mutex);
+  uid_counts().clear();
+}
+
+std::string to_snake_case(const std::string& class_name) {
+  std::string out;
+  for (std::size_t i = 0; i < class_name.size(); ++i) {
+    char c = class_name[i];
+    bool upper = std::isupper(static_cast<unsigned char>(c));
+    // A capital starts a word unless it continues an acronym ("ReLU" -> "re_lu", as Keras does).
+    if (upper && i > 0) {
+      bool prev_lower = std::islower(static_cast<unsigned char>(class_name[i - 1])) ||
+                        std::isdigit(static_cast<unsigned char>(class_name[i - 1]));
+      bool next_lower = i + 1 < class_name.size() && std::islower(static_cast<unsigned char>(class_name[i + 1]));
+      if (prev_lower || (next_lower && std::isupper(static_cast<unsigned char>(class_name[i - 1])))) out += '_';
+    }
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// ---- KerasTensor -----------------------------------------------------------------------------------
+
+const TensorSpec& KerasTensor::spec() const {
+  if (!node_) raise<ValueError>("KerasTensor: used before being defined (an empty KerasTensor)");
+  return node_->outputs.at(static_cast<std::size_t>(index_));
+}
+
+Layer& KerasTensor::layer() const {
+  if (!node_) raise<ValueError>("KerasTensor: used before being defined (an empty KerasTensor)");
+  return *node_->layer;
+}
+
+LayerRef::LayerRef(const KerasTensor& input) : layer_(input.node()->layer), input_(input) {
+  if (!dynamic_cast<InputLayer*>(layer_.get()))
+    raise<ValueError>("Sequential: a KerasTensor in the layer list must come from layers::Input(...), got the output "
+                      "of \"{}\"",
+                      layer_->name());
+}
+
+// ---- Layer -----------------------------------------------------------------------------------------
+
+Layer::Layer(const std::string& name, const std::string& default_base) : state_(std::make_shared<State>()) {
+  state_->name = name.empty() ? unique_layer_name(default_base) : name;
+}
+
+Layer::~Layer() = default;
+
+void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
+  if (state_->built) return;
+  build(input_shapes);
+  state_->built = true;
+}
+
+KerasTensor Layer::operator()(const KerasTensor& input) const {
+  auto outputs = call_multi({input});
+  if (outputs.size() != 1)
+    raise<ValueError>("{} \"{}\": returns {} outputs; use call_multi() to get them all", class_name(), name(),
+                      outputs.size());
+  return outputs[0];
+}
+
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) const {
+  auto outputs = call_multi(inputs);
+  if (outputs.size() != 1)
+    raise<ValueError>("{} \"{}\": returns {} outputs; use call_multi() to get them all", class_name(), name(),
+                      outputs.size());
+  return outputs[0];
+}
+
+std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& inputs) const {
+  auto self = share();
+  std::vector<Shape> shapes;
+  for (const auto& x : inputs) {
+    if (!x.defined()) raise<ValueError>("{} \"{}\": called on an undefined KerasTensor", class_name(), name());
+    shapes.push_back(x.shape());
+  }
+  if (!state_->built) {
+    state_->input_specs.clear();
+    for (const auto& x : inputs) state_->input_specs.push_back(x.spec());
+  }
+  self->ensure_built(shapes);
+
+  // Output specs: run call() on placeholders in a scratch graph (every op has a shape function).
+  Graph scratch;
+  std::vector<SymbolicTensor> placeholders;
+  for (const auto& x : inputs) placeholders.push_back(scratch.placeholder(x.shape(), x.dtype()));
+  std::vector<Node*> updates;
+  std::vector<SymbolicTensor> losses;
+  CallContext ctx{.graph = scratch, .training = false, .updates = &updates, .losses = &losses};
+  auto outputs = self->call(ctx, placeholders);
+
+  auto node = std::make_shared<KerasNode>();
+  node->layer = self;
+  node->inputs = inputs;
+  for (const auto& y : outputs) node->outputs.push_back(y.spec());
+  state_->nodes.push_back(node);
+  std::vector<KerasTensor> result;
+  for (int i = 0; i < static_cast<int>(outputs.size()); ++i) result.emplace_back(node, i);
+  return result;
+}
+
+VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
+                              const Regularizer& regularizer, bool trainable, DType dtype) {
+  auto variable = make_variable(state_->name + "/" + name + ":0", initializer(shape, dtype), trainable);
+  state_->weights.push_back(variable);
+  state_->regularizers.push_back(regularizer);
+  return variable;
+}
+
+std::vector<VariablePtr> Layer::trainable_weights() const {
+  std::vector<VariablePtr> out;
+  if (!state_->trainable) return out;
+  for (const auto& w : state_->weights)
+    if (w->trainable()) out.push_back(w);
+  return out;
+}
+
+std::vector<VariablePtr> Layer::non_trainable_weights() const {
+  std::vector<VariablePtr> out;
+  for (const auto& w : state_->weights)
+    if (!state_->trainable || !w->trainable()) out.push_back(w);
+  return out;
+}
+
+std::vector<VariablePtr> Layer::weights() const {
+  auto out = trainable_weights();
+  for (auto& w : non_trainable_weights()) out.push_back(std::move(w));
+  return out;
+}
+
+std::int64_t Layer::count_params() const {
+  std::int64_t n = 0;
+  for (const auto& w : weights()) n += w->shape().num_elements();
+  return n;
+}
+
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& w : weights()) out.push_back(w->value().to(cpu_device()));
+  return out;
+}
+
+void Layer::set_weights(const std::vector<Tensor>& values) {
+  auto ws = weights();
+  if (values.size() != ws.size())
+    raise<ValueError>("{} \"{}\": set_weights got {} arrays but the layer has {} weights", class_name(), name(),
+                      values.size(), ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i)
+    if (values[i].shape() != ws[i]->shape() || values[i].dtype() != ws[i]->dtype())
+      raise<ShapeError>("{} \"{}\": weight {} (\"{}\") has shape {} {}, got an array of shape {} {}", class_name(),
+                        name(), i, ws[i]->name(), ws[i]->shape().to_string(), dtype_name(ws[i]->dtype()),
+                        values[i].shape().to_string(), dtype_name(values[i].dtype()));
+  for (std::size_t i = 0; i < ws.size(); ++i) ws[i]->assign(values[i]);
+}
+
+std::vector<SymbolicTensor> Layer::regularization_losses(Graph& graph) const {
+  std::vector<SymbolicTensor> out;
+  for (std::size_t i = 0; i < state_->weights.size(); ++i)
+    if (state_->regularizers[i].defined()) out.push_back(state_->regularizers[i](graph.variable(state_->weights[i])));
+  return out;
+}
+
+std::string Layer::output_shape_string() const {
+  for (const auto& weak : state_->nodes) {
+    auto node = weak.lock();
+    if (!node) continue;
+    if (node->outputs.size() == 1) return node->outputs[0].shape.to_string();
+    std::string s = "[";
+    for (std::size_t i = 0; i < node->outputs.size(); ++i) s += (i ? ", " : "") + node->outputs[i].shape.to_string();
+    return s + "]";
+  }
+  return "?";
+}
+
+// ---- Regularizer -----------------------------------------------------------------------------------
+
+SymbolicTensor Regularizer::operator()(const SymbolicTensor& weight) const {
+  SymbolicTensor total;
+  if (l1 != 0.0) total = ops::scale(ops::reduce_sum(ops::abs(weight)), l1);
+  if (l2 != 0.0) {
+    auto term = ops::scale(ops::reduce_sum(ops::square(weight)), l2);
+    total = total.defined() ? ops::add(total, term) : term;
+  }
+  return total;
+}
+
+}  // namespace tower

@@ -1,0 +1,172 @@
+// Layer: the base of every Keras layer and model; KerasTensor, the symbolic value layers are called on.
+//
+// A layer object is a cheap handle: copies share one layer (its name, weights and call history), as a
+// Python variable holding a Keras layer does. So `layers::Dense(10)(x)` works on a temporary, and
+// calling one Dense object on two inputs shares its weights. Layers build their weights on first call.
+//
+// Two graphs are involved:
+//  - the Keras graph: KerasTensors and the layer calls ("nodes") that made them; Model replays it;
+//  - the engine Graph (core/graph.h): call() adds ops to it. A model builds a fresh engine graph for
+//    training (training = true) and one for inference, reading the same Variables.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/variable.h"
+#include "layers/initializers.h"
+#include "layers/regularizers.h"
+
+namespace tower {
+
+class Layer;
+struct KerasNode;
+
+// A symbolic value of the Keras graph: the output `index` of one layer call. Shapes keep the batch
+// dimension unknown (-1), as Keras's (None, 784).
+class KerasTensor {
+ public:
+  KerasTensor() = default;
+  KerasTensor(std::shared_ptr<KerasNode> node, int index) : node_(std::move(node)), index_(index) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const TensorSpec& spec() const;
+  const Shape& shape() const { return spec().shape; }
+  DType dtype() const { return spec().dtype; }
+  int rank() const { return shape().rank(); }
+  // The call that produced this tensor and which of its outputs it is.
+  const std::shared_ptr<KerasNode>& node() const { return node_; }
+  int index() const { return index_; }
+  // The layer that produced it ("dense_1").
+  Layer& layer() const;
+
+  bool operator==(const KerasTensor& o) const { return node_ == o.node_ && index_ == o.index_; }
+
+ private:
+  std::shared_ptr<KerasNode> node_;
+  int index_ = 0;
+};
+
+// One call of a layer on KerasTensors.
+struct KerasNode {
+  std::shared_ptr<Layer> layer;
+  std::vector<KerasTensor> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+// What a layer's call() sees besides its inputs.
+struct CallContext {
+  Graph& graph;
+  bool training = false;
+  // Ops to run with every training step besides the optimizer's (BatchNormalization's moving
+  // statistics). Layers append here only when training.
+  std::vector<Node*>* updates = nullptr;
+  // Scalar losses added by layers (regularizers), summed into the training loss.
+  std::vector<SymbolicTensor>* losses = nullptr;
+};
+
+class Layer {
+ public:
+  virtual ~Layer();
+
+  // ---- calling -------------------------------------------------------------------------------------
+  // Builds the layer on first call, records the call in the Keras graph and returns its output(s).
+  KerasTensor operator()(const KerasTensor& input) const;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs) const;  // one output (merge layers)
+  std::vector<KerasTensor> call_multi(const std::vector<KerasTensor>& inputs) const;
+
+  // Adds this layer's computation to ctx.graph. inputs/outputs are engine tensors with batch first.
+  virtual std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) = 0;
+
+  // A new handle sharing this layer (each subclass: `return std::make_shared<Dense>(*this);`).
+  virtual std::shared_ptr<Layer> share() const = 0;
+
+  // Keras's class name ("Dense"), used by summary() and for default names.
+  virtual std::string class_name() const = 0;
+
+  // ---- building ------------------------------------------------------------------------------------
+  // Creates the weights for inputs of these shapes (batch dimension -1). Called once, on first call.
+  virtual void build(const std::vector<Shape>& input_shapes) {}
+  bool built() const { return state_->built; }
+  // Builds from input shapes without recording a call (used by models and tests).
+  void ensure_built(const std::vector<Shape>& input_shapes);
+
+  // ---- identity and weights ----------------------------------------------------------------------
+  const std::string& name() const { return state_->name; }
+  bool trainable() const { return state_->trainable; }
+  virtual void set_trainable(bool trainable) { state_->trainable = trainable; }
+  bool same_layer(const Layer& other) const { return state_ == other.state_; }
+
+  // Keras order: trainable weights, then non-trainable ones. A frozen layer's weights are all
+  // non-trainable. Models override these to collect their layers' weights.
+  virtual std::vector<VariablePtr> trainable_weights() const;
+  virtual std::vector<VariablePtr> non_trainable_weights() const;
+  std::vector<VariablePtr> weights() const;
+  std::int64_t count_params() const;
+  // Weight values in weights() order; set_weights checks count and shapes and names the layer.
+  std::vector<Tensor> get_weights() const;
+  void set_weights(const std::vector<Tensor>& values);
+
+  // Regularization terms of this layer's weights (scalars in ctx.graph); models collect their layers'.
+  virtual std::vector<SymbolicTensor> regularization_losses(Graph& graph) const;
+
+  // Calls recorded on this layer (in order); output_shape() of the first one, as Keras shows it.
+  const std::vector<std::weak_ptr<KerasNode>>& inbound_nodes() const { return state_->nodes; }
+  std::string output_shape_string() const;
+
+  // Input specs of the first call (what build() saw), e.g. for summary().
+  const std::vector<TensorSpec>& build_input_specs() const { return state_->input_specs; }
+
+ protected:
+  // name: the user's name, or "" for a unique default from the class name ("dense", "dense_1", ...).
+  explicit Layer(const std::string& name, const std::string& default_base);
+
+  // Creates a weight named "<layer>/<name>:0", initialised now.
+  VariablePtr add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
+                         const Regularizer& regularizer = {}, bool trainable = true,
+                         DType dtype = DType::float32);
+  // Reads a weight in the graph being built.
+  static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight) { return ctx.graph.variable(weight); }
+  void mark_built() { state_->built = true; }
+
+ private:
+  struct State {
+    std::string name;
+    bool trainable = true;
+    bool built = false;
+    std::vector<VariablePtr> weights;                 // creation order
+    std::vector<Regularizer> regularizers;            // one per weight
+    std::vector<std::weak_ptr<KerasNode>> nodes;      // calls, for summary()
+    std::vector<TensorSpec> input_specs;              // of the first call
+  };
+  std::shared_ptr<State> state_;
+};
+
+using LayerPtr = std::shared_ptr<Layer>;
+
+// An entry of a Sequential's layer list: any layer, or an Input (its InputLayer).
+class LayerRef {
+ public:
+  LayerRef(const Layer& layer) : layer_(layer.share()) {}  // NOLINT: implicit by design
+  LayerRef(const KerasTensor& input);                      // NOLINT: keras.Input(...) in a list
+  LayerRef(LayerPtr layer) : layer_(std::move(layer)) {}   // NOLINT
+  const LayerPtr& get() const { return layer_; }
+  const KerasTensor& input() const { return input_; }  // set when made from an Input
+
+ private:
+  LayerPtr layer_;
+  KerasTensor input_;
+};
+
+// A unique default layer name per base ("dense", "dense_1", ...), as Keras's backend.get_uid.
+std::string unique_layer_name(const std::string& base);
+// Restarts the counters (Keras's clear_session()).
+void clear_session();
+// "BatchNormalization" -> "batch_normalization".
+std::string to_snake_case(const std::string& class_name);
+
+}  // namespace tower

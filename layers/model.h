@@ -1,0 +1,174 @@
+// Model: Keras's functional model (a graph of layer calls from inputs to outputs), and the training
+// API every model has: compile, fit, evaluate, predict, the *_on_batch steps, summary, weights.
+// A Model is a Layer: calling it on new KerasTensors nests it in another model. Copies of a Model
+// object share one model.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layers/callback.h"
+#include "layers/layer.h"
+#include "layers/logs.h"
+#include "layers/losses.h"
+#include "layers/metrics.h"
+#include "optimizers/optimizer.h"
+
+namespace tower {
+
+class Executor;
+
+// compile()'s optimizer: a Keras name ("adam"), an optimizer object (copied) or a shared one.
+class OptimizerArg {
+ public:
+  OptimizerArg(const char* name);                        // NOLINT: implicit by design
+  OptimizerArg(const std::string& name);                 // NOLINT
+  OptimizerArg(const optimizers::Optimizer& optimizer);  // NOLINT
+  OptimizerArg(optimizers::OptimizerPtr optimizer);      // NOLINT
+  const optimizers::OptimizerPtr& get() const { return optimizer_; }
+
+ private:
+  optimizers::OptimizerPtr optimizer_;
+};
+
+// compile()'s loss: one for every output, or one per output (in output order).
+class LossArg {
+ public:
+  LossArg(const char* name) : per_output_{losses::Loss(name)} {}             // NOLINT
+  LossArg(const std::string& name) : per_output_{losses::Loss(name)} {}      // NOLINT
+  LossArg(const losses::Loss& loss) : per_output_{loss} {}                   // NOLINT
+  LossArg(std::initializer_list<losses::Loss> losses) : per_output_(losses) {}  // NOLINT
+  LossArg(std::vector<losses::Loss> losses) : per_output_(std::move(losses)) {}  // NOLINT
+  const std::vector<losses::Loss>& losses() const { return per_output_; }
+
+ private:
+  std::vector<losses::Loss> per_output_;
+};
+
+struct CompileOptions {
+  std::vector<double> loss_weights;  // one per output; empty = all 1
+};
+
+struct FitOptions {
+  std::int64_t batch_size = 32;
+  int epochs = 1;
+  int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
+  std::vector<CallbackPtr> callbacks;
+  double validation_split = 0.0;  // the last fraction of x, y (before shuffling), as Keras
+  // (x, y) for validation; takes precedence over validation_split.
+  std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> validation_data;
+  bool shuffle = true;
+  std::map<std::int64_t, double> class_weight;  // class id -> weight of its samples in the loss
+  std::optional<Tensor> sample_weight;          // (samples,) weights in the loss
+  int initial_epoch = 0;
+  std::int64_t validation_batch_size = 0;  // 0 = batch_size
+  std::uint64_t seed = 0;                   // shuffling; 0 = from the global seed
+};
+
+struct EvaluateOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 1;
+  std::vector<CallbackPtr> callbacks;
+  std::optional<Tensor> sample_weight;
+};
+
+struct PredictOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 0;
+  std::vector<CallbackPtr> callbacks;
+};
+
+struct LoadWeightsOptions {
+  bool by_name = false;         // match layers by name instead of by position
+  bool skip_mismatch = false;   // with by_name: skip layers whose weight count or shapes differ
+};
+
+class Model : public Layer {
+ public:
+  // A functional model from inputs to outputs (KerasTensors made by calling layers on the inputs).
+  Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name = "");
+  Model(const KerasTensor& input, const KerasTensor& output, const std::string& name = "");
+  ~Model() override;
+
+  // ---- structure ---------------------------------------------------------------------------------
+  // Keras's model.layers: every layer in graph order (functional models include InputLayers).
+  virtual std::vector<LayerPtr> layers() const;
+  // The layer named `name`; throws NotFoundError listing the names.
+  LayerPtr get_layer(const std::string& name) const;
+  const std::vector<KerasTensor>& inputs() const;
+  const std::vector<KerasTensor>& outputs() const;
+  // Output layer names ("dense_2"), used in multi-output log names ("dense_2_loss").
+  std::vector<std::string> output_names() const;
+  // Prints Keras's summary table (line_length 65 as Keras's default for Sequential-like models).
+  void summary(std::ostream& out) const;
+  void summary() const;
+  std::string summary_string() const;
+
+  // ---- Layer -------------------------------------------------------------------------------------
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Model>(*this); }
+  std::string class_name() const override { return "Functional"; }
+  std::vector<VariablePtr> trainable_weights() const override;
+  std::vector<VariablePtr> non_trainable_weights() const override;
+  std::vector<SymbolicTensor> regularization_losses(Graph& graph) const override;
+  void set_trainable(bool trainable) override;
+
+  // ---- training ----------------------------------------------------------------------------------
+  void compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics = {},
+               const CompileOptions& options = {});
+  bool compiled() const;
+  optimizers::Optimizer& optimizer() const;  // throws when not compiled
+
+  History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  History fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const FitOptions& options = {});
+  // Loss and metrics over the data: score[0] is the loss, then the metrics, as Keras's list.
+  Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options = {});
+  Tensor predict(const Tensor& x, const PredictOptions& options = {});
+  std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});
+
+  Logs train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                      const std::optional<Tensor>& sample_weight = std::nullopt);
+  Logs test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                     const std::optional<Tensor>& sample_weight = std::nullopt);
+  std::vector<Tensor> predict_on_batch(const std::vector<Tensor>& x);
+
+  // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit after the current batch or epoch.
+  bool stop_training() const;
+  void set_stop_training(bool stop);
+
+  // ---- weights in Keras's legacy HDF5 layout (defined in io/keras_weights.cpp) -----------------
+  // Written atomically (a temporary file renamed over `path`).
+  void save_weights(const std::string& path) const;
+  // Checks the whole file against the model first; on any mismatch throws naming the first
+  // mismatching layer and both shapes, and leaves every weight unchanged.
+  void load_weights(const std::string& path, const LoadWeightsOptions& options = {});
+
+ protected:
+  // For Sequential: a model whose graph is set later with set_graph().
+  explicit Model(const std::string& name, const std::string& default_base);
+  void set_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs);
+  bool has_graph() const;
+  // Sequential without an Input builds its graph from the first data it sees.
+  virtual void build_from_data(const std::vector<Tensor>& x);
+  // Drops compiled engine graphs (after a change of structure, trainability or compile arguments).
+  void reset_functions();
+
+ private:
+  struct Data;
+  struct Function;
+  Function& train_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
+  Function& test_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
+  Function& predict_function(const std::vector<Tensor>& x);
+  void build_function(Function& f, const std::vector<Tensor>& x, const std::vector<Tensor>* y, bool training);
+  void check_inputs(const std::vector<Tensor>& x, const char* where) const;
+  Logs run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sw,
+                     std::int64_t batch_size, int verbose, const std::vector<CallbackPtr>& callbacks, bool for_fit);
+
+  std::shared_ptr<Data> data_;
+};
+
+}  // namespace tower

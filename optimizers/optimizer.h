@@ -1,0 +1,86 @@
+// Optimizer: the base of Keras's optimizers. It turns (gradient, variable) pairs into update ops in a
+// training graph, owns the slot variables (momentum, Adam's m and v, ...) and the step count, and
+// evaluates the learning rate (a constant or a schedule) on the host before each step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/variable.h"
+#include "optimizers/schedules.h"
+
+namespace tower::optimizers {
+
+// Keyword arguments every Keras optimizer takes (clipping is applied to each gradient before the update).
+struct ClipOptions {
+  std::optional<double> clipnorm;         // each gradient rescaled to at most this L2 norm
+  std::optional<double> clipvalue;        // each gradient element clipped to [-clipvalue, clipvalue]
+  std::optional<double> global_clipnorm;  // all gradients rescaled together to at most this global norm
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+
+  // Keras's class name ("Adam") and the prefix of slot names ("Adam/m/dense/kernel:0").
+  virtual std::string name() const = 0;
+  // A copy with the same configuration and state (compile() keeps its own: `optimizers::Adam(1e-3)`).
+  virtual std::shared_ptr<Optimizer> clone() const = 0;
+
+  // Adds the update of every variable to `graph`; returns the nodes to run as targets each step.
+  // grads[i] is the gradient of variables[i] (same shape); an undefined gradient is skipped.
+  // `learning_rate` and `iteration` are float scalar placeholders the trainer feeds each step with
+  // current_learning_rate() and iterations() + 1 (the 1-based number of the step being taken).
+  std::vector<Node*> apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,
+                                     const std::vector<VariablePtr>& variables, const SymbolicTensor& learning_rate,
+                                     const SymbolicTensor& iteration);
+
+  // Steps taken so far (Keras's optimizer.iterations); the trainer calls finish_step() after each.
+  std::int64_t iterations() const { return iterations_; }
+  void finish_step() { ++iterations_; }
+  void set_iterations(std::int64_t n) { iterations_ = n; }
+
+  // The learning rate for the next step: the schedule at iterations(), or the constant.
+  double current_learning_rate() const;
+  // Replaces the learning rate by a constant (ReduceLROnPlateau, LearningRateScheduler).
+  void set_learning_rate(double value);
+  bool has_schedule() const { return schedule_ != nullptr; }
+
+  // Slot variables in creation order (optimizer_weights in a full-model file).
+  std::vector<VariablePtr> variables() const;
+
+ protected:
+  Optimizer(double learning_rate, const ClipOptions& clip);
+  Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const ClipOptions& clip);
+
+  // Adds the update of one variable. var: the variable's read in `graph`; grad: clipped gradient.
+  virtual Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
+                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate,
+                            const SymbolicTensor& iteration) = 0;
+
+  // The slot `slot_name` of `variable` ("m", "v", "momentum", ...), created as zeros (or `initial`)
+  // on first use and kept for the optimizer's life, so rebuilding the training graph keeps the state.
+  SymbolicTensor slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name, double initial = 0.0);
+
+ private:
+  double learning_rate_ = 0.001;
+  std::shared_ptr<const LearningRateSchedule> schedule_;
+  ClipOptions clip_;
+  std::int64_t iterations_ = 0;
+  std::map<std::pair<const Variable*, std::string>, VariablePtr> slots_;
+  std::vector<VariablePtr> slot_order_;
+};
+
+using OptimizerPtr = std::shared_ptr<Optimizer>;
+
+// "sgd", "rmsprop", "adam", "adamw", "adagrad", "adadelta" with Keras's defaults (case-insensitive).
+// An unknown name throws ValueError listing the known ones.
+OptimizerPtr get(const std::string& identifier);
+
+}  // namespace tower::optimizers
