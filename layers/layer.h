@@ -100,6 +100,8 @@ class Layer {
   bool trainable() const { return state_->trainable; }
   virtual void set_trainable(bool trainable) { state_->trainable = trainable; }
   bool same_layer(const Layer& other) const { return state_ == other.state_; }
+  // Identifies the layer behind this handle (equal for every handle sharing it).
+  const void* id() const { return state_.get(); }
 
   // Keras order: trainable weights, then non-trainable ones. A frozen layer's weights are all
   // non-trainable. Models override these to collect their layers' weights.

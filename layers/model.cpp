@@ -1,1 +1,219 @@
-// placeholder
+// Model: the functional graph (ordering layer calls as Keras does), calling it, weights, layer lookup.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "layers/input_layer.h"
+#include "layers/model_internal.h"
+
+namespace tower {
+
+namespace {
+
+// Orders the calls between inputs and outputs as Keras's functional map_graph: nodes and layers by
+// decreasing depth (distance from the outputs), ties by first visit in a depth-first walk from the
+// outputs. Keras's model.layers, and hence the layer order in weight files, is this order.
+struct GraphOrder {
+  std::vector<std::shared_ptr<KerasNode>> nodes;  // execution order, input nodes included
+  std::vector<LayerPtr> layers;
+};
+
+GraphOrder order_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs,
+                       const std::string& model_name) {
+  std::vector<std::shared_ptr<KerasNode>> finished;  // post-order = decreasing depth order
+  std::set<const KerasNode*> done, in_progress;
+  std::map<const void*, int> layer_index;  // layer id -> first visit
+  std::map<const void*, LayerPtr> layer_of;
+  auto is_model_input = [&](const KerasTensor& t) { return std::find(inputs.begin(), inputs.end(), t) != inputs.end(); };
+
+  std::function<void(const KerasTensor&)> visit = [&](const KerasTensor& t) {
+    const auto& node = t.node();
+    if (done.count(node.get())) return;
+    if (in_progress.count(node.get()))
+      raise<ValueError>("Model \"{}\": the layer graph has a cycle through \"{}\"", model_name, node->layer->name());
+    const void* id = node->layer->id();
+    if (!layer_index.count(id)) {
+      layer_index[id] = static_cast<int>(layer_index.size());
+      layer_of[id] = node->layer;
+    }
+    in_progress.insert(node.get());
+    bool is_input_node = dynamic_cast<const InputLayer*>(node->layer.get()) != nullptr;
+    if (is_input_node && !is_model_input(t))
+      raise<ValueError>("Model \"{}\": graph disconnected: output needs input \"{}\" {}, which is not among the "
+                        "model's inputs; pass it in Model(inputs, outputs)",
+                        model_name, node->layer->name(), t.shape().to_string());
+    if (!is_input_node && !is_model_input(t))
+      for (const auto& x : node->inputs) visit(x);
+    in_progress.erase(node.get());
+    done.insert(node.get());
+    finished.push_back(node);
+  };
+  for (const auto& y : outputs) {
+    if (!y.defined()) raise<ValueError>("Model \"{}\": an output KerasTensor is undefined", model_name);
+    visit(y);
+  }
+
+  // Depths: outputs 0, a node's producers at least one deeper; a layer takes its deepest node's.
+  std::map<const KerasNode*, int> node_depth;
+  std::map<const void*, int> layer_depth;
+  for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
+    const KerasNode* node = it->get();
+    int depth = std::max(node_depth[node], layer_depth[node->layer->id()]);
+    layer_depth[node->layer->id()] = depth;
+    node_depth[node] = depth;
+    for (const auto& x : node->inputs) {
+      int& d = node_depth[x.node().get()];
+      d = std::max(d, depth + 1);
+    }
+  }
+  for (const auto& x : inputs) {  // inputs that no output uses still belong to the model
+    const void* id = x.node()->layer->id();
+    if (!layer_depth.count(id)) {
+      layer_depth[id] = 0;
+      layer_index[id] = -1;
+      layer_of[id] = x.node()->layer;
+      node_depth[x.node().get()] = 0;
+    }
+  }
+
+  GraphOrder order;
+  order.nodes = finished;
+  std::stable_sort(order.nodes.begin(), order.nodes.end(),
+                   [&](const auto& a, const auto& b) { return node_depth[a.get()] > node_depth[b.get()]; });
+  std::vector<const void*> ids;
+  for (const auto& [id, depth] : layer_depth) ids.push_back(id);
+  std::sort(ids.begin(), ids.end(), [&](const void* a, const void* b) {
+    if (layer_depth[a] != layer_depth[b]) return layer_depth[a] > layer_depth[b];
+    return layer_index[a] < layer_index[b];
+  });
+  for (const void* id : ids) order.layers.push_back(layer_of[id]);
+  return order;
+}
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------------------------
+
+Model::Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name)
+    : Layer(name, "functional"), data_(std::make_shared<Data>()) {
+  set_graph(inputs, outputs);
+}
+
+Model::Model(const KerasTensor& input, const KerasTensor& output, const std::string& name)
+    : Model(std::vector<KerasTensor>{input}, std::vector<KerasTensor>{output}, name) {}
+
+Model::Model(const std::string& name, const std::string& default_base)
+    : Layer(name, default_base), data_(std::make_shared<Data>()) {}
+
+Model::~Model() = default;
+
+void Model::set_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs) {
+  if (inputs.empty() || outputs.empty())
+    raise<ValueError>("Model \"{}\": needs at least one input and one output (got {} and {})", name(), inputs.size(),
+                      outputs.size());
+  for (const auto& x : inputs)
+    if (!x.defined() || !dynamic_cast<const InputLayer*>(&x.layer()))
+      raise<ValueError>("Model \"{}\": every input must come from layers::Input(...)", name());
+  auto order = order_graph(inputs, outputs, name());
+  data_->inputs = inputs;
+  data_->outputs = outputs;
+  data_->nodes.clear();
+  for (auto& node : order.nodes)
+    if (!dynamic_cast<const InputLayer*>(node->layer.get())) data_->nodes.push_back(node);
+  data_->layers = std::move(order.layers);
+  mark_built();
+  reset_functions();
+}
+
+bool Model::has_graph() const { return !data_->outputs.empty(); }
+
+void Model::build_from_data(const std::vector<Tensor>&) {}
+
+void Model::reset_functions() {
+  data_->train_fn.reset();
+  data_->test_fn.reset();
+  data_->predict_fn.reset();
+}
+
+// ---- structure ---------------------------------------------------------------------------------
+
+std::vector<LayerPtr> Model::layers() const { return data_->layers; }
+
+LayerPtr Model::get_layer(const std::string& layer_name) const {
+  std::string names;
+  for (const auto& layer : layers()) {
+    if (layer->name() == layer_name) return layer;
+    names += (names.empty() ? "" : ", ") + layer->name();
+  }
+  raise<NotFoundError>("Model \"{}\": no layer named \"{}\"; its layers are: {}", name(), layer_name, names);
+}
+
+const std::vector<KerasTensor>& Model::inputs() const { return data_->inputs; }
+const std::vector<KerasTensor>& Model::outputs() const { return data_->outputs; }
+
+std::vector<std::string> Model::output_names() const {
+  std::vector<std::string> names;
+  for (const auto& y : data_->outputs) names.push_back(y.layer().name());
+  return names;
+}
+
+// ---- Layer -------------------------------------------------------------------------------------
+
+std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  if (!has_graph()) raise<ValueError>("Model \"{}\": called before its input shape is known", name());
+  if (inputs.size() != data_->inputs.size())
+    raise<ValueError>("Model \"{}\": expects {} inputs, got {}", name(), data_->inputs.size(), inputs.size());
+  std::map<std::pair<const KerasNode*, int>, SymbolicTensor> values;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& expected = data_->inputs[i].shape();
+    if (!inputs[i].shape().compatible_with(expected))
+      raise<ShapeError>("Model \"{}\": input {} (\"{}\") expects shape {}, got {}", name(), i,
+                        data_->inputs[i].layer().name(), expected.to_string(), inputs[i].shape().to_string());
+    values[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = inputs[i];
+  }
+  for (const auto& node : data_->nodes) {
+    std::vector<SymbolicTensor> args;
+    for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
+    auto results = node->layer->call(ctx, args);
+    for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
+  }
+  std::vector<SymbolicTensor> outputs;
+  for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
+  return outputs;
+}
+
+std::vector<VariablePtr> Model::trainable_weights() const {
+  std::vector<VariablePtr> out;
+  if (!trainable()) return out;
+  for (const auto& layer : layers())
+    for (auto& w : layer->trainable_weights()) out.push_back(std::move(w));
+  return out;
+}
+
+std::vector<VariablePtr> Model::non_trainable_weights() const {
+  std::vector<VariablePtr> out;
+  for (const auto& layer : layers()) {
+    auto ws = trainable() ? layer->non_trainable_weights() : layer->weights();
+    for (auto& w : ws) out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::vector<SymbolicTensor> Model::regularization_losses(Graph& graph) const {
+  std::vector<SymbolicTensor> out;
+  for (const auto& layer : layers())
+    for (auto& loss : layer->regularization_losses(graph)) out.push_back(std::move(loss));
+  return out;
+}
+
+void Model::set_trainable(bool trainable) {
+  Layer::set_trainable(trainable);
+  for (const auto& layer : layers()) layer->set_trainable(trainable);
+  reset_functions();
+}
+
+bool Model::stop_training() const { return data_->stop_training; }
+void Model::set_stop_training(bool stop) { data_->stop_training = stop; }
+
+}  // namespace tower

@@ -1,0 +1,44 @@
+// Model's private state, shared by model.cpp (structure), training.cpp (compile/fit/...) and summary.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor.h"
+#include "layers/model.h"
+
+namespace tower {
+
+// One engine graph built from the model: prediction, evaluation or a training step.
+struct Model::Function {
+  Graph graph;
+  std::vector<SymbolicTensor> x;        // placeholders (batch, ...) per model input
+  std::vector<SymbolicTensor> y;        // placeholders per output (train/test only)
+  std::vector<TensorSpec> y_specs;      // what y was built for (rank and dtype of the labels)
+  SymbolicTensor sample_weight;         // (batch,)
+  SymbolicTensor learning_rate;         // scalar (train only)
+  SymbolicTensor iteration;             // scalar, 1-based step number (train only)
+  std::vector<SymbolicTensor> fetches;  // predict: the outputs; else batch means named by `names`
+  std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
+  std::vector<Node*> targets;           // weight updates (train only)
+  std::unique_ptr<Executor> executor;
+};
+
+struct Model::Data {
+  std::vector<KerasTensor> inputs, outputs;
+  std::vector<std::shared_ptr<KerasNode>> nodes;  // calls to run, in execution order (no input nodes)
+  std::vector<LayerPtr> layers;                   // Keras's model.layers order, InputLayers included
+
+  // compile()
+  bool compiled = false;
+  optimizers::OptimizerPtr optimizer;
+  std::vector<losses::Loss> losses;  // one per output
+  std::vector<double> loss_weights;  // one per output
+  std::vector<metrics::Metric> metrics;
+
+  bool stop_training = false;
+  std::unique_ptr<Function> train_fn, test_fn, predict_fn;
+};
+
+}  // namespace tower
