@@ -1,0 +1,92 @@
+// Training throughput of the mnist_mlp and mnist_cnn example models: samples/s of fit() and the
+// process's peak resident memory, for comparison with scripts/bench/mnist_torch.py and mnist_keras.py
+// (scripts/bench/run_mnist.sh runs all three; docs/benchmarks.md holds the results).
+#include <sys/resource.h>
+
+#include <boost/program_options.hpp>
+
+#include <chrono>
+#include <iostream>
+
+#include "core/random.h"
+#include "io/datasets.h"
+#include "layers/layers.h"
+#include "optimizers/optimizers.h"
+
+using namespace tower;
+
+namespace {
+
+Sequential make_model(const std::string& kind) {
+  if (kind == "mlp")
+    return Sequential({layers::Input({784}), layers::Dense(512, {.activation = "relu"}), layers::Dropout(0.2),
+                       layers::Dense(512, {.activation = "relu"}), layers::Dropout(0.2),
+                       layers::Dense(10, {.activation = "softmax"})});
+  return Sequential({layers::Input({28, 28, 1}), layers::Conv2D(32, {3, 3}, {.activation = "relu"}),
+                     layers::Conv2D(64, {3, 3}, {.activation = "relu"}), layers::MaxPooling2D({2, 2}),
+                     layers::Dropout(0.25), layers::Flatten(), layers::Dense(128, {.activation = "relu"}),
+                     layers::Dropout(0.5), layers::Dense(10, {.activation = "softmax"})});
+}
+
+// The first `rows` samples of a float32 array.
+Tensor head(const Tensor& t, std::int64_t rows) {
+  auto dims = t.shape().dims();
+  dims[0] = rows;
+  const float* p = t.data<float>();
+  return Tensor::from_vector<float>(Shape(dims), std::vector<float>(p, p + Shape(dims).num_elements()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  namespace po = boost::program_options;
+  std::string kind = "mlp", data = io::kFashionMnistDir;
+  std::int64_t batch_size = 128, samples = 0;
+  int epochs = 1;
+  po::options_description options("Usage: bench_mnist [options]\nOptions");
+  options.add_options()("help,h", "show this help")("model", po::value(&kind)->default_value(kind), "mlp or cnn")(
+      "batch-size", po::value(&batch_size)->default_value(batch_size), "samples per step")(
+      "samples", po::value(&samples)->default_value(samples), "training samples per epoch (0 = all)")(
+      "epochs", po::value(&epochs)->default_value(epochs), "timed epochs")(
+      "data", po::value(&data)->default_value(data), "directory with the IDX files");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, options), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    return 0;
+  }
+  if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
+
+  auto [train, test] = io::load_mnist(data);
+  Shape shape = kind == "mlp" ? Shape{-1, 784} : Shape{-1, 28, 28, 1};
+  Tensor x = io::to_float(train.first, 1.0 / 255, shape);
+  Tensor y = io::to_categorical(train.second, 10);
+  if (samples > 0 && samples < x.shape()[0]) {
+    x = head(x, samples);
+    y = head(y, samples);
+  }
+  const std::int64_t n = x.shape()[0];
+
+  set_random_seed(1);
+  auto model = make_model(kind);
+  if (kind == "mlp")
+    model.compile(optimizers::RMSprop(), "categorical_crossentropy", {"accuracy"});
+  else
+    model.compile(optimizers::Adadelta(1.0), "categorical_crossentropy", {"accuracy"});
+  // Warm-up: compile the plans of a full and of the last partial batch before timing.
+  model.train_on_batch({head(x, batch_size)}, {head(y, batch_size)});
+  if (n % batch_size) model.train_on_batch({head(x, n % batch_size)}, {head(y, n % batch_size)});
+  auto start = std::chrono::steady_clock::now();
+  auto history = model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::cout << "tower " << kind << " batch " << batch_size << ": " << static_cast<double>(n * epochs) / seconds
+            << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB, loss " << history.history.at("loss").back()
+            << "\n";
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "bench_mnist: " << e.what() << "\n";
+  return 1;
+}

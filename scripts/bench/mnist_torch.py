@@ -1,0 +1,62 @@
+"""The mnist_mlp / mnist_cnn example models in PyTorch (eager, CPU): training samples/s and peak RSS.
+Same layers, optimizer, loss and batch size as apps/bench_mnist.cpp."""
+import argparse
+import resource
+import time
+
+import torch
+from torch import nn
+
+import mnist_data
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+parser.add_argument("--batch-size", type=int, default=128)
+parser.add_argument("--samples", type=int, default=0)
+parser.add_argument("--epochs", type=int, default=1)
+parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+args = parser.parse_args()
+torch.set_num_threads(args.threads)
+torch.manual_seed(1)
+
+x, y = mnist_data.load(args.data, args.samples)
+if args.model == "mlp":
+    x = x.reshape(-1, 784)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512), nn.ReLU(),
+                          nn.Dropout(0.2), nn.Linear(512, 10))
+    # Keras RMSprop defaults: lr 0.001, rho 0.9, epsilon 1e-7.
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=0.001, alpha=0.9, eps=1e-7)
+else:
+    x = x.reshape(-1, 1, 28, 28)  # PyTorch's fast layout is NCHW
+    model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5),
+                          nn.Linear(128, 10))
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
+loss_fn = nn.CrossEntropyLoss()  # softmax + categorical crossentropy, as the Keras models
+x, y = torch.from_numpy(x), torch.from_numpy(y)
+n = x.shape[0]
+
+
+def epoch(limit=None):
+    perm = torch.randperm(n)
+    loss = None
+    for step, start in enumerate(range(0, n, args.batch_size)):
+        if limit is not None and step >= limit:
+            break
+        idx = perm[start:start + args.batch_size]
+        optimizer.zero_grad()
+        loss = loss_fn(model(x[idx]), y[idx])
+        loss.backward()
+        optimizer.step()
+    return float(loss)
+
+
+model.train()
+epoch(limit=2)  # warm-up
+start = time.perf_counter()
+for _ in range(args.epochs):
+    loss = epoch()
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print(f"pytorch {args.model} batch {args.batch_size}: {n * args.epochs / seconds:.1f} samples/s, peak RSS {peak} MiB, loss {loss:.4f}")
