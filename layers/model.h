@@ -147,6 +147,11 @@ class Model : public Layer {
   // mismatching layer and both shapes, and leaves every weight unchanged.
   void load_weights(const std::string& path, const LoadWeightsOptions& options = {});
 
+ public:
+  // Internal state, defined in layers/model_internal.h.
+  struct Data;
+  struct Function;
+
  protected:
   // For Sequential: a model whose graph is set later with set_graph().
   explicit Model(const std::string& name, const std::string& default_base);
@@ -158,8 +163,6 @@ class Model : public Layer {
   void reset_functions();
 
  private:
-  struct Data;
-  struct Function;
   Function& train_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
   Function& test_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
   Function& predict_function(const std::vector<Tensor>& x);
