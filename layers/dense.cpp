@@ -18,25 +18,26 @@ void Dense::build(const std::vector<Shape>& input_shapes) {
   if (in.rank() < 2 || in.dim(-1) <= 0)
     raise<ShapeError>("Dense \"{}\": expected input of shape (batch, ..., features) with known features, got {}",
                       name(), in.to_string());
-  kernel_ = add_weight("kernel", {in.dim(-1), units_}, options_.kernel_initializer, options_.kernel_regularizer);
-  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer, options_.bias_regularizer);
+  add_weight("kernel", {in.dim(-1), units_}, options_.kernel_initializer, options_.kernel_regularizer);  // (in, units)
+  if (options_.use_bias) add_weight("bias", {units_}, options_.bias_initializer, options_.bias_regularizer);  // (units,)
 }
 
 std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, ..., in)
-  const std::int64_t in = kernel_->shape()[0];
+  const VariablePtr kernel = weight("kernel");
+  const std::int64_t in = kernel->shape()[0];
   if (x.shape().dim(-1) != in)
     raise<ShapeError>("Dense \"{}\": expected input with last dimension {}, got {}", name(), in, x.shape().to_string());
   SymbolicTensor y;
   if (x.rank() == 2) {
-    y = ops::matmul(x, read(ctx, kernel_));  // (batch, units)
+    y = ops::matmul(x, read(ctx, kernel));  // (batch, units)
   } else {  // fold the leading axes into rows, as tensordot does
     auto dims = x.shape().dims();
     auto flat = ops::reshape(x, {-1, in});
     dims.back() = units_;
-    y = ops::reshape(ops::matmul(flat, read(ctx, kernel_)), dims);
+    y = ops::reshape(ops::matmul(flat, read(ctx, kernel)), dims);
   }
-  if (bias_) y = ops::bias_add(y, read(ctx, bias_));
+  if (options_.use_bias) y = ops::bias_add(y, read(ctx, weight("bias")));
   return {apply_activation(options_.activation, y)};
 }
 

@@ -33,7 +33,6 @@ class Dense : public Layer {
  private:
   std::int64_t units_;
   DenseOptions options_;
-  VariablePtr kernel_, bias_;  // (in, units), (units,)
 };
 
 }  // namespace tower::layers

@@ -1,1 +1,153 @@
-// placeholder
+// Initializer: Keras's weight initializers by name, with Keras's fan computation and defaults.
+#include "layers/initializers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "layers/layer.h"
+
+namespace tower {
+
+namespace {
+
+struct VarianceScalingSpec {
+  double scale;
+  const char* mode;
+  const char* distribution;
+};
+
+// The named variance-scaling initializers, as Keras defines them.
+const std::map<std::string, VarianceScalingSpec>& variance_scaling_names() {
+  static const std::map<std::string, VarianceScalingSpec> names{
+      {"glorot_uniform", {1.0, "fan_avg", "uniform"}},
+      {"glorot_normal", {1.0, "fan_avg", "truncated_normal"}},
+      {"he_uniform", {2.0, "fan_in", "uniform"}},
+      {"he_normal", {2.0, "fan_in", "truncated_normal"}},
+      {"lecun_uniform", {1.0, "fan_in", "uniform"}},
+      {"lecun_normal", {1.0, "fan_in", "truncated_normal"}},
+      {"variance_scaling", {1.0, "fan_in", "truncated_normal"}},
+  };
+  return names;
+}
+
+// Keras's aliases of the plain distributions.
+const std::map<std::string, std::string>& aliases() {
+  static const std::map<std::string, std::string> names{
+      {"zero", "zeros"}, {"one", "ones"}, {"uniform", "random_uniform"}, {"normal", "random_normal"}};
+  return names;
+}
+
+constexpr const char* kKnownNames =
+    "zeros, ones, constant, random_normal, random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
+    "he_uniform, he_normal, lecun_uniform, lecun_normal, variance_scaling (and the aliases zero, one, uniform, "
+    "normal)";
+
+// Keras's compute_fans: (..., in, out) kernels count the receptive field in both fans.
+std::pair<double, double> compute_fans(const Shape& shape) {
+  const int rank = shape.rank();
+  if (rank < 1) return {1.0, 1.0};
+  if (rank == 1) return {static_cast<double>(shape[0]), static_cast<double>(shape[0])};
+  double receptive = 1.0;
+  for (int i = 0; i < rank - 2; ++i) receptive *= static_cast<double>(shape[i]);
+  return {static_cast<double>(shape[rank - 2]) * receptive, static_cast<double>(shape[rank - 1]) * receptive};
+}
+
+}  // namespace
+
+Initializer::Initializer(const std::string& name) {
+  std::string key = to_snake_case(name);  // "GlorotUniform" -> "glorot_uniform"
+  if (auto alias = aliases().find(key); alias != aliases().end()) key = alias->second;
+  if (key == "zeros" || key == "constant") {
+    *this = constant(0.0);
+    name_ = key;
+  } else if (key == "ones") {
+    *this = constant(1.0);
+    name_ = key;
+  } else if (key == "random_normal") {
+    *this = random_normal();
+  } else if (key == "random_uniform") {
+    *this = random_uniform();
+  } else if (key == "truncated_normal") {
+    *this = truncated_normal();
+  } else if (auto vs = variance_scaling_names().find(key); vs != variance_scaling_names().end()) {
+    *this = variance_scaling(vs->second.scale, vs->second.mode, vs->second.distribution);
+    name_ = key;
+  } else {
+    raise<ValueError>("unknown initializer \"{}\"; known: {}", name, kKnownNames);
+  }
+}
+
+Initializer Initializer::constant(double value) {
+  Initializer init;
+  init.name_ = "constant";
+  init.a_ = value;
+  return init;
+}
+
+Initializer Initializer::random_normal(double mean, double stddev) {
+  if (!(stddev >= 0)) raise<ValueError>("random_normal initializer: stddev must be >= 0, got {}", stddev);
+  Initializer init;
+  init.name_ = "random_normal";
+  init.a_ = mean, init.b_ = stddev;
+  return init;
+}
+
+Initializer Initializer::random_uniform(double minval, double maxval) {
+  if (!(minval < maxval))
+    raise<ValueError>("random_uniform initializer: minval ({}) must be less than maxval ({})", minval, maxval);
+  Initializer init;
+  init.name_ = "random_uniform";
+  init.a_ = minval, init.b_ = maxval;
+  return init;
+}
+
+Initializer Initializer::truncated_normal(double mean, double stddev) {
+  if (!(stddev >= 0)) raise<ValueError>("truncated_normal initializer: stddev must be >= 0, got {}", stddev);
+  Initializer init;
+  init.name_ = "truncated_normal";
+  init.a_ = mean, init.b_ = stddev;
+  return init;
+}
+
+Initializer Initializer::variance_scaling(double scale, const std::string& mode, const std::string& distribution) {
+  if (!(scale > 0)) raise<ValueError>("variance_scaling initializer: scale must be positive, got {}", scale);
+  if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg")
+    raise<ValueError>("variance_scaling initializer: mode must be \"fan_in\", \"fan_out\" or \"fan_avg\", got \"{}\"",
+                      mode);
+  if (distribution != "truncated_normal" && distribution != "untruncated_normal" && distribution != "uniform")
+    raise<ValueError>(
+        "variance_scaling initializer: distribution must be \"truncated_normal\", \"untruncated_normal\" or "
+        "\"uniform\", got \"{}\"",
+        distribution);
+  Initializer init;
+  init.name_ = "variance_scaling";
+  init.a_ = scale;
+  init.mode_ = mode;
+  init.distribution_ = distribution;
+  return init;
+}
+
+Tensor Initializer::operator()(const Shape& shape, DType dtype, std::uint64_t seed) const {
+  if (name_ == "zeros" || name_ == "ones" || name_ == "constant") return Tensor::full(shape, a_, dtype);
+  if (seed == 0) seed = next_seed();
+  if (name_ == "random_normal") return tower::random_normal(shape, a_, b_, seed, dtype);
+  if (name_ == "random_uniform") return tower::random_uniform(shape, a_, b_, seed, dtype);
+  if (name_ == "truncated_normal") return tower::truncated_normal(shape, a_, b_, seed, dtype);
+
+  // Variance scaling (also every glorot_*, he_*, lecun_*), as Keras's VarianceScaling.
+  auto [fan_in, fan_out] = compute_fans(shape);
+  double fan = mode_ == "fan_in" ? fan_in : mode_ == "fan_out" ? fan_out : (fan_in + fan_out) / 2.0;
+  double scale = a_ / std::max(1.0, fan);
+  if (distribution_ == "uniform") {
+    double limit = std::sqrt(3.0 * scale);
+    return tower::random_uniform(shape, -limit, limit, seed, dtype);
+  }
+  if (distribution_ == "untruncated_normal") return tower::random_normal(shape, 0.0, std::sqrt(scale), seed, dtype);
+  // Keras divides by the stddev of a unit normal truncated to [-2, 2], so the values keep variance `scale`.
+  return tower::truncated_normal(shape, 0.0, std::sqrt(scale) / 0.87962566103423978, seed, dtype);
+}
+
+}  // namespace tower

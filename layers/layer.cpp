@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <regex>
 
 #include "core/error.h"
 #include "core/ops.h"
@@ -31,20 +32,14 @@ void clear_session() {
 }
 
 std::string to_snake_case(const std::string& class_name) {
-  std::string out;
-  for (std::size_t i = 0; i < class_name.size(); ++i) {
-    char c = class_name[i];
-    bool upper = std::isupper(static_cast<unsigned char>(c));
-    // A capital starts a word unless it continues an acronym ("ReLU" -> "re_lu", as Keras does).
-    if (upper && i > 0) {
-      bool prev_lower = std::islower(static_cast<unsigned char>(class_name[i - 1])) ||
-                        std::isdigit(static_cast<unsigned char>(class_name[i - 1]));
-      bool next_lower = i + 1 < class_name.size() && std::islower(static_cast<unsigned char>(class_name[i + 1]));
-      if (prev_lower || (next_lower && std::isupper(static_cast<unsigned char>(class_name[i - 1])))) out += '_';
-    }
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
+  // Keras's three substitutions, verbatim: drop non-word characters, split before a capitalized word,
+  // split a lowercase letter from a capital ("MaxPooling2D" -> "max_pooling2d", "ReLU" -> "re_lu").
+  static const std::regex non_word(R"(\W+)"), word("(.)([A-Z][a-z]+)"), lower_upper("([a-z])([A-Z])");
+  std::string s = std::regex_replace(class_name, non_word, "");
+  s = std::regex_replace(s, word, "$1_$2");
+  s = std::regex_replace(s, lower_upper, "$1_$2");
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // ---- KerasTensor -----------------------------------------------------------------------------------
@@ -134,6 +129,13 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   state_->weights.push_back(variable);
   state_->regularizers.push_back(regularizer);
   return variable;
+}
+
+VariablePtr Layer::weight(const std::string& name) const {
+  const std::string full = state_->name + "/" + name + ":0";
+  for (const auto& w : state_->weights)
+    if (w->name() == full) return w;
+  return nullptr;
 }
 
 std::vector<VariablePtr> Layer::trainable_weights() const {

@@ -131,6 +131,9 @@ class Layer {
   VariablePtr add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                          const Regularizer& regularizer = {}, bool trainable = true,
                          DType dtype = DType::float32);
+  // The weight add_weight(name, ...) made, or null. Every handle of the layer sees it, whereas a member
+  // set in build() lives only in the handle that was built: call() should look weights up here.
+  VariablePtr weight(const std::string& name) const;
   // Reads a weight in the graph being built.
   static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight) { return ctx.graph.variable(weight); }
   void mark_built() { state_->built = true; }

@@ -1,0 +1,19 @@
+// Average: the mean of its inputs, as Keras's Average.
+#pragma once
+
+#include "layers/merge.h"
+
+namespace tower::layers {
+
+// inputs: (batch, ...) each, matching as Merge describes -> their broadcast shape.
+class Average : public Merge {
+ public:
+  explicit Average(const MergeOptions& options = {}) : Merge("Average", options) {}
+
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Average>(*this); }
+
+ protected:
+  SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,20 @@
+// ELU.
+#include "layers/elu.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "layers/layer_utils.h"
+
+namespace tower::layers {
+
+ELU::ELU(const ELUOptions& options) : Layer(options.name, "elu"), alpha_(options.alpha) {
+  if (!std::isfinite(alpha_)) raise<ValueError>("{}: alpha must be a finite number, got {}", describe(*this), alpha_);
+}
+
+std::vector<SymbolicTensor> ELU::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+  return {ops::elu(inputs.at(0), alpha_)};
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,24 @@
+// Flatten: folds every axis but the batch into one, as Keras's Flatten.
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace tower::layers {
+
+struct FlattenOptions {
+  std::string name;
+};
+
+// x: (batch, d1, ..., dk) -> (batch, d1 * ... * dk); (batch,) -> (batch, 1). No weights.
+class Flatten : public Layer {
+ public:
+  explicit Flatten(const FlattenOptions& options = {});
+
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Flatten>(*this); }
+  std::string class_name() const override { return "Flatten"; }
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,21 @@
+// GlobalPooling2D.
+#include "layers/global_pooling2d.h"
+
+#include "layers/layer_utils.h"
+
+namespace tower::layers {
+
+GlobalPooling2D::GlobalPooling2D(std::string class_name, const GlobalPooling2DOptions& options)
+    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)), keepdims_(options.keepdims) {}
+
+void GlobalPooling2D::build(const std::vector<Shape>& input_shapes) {
+  expect_input_rank(*this, input_shapes.at(0), 4, "(batch, height, width, channels)");
+}
+
+std::vector<SymbolicTensor> GlobalPooling2D::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, c)
+  expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
+  return {reduce(x, keepdims_)};
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,52 @@
+// Lambda.
+#include "layers/lambda.h"
+
+#include "core/error.h"
+#include "layers/layer_utils.h"
+
+namespace tower::layers {
+
+Lambda::Lambda(Function function, const LambdaOptions& options)
+    : Layer(options.name, "lambda"), function_(std::move(function)), output_shape_(options.output_shape) {
+  if (!function_) raise<ValueError>("{}: the function is empty", describe(*this));
+}
+
+namespace {
+// An empty function stays empty, so that the main constructor reports it.
+Lambda::Function wrap_unary(Lambda::UnaryFunction f) {
+  if (!f) return {};
+  return [f = std::move(f)](const std::vector<SymbolicTensor>& inputs) {
+    return std::vector<SymbolicTensor>{f(inputs[0])};
+  };
+}
+}  // namespace
+
+Lambda::Lambda(UnaryFunction function, const LambdaOptions& options)
+    : Lambda(wrap_unary(std::move(function)), options) {
+  unary_ = true;
+}
+
+std::vector<SymbolicTensor> Lambda::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+  if (unary_ && inputs.size() != 1)
+    raise<ValueError>("{}: its function takes one input, got {}", describe(*this), inputs.size());
+  auto outputs = function_(inputs);
+  if (outputs.empty()) raise<ValueError>("{}: the function returned no tensors", describe(*this));
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].defined()) raise<ValueError>("{}: the function's output {} is undefined", describe(*this), i);
+  if (output_shape_) {
+    std::vector<Shape> shapes;
+    for (const auto& x : inputs) shapes.push_back(x.shape());
+    Shape expected = output_shape_(shapes);
+    if (outputs.size() != 1)
+      raise<ValueError>("{}: output_shape describes one output but the function returned {}", describe(*this),
+                        outputs.size());
+    if (!outputs[0].shape().compatible_with(expected))
+      raise<ShapeError>(
+          "{}: the function returned shape {} but output_shape says {}; fix the function or "
+          "output_shape",
+          describe(*this), outputs[0].shape().to_string(), expected.to_string());
+  }
+  return outputs;
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,27 @@
+// Helpers shared by the layers: argument normalization (Keras's standardize_tuple/padding) and input checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace tower::layers {
+
+// `Conv2D "conv2d_1"`: how errors name a layer.
+std::string describe(const Layer& layer);
+
+// Keras's standardize_tuple: one value repeated n times, or n values; each must be >= min_value.
+// ValueError naming the layer and argument otherwise.
+std::vector<std::int64_t> normalize_tuple(const Layer& layer, const char* arg, const std::vector<std::int64_t>& value,
+                                          std::size_t n, std::int64_t min_value = 1);
+// "valid" or "same" (any case); ValueError otherwise.
+std::string normalize_padding(const Layer& layer, const std::string& padding);
+
+// ShapeError unless `shape` has `rank` dimensions; layout describes them ("(batch, height, width, channels)").
+void expect_input_rank(const Layer& layer, const Shape& shape, int rank, const char* layout);
+// ShapeError unless the dimension at `axis` is known (channels, features).
+void expect_known_dim(const Layer& layer, const Shape& shape, int axis, const char* what);
+
+}  // namespace tower::layers

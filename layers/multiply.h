@@ -1,0 +1,19 @@
+// Multiply: the elementwise product of its inputs, as Keras's Multiply.
+#pragma once
+
+#include "layers/merge.h"
+
+namespace tower::layers {
+
+// inputs: (batch, ...) each, matching as Merge describes -> their broadcast shape.
+class Multiply : public Merge {
+ public:
+  explicit Multiply(const MergeOptions& options = {}) : Merge("Multiply", options) {}
+
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Multiply>(*this); }
+
+ protected:
+  SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,26 @@
+// Pooling2D.
+#include "layers/pooling2d.h"
+
+#include "layers/layer_utils.h"
+
+namespace tower::layers {
+
+Pooling2D::Pooling2D(std::string class_name, const std::vector<std::int64_t>& pool_size,
+                     const Pooling2DOptions& options)
+    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)) {
+  args_.pool_size = normalize_tuple(*this, "pool_size", pool_size, 2);
+  args_.strides = options.strides.empty() ? args_.pool_size : normalize_tuple(*this, "strides", options.strides, 2);
+  args_.padding = normalize_padding(*this, options.padding);
+}
+
+void Pooling2D::build(const std::vector<Shape>& input_shapes) {
+  expect_input_rank(*this, input_shapes.at(0), 4, "(batch, height, width, channels)");
+}
+
+std::vector<SymbolicTensor> Pooling2D::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, c)
+  expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
+  return {pool(x, args_)};  // (batch, out_h, out_w, c)
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,21 @@
+// Subtract.
+#include "layers/subtract.h"
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "layers/layer_utils.h"
+
+namespace tower::layers {
+
+SymbolicTensor Subtract::merge(const std::vector<SymbolicTensor>& inputs) const {
+  return ops::subtract(inputs[0], inputs[1]);
+}
+
+void Subtract::check_shapes(const std::vector<Shape>& shapes) const {
+  if (shapes.size() != 2)
+    raise<ValueError>("{}: needs exactly 2 inputs (it computes input 0 - input 1), got {}", describe(*this),
+                      shapes.size());
+  Merge::check_shapes(shapes);
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,20 @@
+// Subtract: input 0 minus input 1 (exactly two inputs), as Keras's Subtract.
+#pragma once
+
+#include "layers/merge.h"
+
+namespace tower::layers {
+
+// inputs: (batch, ...) each, matching as Merge describes -> their broadcast shape.
+class Subtract : public Merge {
+ public:
+  explicit Subtract(const MergeOptions& options = {}) : Merge("Subtract", options) {}
+
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Subtract>(*this); }
+
+ protected:
+  void check_shapes(const std::vector<Shape>& shapes) const override;
+  SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;
+};
+
+}  // namespace tower::layers
