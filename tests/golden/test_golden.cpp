@@ -1,1 +1,627 @@
+// Keras golden tests: tower's layers, losses, metrics, optimizers and weight files against arrays
+// written by real Keras (tests/golden/make_golden.py; layout and regeneration in tests/golden/README.md).
 #include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/autodiff.h"
+#include "core/executor.h"
+#include "core/ops.h"
+#include "io/hdf5.h"
+#include "layers/layers.h"
+#include "layers/model.h"
+#include "layers/sequential.h"
+#define GOLDEN_OPTIMIZERS 0  // TEMP until optimizers land
+#if GOLDEN_OPTIMIZERS
+#include "optimizers/optimizers.h"
+#endif
+
+namespace tower {
+namespace {
+
+namespace L = layers;
+namespace O = optimizers;
+using losses::Loss;
+using metrics::Metric;
+
+const std::string kFiles = std::string(TOWER_GOLDEN_DIR) + "/files/";
+
+// Every value must satisfy |tower - keras| <= kRtol * |keras| + kAtol (float32 arithmetic on both
+// sides, in different orders). Weight updates are also compared on their own with kUpdateRtol: a
+// weight after a step is close to the weight before it, so its own tolerance would hide a wrong update.
+constexpr double kRtol = 1e-5;
+constexpr double kAtol = 1e-6;
+constexpr double kUpdateRtol = 1e-3;
+
+// ---- comparing ------------------------------------------------------------------------------------
+
+std::vector<double> values_of(const Tensor& t) { return t.to(cpu_device()).to_vector<double>(); }
+
+std::string index_string(const Shape& shape, std::int64_t flat) {
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.rank()));
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    idx[static_cast<std::size_t>(d)] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string s = "[";
+  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+// Checks actual against expected (Keras's values, same shape) and fails once, naming `what` (case and
+// array), the worst element (by error / tolerance), both values and how many elements are out of
+// tolerance. With rtol = atol = 0 the values must be identical.
+void expect_close(const std::string& what, const std::vector<double>& actual, const std::vector<double>& expected,
+                  const Shape& shape, double rtol = kRtol, double atol = kAtol) {
+  if (actual.size() != expected.size()) {
+    FAIL_CHECK(what << ": tower has " << actual.size() << " elements, Keras " << expected.size() << " (shape "
+                    << shape.to_string() << ")");
+    return;
+  }
+  std::size_t worst = 0, bad = 0;
+  double worst_ratio = -1;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double err = std::fabs(actual[i] - expected[i]);
+    double ratio = err == 0 ? 0 : err / (atol + rtol * std::fabs(expected[i]));
+    if (!std::isfinite(actual[i]) || !std::isfinite(ratio)) ratio = INFINITY;
+    if (ratio > 1) ++bad;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+  }
+  // One assertion per array; the message is built only on failure.
+  CHECK_MESSAGE(bad == 0, fmt::format("{}: {} of {} elements differ; worst at {}: tower {:.9g}, expected {:.9g} "
+                                      "(|diff| {:.3g}, tolerance {:.3g})",
+                                      what, bad, actual.size(), index_string(shape, static_cast<std::int64_t>(worst)),
+                                      actual[worst], expected[worst], std::fabs(actual[worst] - expected[worst]),
+                                      atol + rtol * std::fabs(expected[worst])));
+}
+
+void expect_close(const std::string& what, const Tensor& actual, const Tensor& expected, double rtol = kRtol,
+                  double atol = kAtol) {
+  if (actual.shape() != expected.shape()) {
+    FAIL_CHECK(what << ": tower's shape " << actual.shape().to_string() << ", Keras's "
+                    << expected.shape().to_string());
+    return;
+  }
+  expect_close(what, values_of(actual), values_of(expected), expected.shape(), rtol, atol);
+}
+
+void expect_close(const std::string& what, double actual, double expected) {
+  expect_close(what, std::vector<double>{actual}, std::vector<double>{expected}, Shape{});
+}
+
+// ---- golden files -----------------------------------------------------------------------------------
+
+// One golden file: arrays by path, name lists from attributes.
+class Golden {
+ public:
+  explicit Golden(const std::string& path) : path_(path), file_(io::hdf5::File::open(path)) {}
+  bool has(const std::string& path) const { return file_.exists(path); }
+  Tensor read(const std::string& path) const { return file_.read_dataset(path); }
+  std::vector<double> values(const std::string& path) const { return values_of(read(path)); }
+  std::vector<std::string> names(const std::string& attr) const { return file_.read_string_array_attr(attr); }
+  std::int64_t int_attr(const std::string& attr) const { return file_.read_int_attr(attr); }
+  std::vector<std::string> children(const std::string& group) const { return file_.group(group).children(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  io::hdf5::File file_;
+};
+
+// "d1/kernel:0" -> "d1/kernel", the names the golden files use.
+std::string golden_name(const VariablePtr& v) {
+  std::string n = v->name();
+  if (n.size() > 2 && n.compare(n.size() - 2, 2, ":0") == 0) n.resize(n.size() - 2);
+  return n;
+}
+
+std::map<std::string, VariablePtr> weights_by_name(const Model& model) {
+  std::map<std::string, VariablePtr> out;
+  for (const auto& v : model.weights()) out[golden_name(v)] = v;
+  return out;
+}
+
+// Sets every weight of `model` from /weights/<name>; the file and the model must have the same set.
+void set_golden_weights(Model& model, const Golden& g) {
+  auto by_name = weights_by_name(model);
+  auto names = g.names("weight_names");
+  REQUIRE_MESSAGE(by_name.size() == names.size(),
+                  g.path() << ": the model has " << by_name.size() << " weights, Keras's " << names.size());
+  for (const auto& name : names) {
+    auto it = by_name.find(name);
+    REQUIRE_MESSAGE(it != by_name.end(), g.path() << ": the model has no weight \"" << name << "\"");
+    Tensor value = g.read("weights/" + name);
+    REQUIRE_MESSAGE(value.shape() == it->second->shape(), g.path() << ": weight " << name << " has shape "
+                    << it->second->shape().to_string() << " in tower, " << value.shape().to_string() << " in Keras");
+    it->second->assign(value);
+  }
+}
+
+// Compares tensors with Keras's flat concatenation of them (make_golden.py's flat arrays), one by one
+// under names[i]; with `before` (the flat weights before a step) also compares the updates
+// (after - before) with kUpdateRtol.
+void expect_flat(const std::string& what, const std::vector<std::string>& names, const std::vector<Tensor>& actual,
+                 const std::vector<double>& expected, const std::vector<double>* before = nullptr) {
+  REQUIRE(names.size() == actual.size());
+  std::size_t offset = 0;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const auto n = static_cast<std::size_t>(actual[k].num_elements());
+    REQUIRE_MESSAGE(offset + n <= expected.size(), what << ": Keras's array ends before " << names[k]);
+    std::vector<double> want(expected.begin() + offset, expected.begin() + offset + n);
+    auto got = values_of(actual[k]);
+    expect_close(what + " " + names[k], got, want, actual[k].shape());
+    if (before) {
+      for (std::size_t i = 0; i < n; ++i) {
+        got[i] -= (*before)[offset + i];
+        want[i] -= (*before)[offset + i];
+      }
+      expect_close(what + " " + names[k] + " (update)", got, want, actual[k].shape(), kUpdateRtol);
+    }
+    offset += n;
+  }
+  CHECK_MESSAGE(offset == expected.size(), what << ": Keras's array has " << expected.size() << " values, tower's "
+                                                << offset);
+}
+
+// The model's weights in the order of the file's weight_names.
+std::vector<Tensor> weights_in_file_order(const Model& model, const Golden& g) {
+  auto by_name = weights_by_name(model);
+  std::vector<Tensor> out;
+  for (const auto& name : g.names("weight_names")) out.push_back(by_name.at(name)->value());
+  return out;
+}
+
+// ---- the cases (the same models as make_golden.py, layer names included) ----------------------------
+
+// Models are held by pointer: a Sequential copied into a Model would lose its overrides (layers()).
+using ModelPtr = std::shared_ptr<Model>;
+
+struct Case {
+  std::string name;
+  std::function<ModelPtr()> build;
+  Loss loss;
+  std::function<std::vector<Metric>()> metrics;
+};
+
+ModelPtr mlp() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({6}, {.name = "in"}),
+      L::Dense(8, {.activation = "relu", .kernel_regularizer = regularizers::l2(0.01),
+                   .bias_regularizer = regularizers::l1(0.01), .name = "d1"}),
+      L::Dense(4, {.kernel_regularizer = regularizers::l1_l2(0.005, 0.02), .name = "d2"}),
+      L::Softmax({.name = "softmax"}),
+  }, "mlp");
+}
+
+ModelPtr cnn() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({8, 8, 2}, {.name = "in"}),
+      L::ZeroPadding2D(1, {.name = "pad"}),
+      L::Conv2D(3, {3, 3}, {.activation = "relu", .name = "conv1"}),
+      L::MaxPooling2D({2, 2}, {.name = "pool1"}),
+      L::BatchNormalization({.name = "bn"}),
+      L::Conv2D(4, {2, 2}, {.padding = "same", .name = "conv2"}),
+      L::AveragePooling2D({2, 2}, {.name = "pool2"}),
+      L::Flatten({.name = "flat"}),
+      L::Dense(3, {.activation = "softmax", .name = "out"}),
+  }, "cnn");
+}
+
+ModelPtr pooling() {
+  auto in = L::Input({8, 8, 2}, {.name = "in"});
+  auto c = L::Conv2D(4, {3, 3}, {.strides = {2, 2}, .activation = "tanh", .name = "conv"})(in);
+  auto a = L::AveragePooling2D({2, 2}, {.strides = {1, 1}, .padding = "same", .name = "avg"})(c);
+  auto m = L::MaxPooling2D({2, 2}, {.padding = "same", .name = "max"})(c);
+  auto g1 = L::GlobalMaxPooling2D({.name = "gmax"})(a);
+  auto g2 = L::GlobalAveragePooling2D({.name = "gavg"})(m);
+  auto cat = L::Concatenate({.name = "cat"})({g1, g2});
+  auto out = L::Dense(1, {.activation = "sigmoid", .name = "out"})(cat);
+  return std::make_shared<Model>(in, out, "pooling");
+}
+
+ModelPtr merge() {
+  auto a = L::Input({5}, {.name = "in_a"});
+  auto b = L::Input({5}, {.name = "in_b"});
+  auto da = L::Dense(4, {.name = "da"})(a);
+  auto db = L::Dense(4, {.activation = "sigmoid", .name = "db"})(b);
+  auto cat = L::Concatenate({.name = "cat"})({L::Add({.name = "add"})({da, db}), L::Subtract({.name = "sub"})({da, db}),
+                                              L::Multiply({.name = "mul"})({da, db}),
+                                              L::Average({.name = "avg"})({da, db}),
+                                              L::Maximum({.name = "max"})({da, db})});
+  auto out = L::Dense(3, {.name = "out"})(cat);
+  return std::make_shared<Model>(std::vector<KerasTensor>{a, b}, std::vector<KerasTensor>{out}, "merge");
+}
+
+ModelPtr activations() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({6}, {.name = "in"}),
+      L::Dense(6, {.name = "d1"}),
+      L::ReLU({.name = "relu"}),
+      L::Dense(6, {.name = "d2"}),
+      L::LeakyReLU({.negative_slope = 0.1, .name = "leaky"}),
+      L::Dense(6, {.name = "d3"}),
+      L::ELU({.alpha = 0.7, .name = "elu"}),
+      L::Dense(3, {.name = "d4"}),
+      L::Activation("tanh", {.name = "act"}),
+      L::Lambda([](const SymbolicTensor& t) { return ops::scale(t, 2.0); }, {.name = "lambda"}),
+  }, "activations");
+}
+
+ModelPtr embedding() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({5}, {.dtype = DType::int32, .name = "in"}),
+      L::Embedding(10, 3, {.name = "emb"}),
+      L::Reshape({15}, {.name = "reshape"}),
+      L::Dense(4, {.name = "logits"}),
+  }, "embedding");
+}
+
+ModelPtr regression() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({12}, {.name = "in"}),
+      L::Reshape({3, 4}, {.name = "reshape"}),
+      L::Dense(2, {.activation = "sigmoid", .name = "d1"}),
+      L::Flatten({.name = "flat"}),
+      L::Dense(2, {.name = "d2"}),
+  }, "regression");
+}
+
+ModelPtr dropout() {
+  return std::make_shared<Sequential>(std::vector<LayerRef>{
+      L::Input({6}, {.name = "in"}),
+      L::Dense(8, {.activation = "relu", .name = "d1"}),
+      L::Dropout(0.5, {.name = "drop"}),
+      L::Dense(3, {.activation = "softmax", .name = "d2"}),
+  }, "dropout");
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"mlp", mlp, losses::CategoricalCrossentropy(),
+       [] { return std::vector<Metric>{"accuracy", Metric::TopKCategoricalAccuracy(2), "mse", "mae"}; }},
+      {"cnn", cnn, losses::SparseCategoricalCrossentropy(), [] { return std::vector<Metric>{"accuracy"}; }},
+      {"pooling", pooling, losses::BinaryCrossentropy(), [] { return std::vector<Metric>{"accuracy", "mse"}; }},
+      {"merge", merge, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"activations", activations, losses::Huber(0.5), [] { return std::vector<Metric>{"mae"}; }},
+      {"embedding", embedding, losses::SparseCategoricalCrossentropy({.from_logits = true}),
+       [] { return std::vector<Metric>{"accuracy"}; }},
+      {"regression", regression, losses::MeanAbsoluteError(), [] { return std::vector<Metric>{"mse"}; }},
+      {"dropout", dropout, losses::CategoricalCrossentropy(), [] { return std::vector<Metric>{"accuracy"}; }},
+  };
+  return all;
+}
+
+const Case& find_case(const std::string& name) {
+  for (const auto& c : cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no golden case " + name);
+}
+
+#if GOLDEN_OPTIMIZERS
+// The optimizers of make_golden.py's OPTIMIZERS, by the same names.
+using OptimizerFactory = std::function<O::OptimizerPtr()>;
+const std::map<std::string, OptimizerFactory>& optimizer_table() {
+  static const std::map<std::string, OptimizerFactory> all = {
+      {"sgd", [] { return O::SGD(0.1).clone(); }},
+      {"sgd_momentum", [] { return O::SGD(0.1, {.momentum = 0.9}).clone(); }},
+      {"sgd_nesterov", [] { return O::SGD(0.1, {.momentum = 0.9, .nesterov = true}).clone(); }},
+      {"rmsprop", [] { return O::RMSprop(0.01).clone(); }},
+      {"rmsprop_centered_momentum", [] { return O::RMSprop(0.01, {.momentum = 0.5, .centered = true}).clone(); }},
+      {"adam", [] { return O::Adam(0.01).clone(); }},
+      {"adam_amsgrad", [] { return O::Adam(0.01, {.amsgrad = true}).clone(); }},
+      {"adamw", [] { return O::AdamW(0.01, {.weight_decay = 0.1}).clone(); }},
+      {"adagrad", [] { return O::Adagrad(0.1).clone(); }},
+      {"adadelta", [] { return O::Adadelta(1.0).clone(); }},
+      {"sgd_clipnorm", [] { return O::SGD(0.1, {}, {.clipnorm = 0.3}).clone(); }},
+      {"sgd_clipvalue", [] { return O::SGD(0.1, {}, {.clipvalue = 0.05}).clone(); }},
+      {"sgd_global_clipnorm", [] { return O::SGD(0.1, {}, {.global_clipnorm = 0.5}).clone(); }},
+      {"adam_clipnorm", [] { return O::Adam(0.01, {}, {.clipnorm = 0.3}).clone(); }},
+      {"sgd_exponential_decay",
+       [] { return O::SGD(std::make_shared<O::ExponentialDecay>(0.1, 2, 0.5)).clone(); }},
+      {"sgd_piecewise_constant_decay",
+       [] {
+         return O::SGD(std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{1, 2},
+                                                                   std::vector<double>{0.1, 0.05, 0.02}))
+             .clone();
+       }},
+      {"sgd_cosine_decay",
+       [] { return O::SGD(std::make_shared<O::CosineDecay>(0.1, 4, O::CosineDecayOptions{.alpha = 0.1})).clone(); }},
+  };
+  return all;
+}
+#else
+using OptimizerFactory = std::function<O::OptimizerPtr()>;
+const std::map<std::string, OptimizerFactory>& optimizer_table() {
+  static const std::map<std::string, OptimizerFactory> all = {{"sgd", [] { return O::get("sgd"); }}};
+  return all;
+}
+#endif
+
+// ---- running a case ---------------------------------------------------------------------------------
+
+struct Data {
+  std::vector<Tensor> x, y;
+};
+
+Data read_data(const Golden& g) {
+  Data d;
+  for (int i = 0; g.has("x/" + std::to_string(i)); ++i) d.x.push_back(g.read("x/" + std::to_string(i)));
+  for (int i = 0; g.has("y/" + std::to_string(i)); ++i) d.y.push_back(g.read("y/" + std::to_string(i)));
+  return d;
+}
+
+struct TrainingPass {
+  Tensor output;                // (batch, ...) model(x, training=True)
+  double loss = 0;              // with regularization
+  std::vector<Tensor> grads;    // one per trainable weight, model.trainable_weights() order
+};
+
+// The training-mode forward pass, loss and gradients, built as Model's training step builds them
+// (per-sample loss averaged over the batch, plus the layers' regularization penalties).
+TrainingPass training_pass(Model& model, const Loss& loss, const Data& d) {
+  Graph graph;
+  std::vector<SymbolicTensor> xs;
+  FeedMap feeds;
+  for (const auto& x : d.x) {
+    xs.push_back(graph.placeholder(x.shape(), x.dtype()));
+    feeds.emplace_back(xs.back(), x);
+  }
+  std::vector<Node*> updates;
+  std::vector<SymbolicTensor> layer_losses;
+  CallContext ctx{.graph = graph, .training = true, .updates = &updates, .losses = &layer_losses};
+  auto outputs = model.call(ctx, xs);
+  auto y = graph.placeholder(d.y[0].shape(), d.y[0].dtype());
+  feeds.emplace_back(y, d.y[0]);
+  auto total = ops::reduce_mean(loss(y, outputs[0]));
+  for (const auto& reg : model.regularization_losses(graph)) total = ops::add(total, reg);
+  for (const auto& extra : layer_losses) total = ops::add(total, extra);
+  std::vector<SymbolicTensor> fetches{outputs[0], total};
+  std::vector<SymbolicTensor> reads;
+  for (const auto& v : model.trainable_weights()) reads.push_back(graph.variable(v));
+  for (const auto& g : gradients(total, reads)) fetches.push_back(g.defined() ? g : ops::zeros_like(reads[fetches.size() - 2]));
+  Executor executor;
+  auto values = executor.run(feeds, fetches);  // no update targets: the weights stay
+  TrainingPass out{values[0], values[1].item(), {}};
+  out.grads.assign(values.begin() + 2, values.end());
+  return out;
+}
+
+void check_logs(const std::string& what, const Logs& logs, const Golden& g, const std::vector<double>& expected) {
+  auto names = g.names("log_names");
+  REQUIRE(names.size() == expected.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    auto value = logs.get(names[i]);
+    if (!value) {
+      FAIL_CHECK(what << ": tower reports no \"" << names[i] << "\"");
+      continue;
+    }
+    expect_close(what + " " + names[i], *value, expected[i]);
+  }
+}
+
+void check_case(const Case& c) {
+  Golden g(kFiles + c.name + ".h5");
+  const Data d = read_data(g);
+  ModelPtr built = c.build();
+  Model& model = *built;
+  set_golden_weights(model, g);
+  const std::string tag = c.name + ": ";
+
+  auto pred = model.predict(d.x, {.batch_size = 4});
+  REQUIRE(pred.size() == 1);
+  expect_close(tag + "predict/0", pred[0], g.read("predict/0"));
+
+  model.compile("sgd", c.loss, c.metrics());
+  check_logs(tag + "evaluate", model.evaluate(d.x, d.y, {.batch_size = 4, .verbose = 0}), g, g.values("evaluate"));
+  if (g.int_attr("train") == 0) return;
+
+  // Training mode: outputs, loss and gradients (nothing is updated).
+  auto pass = training_pass(model, c.loss, d);
+  expect_close(tag + "train_predict/0", pass.output, g.read("train_predict/0"));
+  expect_close(tag + "train_loss", pass.loss, g.read("train_loss").item());
+  // tower's trainable weights must be Keras's, in Keras's order.
+  std::vector<std::string> trainable;
+  for (const auto& v : model.trainable_weights()) trainable.push_back(golden_name(v));
+  REQUIRE(trainable == g.names("trainable_weight_names"));
+  expect_flat(tag + "grads", trainable, pass.grads, g.values("grads"));
+
+  // One and three train_on_batch steps with each optimizer, from the golden weights each time.
+  std::vector<double> initial;
+  for (const auto& name : g.names("weight_names")) {
+    auto v = g.values("weights/" + name);
+    initial.insert(initial.end(), v.begin(), v.end());
+  }
+  auto optimizers = g.children("optimizers");
+  REQUIRE(!optimizers.empty());
+  for (const auto& opt : optimizers) {
+    auto it = optimizer_table().find(opt);
+    if (it == optimizer_table().end()) {
+      FAIL_CHECK(tag << "no C++ optimizer for Keras's case " << opt);
+      continue;
+    }
+    const std::string where = tag + "optimizers/" + opt + "/";
+    for (int steps : {1, 3}) {
+      set_golden_weights(model, g);
+      model.compile(it->second(), c.loss, c.metrics());
+      for (int s = 0; s < steps; ++s) {
+        auto logs = model.train_on_batch(d.x, d.y);
+        if (steps == 1) check_logs(where + "logs1", logs, g, g.values("optimizers/" + opt + "/logs1"));
+      }
+      const std::string step = "step" + std::to_string(steps);
+      expect_flat(where + step, g.names("weight_names"), weights_in_file_order(model, g),
+                  g.values("optimizers/" + opt + "/" + step), &initial);
+    }
+  }
+}
+
+// ---- the reverse direction: tower writes, Keras reads ----------------------------------------------
+
+const std::vector<std::string> kCppCases = {"mlp", "cnn", "merge"};
+
+// The golden weights plus 0.01 * (k + 1) for the k-th weight of weight_names: different from every
+// Keras-written file, and the same on every run.
+ModelPtr cpp_model(const std::string& name) {
+  Golden g(kFiles + name + ".h5");
+  ModelPtr model = find_case(name).build();
+  set_golden_weights(*model, g);
+  auto by_name = weights_by_name(*model);
+  int k = 0;
+  for (const auto& w : g.names("weight_names")) {
+    auto values = g.read("weights/" + w).to(cpu_device());
+    float* p = values.data<float>();
+    const float shift = 0.01f * static_cast<float>(++k);
+    for (std::int64_t i = 0; i < values.num_elements(); ++i) p[i] += shift;
+    by_name.at(w)->assign(values);
+  }
+  return model;
+}
+
+// The layout of a Keras weight file: layer_names, each layer's weight_names and values.
+void expect_same_weight_file(const std::string& what, const std::string& a_path, const std::string& b_path) {
+  auto a = io::hdf5::File::open(a_path), b = io::hdf5::File::open(b_path);
+  auto layers_a = a.read_string_array_attr("layer_names");
+  REQUIRE_MESSAGE(layers_a == b.read_string_array_attr("layer_names"), what << ": layer_names differ");
+  for (const auto& layer : layers_a) {
+    auto names = a.group(layer).read_string_array_attr("weight_names");
+    REQUIRE_MESSAGE(names == b.group(layer).read_string_array_attr("weight_names"),
+                    what << ": weight_names of " << layer << " differ");
+    for (const auto& w : names) {
+      Tensor ta = a.read_dataset(layer + "/" + w), tb = b.read_dataset(layer + "/" + w);
+      expect_close(what + " " + layer + "/" + w, ta, tb, 0.0, 0.0);
+    }
+  }
+}
+
+}  // namespace
+
+// Each case: predict, evaluate, training-mode outputs, loss and gradients, optimizer steps.
+TEST_CASE("golden: mlp (Dense, regularizers, Softmax, every optimizer)") { check_case(find_case("mlp")); }
+TEST_CASE("golden: cnn (ZeroPadding2D, Conv2D, pooling, BatchNormalization)") { check_case(find_case("cnn")); }
+TEST_CASE("golden: pooling (strides, padding same, global pooling, Concatenate)") { check_case(find_case("pooling")); }
+TEST_CASE("golden: merge (two inputs, Add, Subtract, Multiply, Average, Maximum)") { check_case(find_case("merge")); }
+TEST_CASE("golden: activations (ReLU, LeakyReLU, ELU, Activation, Lambda; huber)") { check_case(find_case("activations")); }
+TEST_CASE("golden: embedding (Embedding, Reshape; sparse crossentropy from logits)") { check_case(find_case("embedding")); }
+TEST_CASE("golden: regression (Reshape, Dense on rank 3, Flatten; mae)") { check_case(find_case("regression")); }
+TEST_CASE("golden: dropout (inference only)") { check_case(find_case("dropout")); }
+
+TEST_CASE("golden: per-sample losses") {
+  Golden g(kFiles + "losses.h5");
+  const std::map<std::string, Loss> table = {
+      {"categorical_crossentropy", losses::CategoricalCrossentropy()},
+      {"categorical_crossentropy_from_logits", losses::CategoricalCrossentropy({.from_logits = true})},
+      {"categorical_crossentropy_label_smoothing", losses::CategoricalCrossentropy({.label_smoothing = 0.1})},
+      {"sparse_categorical_crossentropy", losses::SparseCategoricalCrossentropy()},
+      {"sparse_categorical_crossentropy_from_logits", losses::SparseCategoricalCrossentropy({.from_logits = true})},
+      {"binary_crossentropy", losses::BinaryCrossentropy()},
+      {"binary_crossentropy_from_logits", losses::BinaryCrossentropy({.from_logits = true})},
+      {"binary_crossentropy_label_smoothing", losses::BinaryCrossentropy({.label_smoothing = 0.2})},
+      {"mean_squared_error", losses::MeanSquaredError()},
+      {"mean_absolute_error", losses::MeanAbsoluteError()},
+      {"huber", losses::Huber()},
+      {"huber_delta_0.5", losses::Huber(0.5)},
+  };
+  auto groups = g.children("/");
+  CHECK(groups.size() == table.size());
+  for (const auto& name : groups) {
+    auto it = table.find(name);
+    REQUIRE_MESSAGE(it != table.end(), "losses.h5: no C++ loss for " << name);
+    Graph graph;
+    auto per_sample = it->second(graph.constant(g.read(name + "/y_true")), graph.constant(g.read(name + "/y_pred")));
+    auto values = Executor().run({}, {per_sample, ops::reduce_mean(per_sample)});
+    expect_close("losses.h5 " + name + "/per_sample", values[0], g.read(name + "/per_sample"));
+    expect_close("losses.h5 " + name + "/mean", values[1].item(), g.read(name + "/mean").item());
+  }
+}
+
+TEST_CASE("golden: per-sample metrics") {
+  Golden g(kFiles + "metrics.h5");
+  const std::map<std::string, Metric> table = {
+      {"categorical_accuracy", Metric("categorical_accuracy")},
+      {"sparse_categorical_accuracy", Metric("sparse_categorical_accuracy")},
+      {"binary_accuracy", Metric("binary_accuracy")},
+      {"binary_accuracy_threshold_0.7", Metric::BinaryAccuracy(0.7)},
+      {"binary_accuracy_multilabel", Metric("binary_accuracy")},
+      {"top_k_categorical_accuracy_k2", Metric::TopKCategoricalAccuracy(2)},
+      {"top_k_categorical_accuracy_k5", Metric("top_k_categorical_accuracy")},
+      {"sparse_top_k_categorical_accuracy_k3", Metric::SparseTopKCategoricalAccuracy(3)},
+      {"mean_squared_error", Metric("mse")},
+      {"mean_absolute_error", Metric("mae")},
+  };
+  auto groups = g.children("/");
+  CHECK(groups.size() == table.size());
+  for (const auto& name : groups) {
+    auto it = table.find(name);
+    REQUIRE_MESSAGE(it != table.end(), "metrics.h5: no C++ metric for " << name);
+    Graph graph;
+    auto value = it->second(graph.constant(g.read(name + "/y_true")), graph.constant(g.read(name + "/y_pred")));
+    expect_close("metrics.h5 " + name + "/per_sample", Executor().run({}, {value})[0], g.read(name + "/per_sample"));
+  }
+}
+
+#if GOLDEN_OPTIMIZERS
+TEST_CASE("golden: learning-rate schedules") {
+  Golden g(kFiles + "schedules.h5");
+  const std::map<std::string, std::shared_ptr<O::LearningRateSchedule>> table = {
+      {"exponential_decay", std::make_shared<O::ExponentialDecay>(0.1, 3, 0.5)},
+      {"exponential_decay_staircase", std::make_shared<O::ExponentialDecay>(0.1, 3, 0.5, true)},
+      {"piecewise_constant_decay",
+       std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{2, 5}, std::vector<double>{0.1, 0.05, 0.01})},
+      {"cosine_decay", std::make_shared<O::CosineDecay>(0.1, 6)},
+      {"cosine_decay_alpha", std::make_shared<O::CosineDecay>(0.1, 6, O::CosineDecayOptions{.alpha = 0.2})},
+      {"cosine_decay_warmup",
+       std::make_shared<O::CosineDecay>(0.0, 5, O::CosineDecayOptions{.warmup_target = 0.1, .warmup_steps = 3})},
+  };
+  auto groups = g.children("/");
+  CHECK(groups.size() == table.size());
+  for (const auto& name : groups) {
+    auto it = table.find(name);
+    REQUIRE_MESSAGE(it != table.end(), "schedules.h5: no C++ schedule for " << name);
+    auto expected = g.values(name + "/values");
+    std::vector<double> actual;
+    for (std::size_t step = 0; step < expected.size(); ++step) actual.push_back((*it->second)(static_cast<std::int64_t>(step)));
+    expect_close("schedules.h5 " + name, actual, expected, Shape{static_cast<std::int64_t>(expected.size())});
+  }
+}
+
+#endif
+
+TEST_CASE("golden: weight files written by tower load in Keras with the same predictions") {
+  const char* write_dir = std::getenv("TOWER_WRITE_GOLDEN_DIR");
+  for (const auto& name : kCppCases) {
+    CAPTURE(name);
+    const std::string committed = kFiles + "cpp_" + name + ".h5";
+    if (write_dir) {
+      cpp_model(name)->save_weights(std::string(write_dir) + "/cpp_" + name + ".h5");
+      MESSAGE("wrote " << write_dir << "/cpp_" << name << ".h5; now run make_golden.py --from-cpp");
+      continue;
+    }
+    // The committed file still holds what tower writes now, so Keras's predictions below are about
+    // today's writer.
+    auto tmp = std::filesystem::temp_directory_path() / ("tower_golden_cpp_" + name + ".h5");
+    cpp_model(name)->save_weights(tmp.string());
+    expect_same_weight_file("cpp_" + name + ".h5 (committed vs written now)", committed, tmp.string());
+    std::filesystem::remove(tmp);
+
+    // tower reads its own file back and predicts what Keras predicted with it.
+    Golden golden(kFiles + name + ".h5"), keras(kFiles + "keras_predictions_of_cpp.h5");
+    ModelPtr model = find_case(name).build();
+    model->load_weights(committed);
+    auto by_name = weights_by_name(*model);
+    for (const auto& [w, v] : weights_by_name(*cpp_model(name))) {
+      expect_close("cpp_" + name + ".h5 loaded: " + w, by_name.at(w)->value(), v->value(), 0.0, 0.0);
+      expect_close("cpp_" + name + ".h5 as Keras read it: " + w, v->value(), keras.read(name + "/weights/" + w), 0.0, 0.0);
+    }
+    auto pred = model->predict(read_data(golden).x, {.batch_size = 4});
+    expect_close("keras_predictions_of_cpp.h5 " + name + "/predict/0", pred[0], keras.read(name + "/predict/0"));
+  }
+}
+
+}  // namespace tower

@@ -1,1 +1,403 @@
+// Tests of layers/losses and layers/metrics against values from real Keras 3.15 (TensorFlow backend):
+// each expected vector was printed by /work/venv-tf/bin/python with the keras call in its comment,
+// on the float32 inputs defined here. Also: the fused softmax/sigmoid paths, sparse label layouts,
+// "accuracy" resolution, gradients w.r.t. y_pred, and error messages.
 #include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/ops.h"
+#include "layers/losses.h"
+#include "layers/metrics.h"
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using losses::Loss;
+using metrics::Metric;
+using tower::testing::check_close;
+using tower::testing::check_gradients;
+using tower::testing::contains;
+using tower::testing::evaluate;
+using tower::testing::message_of;
+
+namespace {
+
+using Floats = std::vector<float>;
+
+// The data every Keras reference below was computed on (same names in the python snippets).
+const Floats yt = {0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};                                      // (3, 4) one-hot
+const Floats soft = {0.1f, 0.6f, 0.2f, 0.1f, 0.25f, 0.25f, 0.25f, 0.25f, 0.7f, 0, 0.3f, 0};  // (3, 4)
+const Floats p = {0.2f, 0.3f, 0.1f, 0.4f, 0, 0.5f, 0.3f, 0.2f, 0.6f, 0.1f, 0.1f, 0.3f};      // (3, 4) unnormalised, a 0
+const Floats logits = {1, 2, -1, 0.5f, -2, 0.3f, 1.5f, 3, 30, -30, 0, 1};                    // (3, 4)
+const Floats ids = {1, 3, 0};                                                                // class ids of yt
+const Floats bt = {0, 1, 1, 1, 0, 0};                                                        // (3, 2)
+const Floats bt_soft = {0.2f, 0.9f, 1, 0.5f, 0, 0.3f};
+const Floats bp = {0.1f, 0.8f, 1, 0.4f, 0, 0.6f};
+const Floats bl = {-1.5f, 2, 20, -0.3f, -20, 0};
+const Floats rt = {1, -2, 0.5f, 0, 3, -1};  // (2, 3)
+const Floats rp = {1.5f, 0, 0.4f, -0.2f, 1, -1.3f};
+
+struct Case {
+  Graph g;
+  SymbolicTensor c(const Shape& shape, const Floats& v) { return g.constant(Tensor::from_vector<float>(shape, v)); }
+  SymbolicTensor ints(const Shape& shape, const std::vector<std::int32_t>& v) {
+    return g.constant(Tensor::from_vector<std::int32_t>(shape, v));
+  }
+};
+
+// Evaluates a per-sample result and checks its shape (batch,) and values.
+void expect_values(const SymbolicTensor& t, const std::vector<double>& expected, double rtol = 2e-6,
+                   double atol = 1e-6) {
+  REQUIRE(t.rank() == 1);
+  auto value = evaluate({t})[0];
+  CHECK(value.shape() == Shape{static_cast<std::int64_t>(expected.size())});
+  CHECK(value.dtype() == t.dtype());
+  check_close(value, expected, rtol, atol);
+}
+
+}  // namespace
+
+// ---- losses ------------------------------------------------------------------------------------------
+
+TEST_CASE("losses: categorical_crossentropy matches Keras") {
+  Case k;
+  auto y_true = k.c({3, 4}, yt);
+  // keras.losses.categorical_crossentropy(yt, p)
+  expect_values(Loss("categorical_crossentropy")(y_true, k.c({3, 4}, p)), {1.20397282, 1.60943794, 0.606135905});
+  // keras.losses.categorical_crossentropy(soft, p)
+  expect_values(losses::CategoricalCrossentropy()(k.c({3, 4}, soft), k.c({3, 4}, p)),
+                {1.43547356, 4.90616369, 1.14366376});
+  // keras.losses.categorical_crossentropy(yt, logits, from_logits=True)
+  expect_values(losses::CategoricalCrossentropy({.from_logits = true})(y_true, k.c({3, 4}, logits)),
+                {0.495181888, 0.260110646, 0});
+  // keras.losses.CategoricalCrossentropy(label_smoothing=0.1, reduction=None)(yt, p)
+  expect_values(losses::CategoricalCrossentropy({.label_smoothing = 0.1})(y_true, k.c({3, 4}, p)),
+                {1.23438263, 1.93911052, 0.713052511});
+  // keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1, reduction=None)(yt, logits)
+  expect_values(
+      losses::CategoricalCrossentropy({.from_logits = true, .label_smoothing = 0.1})(y_true, k.c({3, 4}, logits)),
+      {0.632681847, 0.490110636, 2.9749999});
+  // Integer one-hot labels are cast to y_pred's dtype.
+  std::vector<std::int32_t> yt_int(yt.begin(), yt.end());
+  expect_values(Loss("CategoricalCrossentropy")(k.ints({3, 4}, yt_int), k.c({3, 4}, p)),
+                {1.20397282, 1.60943794, 0.606135905});
+}
+
+TEST_CASE("losses: a softmax output is fused with the crossentropy, as Keras's _keras_logits") {
+  Case k;
+  // keras.losses.categorical_crossentropy(yt, keras.activations.softmax(logits)): the logits are used.
+  auto probs = ops::softmax(k.c({3, 4}, logits));
+  expect_values(Loss("categorical_crossentropy")(k.c({3, 4}, yt), probs), {0.495181888, 0.260110646, 0});
+  // A wrong class with extreme logits: the fused path gives the true 60, the clipped one -log(1e-7).
+  // keras: categorical_crossentropy([[0,1,0,0]], softmax([[30,-30,0,1]])) = 60; on np.array(...) = 16.1180954
+  auto extreme = k.c({1, 4}, {30, -30, 0, 1});
+  auto one_hot = k.c({1, 4}, {0, 1, 0, 0});
+  expect_values(Loss("categorical_crossentropy")(one_hot, ops::softmax(extreme)), {60}, 1e-6);
+  auto softmax_values = evaluate({ops::softmax(extreme)})[0];
+  expect_values(Loss("categorical_crossentropy")(one_hot, k.g.constant(softmax_values)), {16.1180954}, 1e-6);
+  // Sparse: sparse_categorical_crossentropy([1], softmax(...)) = 60, on the values 16.1180954.
+  auto label = k.ints({1}, {1});
+  expect_values(Loss("sparse_categorical_crossentropy")(label, ops::softmax(extreme)), {60}, 1e-6);
+  expect_values(Loss("sparse_categorical_crossentropy")(label, k.g.constant(softmax_values)), {16.1180954}, 1e-6);
+  // The fused path ends in the fused op (one node, its gradient precomputed).
+  auto fused = Loss("categorical_crossentropy")(one_hot, ops::softmax(extreme));
+  CHECK(fused.node()->op() == "softmax_cross_entropy");
+  // A softmax over another axis is not a distribution over the classes: no fusion.
+  auto other_axis = ops::softmax(k.c({3, 4}, logits), 0);
+  CHECK(Loss("categorical_crossentropy")(k.c({3, 4}, yt), other_axis).node()->op() != "softmax_cross_entropy");
+}
+
+TEST_CASE("losses: sparse_categorical_crossentropy with labels (batch,) and (batch, 1)") {
+  Case k;
+  auto probs = k.c({3, 4}, p);
+  // keras.losses.sparse_categorical_crossentropy([1, 3, 0], p)
+  const std::vector<double> expected = {1.20397282, 1.60943794, 0.606135786};
+  expect_values(Loss("sparse_categorical_crossentropy")(k.ints({3}, {1, 3, 0}), probs), expected);
+  expect_values(Loss("sparse_categorical_crossentropy")(k.ints({3, 1}, {1, 3, 0}), probs), expected);
+  expect_values(Loss("sparse_categorical_crossentropy")(k.c({3}, ids), probs), expected);  // float ids
+  // keras: sparse_categorical_crossentropy(ids.reshape(3, 1).astype("float32"), p)
+  expect_values(losses::SparseCategoricalCrossentropy()(k.c({3, 1}, ids), probs), expected);
+  auto int64_ids = k.g.constant(Tensor::from_vector<std::int64_t>({3}, {1, 3, 0}));
+  expect_values(Loss("SparseCategoricalCrossentropy")(int64_ids, probs), expected);
+  // keras.losses.sparse_categorical_crossentropy([1, 3, 0], logits, from_logits=True)
+  expect_values(
+      losses::SparseCategoricalCrossentropy({.from_logits = true})(k.ints({3}, {1, 3, 0}), k.c({3, 4}, logits)),
+      {0.495181888, 0.260110646, 0});
+}
+
+TEST_CASE("losses: sequences (batch, time, classes) give the per-sample mean over time") {
+  Case k;
+  // keras.losses.sparse_categorical_crossentropy(i3, p3) = [[0.693147182, 0.510825574], [0.223143548, 1.20397282]],
+  // and SparseCategoricalCrossentropy()(i3, p3) = 0.657772303 (the mean of the per-sample values).
+  auto p3 = k.c({2, 2, 3}, {0.2f, 0.5f, 0.3f, 0.6f, 0.3f, 0.1f, 0.1f, 0.1f, 0.8f, 0.3f, 0.3f, 0.4f});
+  auto loss = Loss("sparse_categorical_crossentropy")(k.ints({2, 2}, {1, 0, 2, 1}), p3);
+  expect_values(loss, {(0.693147182 + 0.510825574) / 2, (0.223143548 + 1.20397282) / 2});
+  CHECK(evaluate({ops::reduce_mean(loss)})[0].item() == doctest::Approx(0.657772303).epsilon(1e-6));
+  // The same data one-hot through the categorical loss.
+  auto one_hot = k.c({2, 2, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0});
+  expect_values(Loss("categorical_crossentropy")(one_hot, p3),
+                {(0.693147182 + 0.510825574) / 2, (0.223143548 + 1.20397282) / 2});
+}
+
+TEST_CASE("losses: binary_crossentropy matches Keras") {
+  Case k;
+  auto y_true = k.c({3, 2}, bt);
+  // keras.losses.binary_crossentropy(bt, bp)
+  expect_values(Loss("binary_crossentropy")(y_true, k.c({3, 2}, bp)), {0.164252043, 0.45814541, 0.458145469});
+  // keras.losses.binary_crossentropy(bt_soft, bp)
+  expect_values(Loss("bce")(k.c({3, 2}, bt_soft), k.c({3, 2}, bp)), {0.453289241, 0.356779128, 0.397325695});
+  // keras.losses.binary_crossentropy(bt, bl, from_logits=True)
+  expect_values(losses::BinaryCrossentropy({.from_logits = true})(y_true, k.c({3, 2}, bl)),
+                {0.164170653, 0.427177638, 0.346573591});
+  // keras.losses.BinaryCrossentropy(label_smoothing=0.2, reduction=None)(bt, bp)
+  expect_values(losses::BinaryCrossentropy({.label_smoothing = 0.2})(y_true, k.c({3, 2}, bp)),
+                {0.343427956, 1.23499107, 1.24377704});
+  // keras.losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.2, reduction=None)(bt, bl)
+  expect_values(losses::BinaryCrossentropy({.from_logits = true, .label_smoothing = 0.2})(y_true, k.c({3, 2}, bl)),
+                {0.339170635, 1.41217756, 1.34657359});
+  // keras.losses.binary_crossentropy(bt, keras.activations.sigmoid(bl)): the sigmoid's input is used.
+  expect_values(Loss("binary_crossentropy")(y_true, ops::sigmoid(k.c({3, 2}, bl))),
+                {0.164170653, 0.427177638, 0.346573591});
+  // Saturated sigmoid: binary_crossentropy([[0,1]], sigmoid([[20,-20]])) = 20; on np.array(...) = 16.0302391
+  auto extreme = k.c({1, 2}, {20, -20});
+  auto labels = k.c({1, 2}, {0, 1});
+  expect_values(Loss("binary_crossentropy")(labels, ops::sigmoid(extreme)), {20}, 1e-6);
+  expect_values(Loss("binary_crossentropy")(labels, k.g.constant(evaluate({ops::sigmoid(extreme)})[0])), {16.0302391},
+                1e-6);
+}
+
+TEST_CASE("losses: (batch,) targets and predictions, and ranks differing by a trailing 1") {
+  Case k;
+  const Floats t = {0, 1, 1, 0}, q = {0.3f, 0.6f, 0.9f, 0.2f};
+  // keras.losses.BinaryCrossentropy(reduction=None)(t.reshape(4, 1), q) and (t, q.reshape(4, 1)); with
+  // both (4,) Keras returns their mean 0.299001157 (a per-sample value here, same mean).
+  const std::vector<double> expected = {0.356674969, 0.510825574, 0.105360545, 0.223143533};
+  expect_values(Loss("binary_crossentropy")(k.c({4, 1}, t), k.c({4}, q)), expected);
+  expect_values(Loss("binary_crossentropy")(k.c({4}, t), k.c({4, 1}, q)), expected);
+  auto flat = Loss("binary_crossentropy")(k.c({4}, t), k.c({4}, q));
+  expect_values(flat, expected);
+  CHECK(evaluate({ops::reduce_mean(flat)})[0].item() == doctest::Approx(0.299001157).epsilon(1e-6));
+  // keras.losses.MeanSquaredError(reduction=None)(t, q.reshape(4, 1))
+  expect_values(Loss("mse")(k.c({4}, t), k.c({4, 1}, q)), {0.0900000036, 0.159999982, 0.0100000044, 0.0400000028});
+  // The sigmoid fusion survives the reshape of a (batch,) prediction.
+  expect_values(Loss("binary_crossentropy")(k.c({1}, {0}), ops::sigmoid(k.c({1}, {20}))), {20}, 1e-6);
+}
+
+TEST_CASE("losses: mean_squared_error, mean_absolute_error, huber match Keras") {
+  Case k;
+  auto t = k.c({2, 3}, rt), q = k.c({2, 3}, rp);
+  // keras.losses.mean_squared_error(rt, rp), mean_absolute_error, huber, huber(delta=0.5)
+  expect_values(Loss("mean_squared_error")(t, q), {1.42000008, 1.37666667});
+  expect_values(losses::MeanSquaredError()(t, q), {1.42000008, 1.37666667});
+  expect_values(Loss("mae")(t, q), {0.866666615, 0.833333313});
+  expect_values(losses::MeanAbsoluteError()(t, q), {0.866666615, 0.833333313});
+  expect_values(losses::Huber()(t, q), {0.543333352, 0.521666646});
+  expect_values(Loss("huber_loss")(t, q), {0.543333352, 0.521666646});
+  expect_values(losses::Huber(0.5)(t, q), {0.335000008, 0.313333303});
+  CHECK(losses::Huber(0.5).options().delta == 0.5);
+}
+
+TEST_CASE("losses: names") {
+  CHECK(Loss("mse").name() == "mean_squared_error");
+  CHECK(Loss("MSE").name() == "mean_squared_error");
+  CHECK(Loss("MeanAbsoluteError").name() == "mean_absolute_error");
+  CHECK(Loss("huber_loss").name() == "huber");
+  CHECK(Loss("Huber").name() == "huber");
+  CHECK(Loss("BinaryCrossentropy").name() == "binary_crossentropy");
+  CHECK(Loss("SparseCategoricalCrossentropy").name() == "sparse_categorical_crossentropy");
+  Loss custom([](const SymbolicTensor& t, const SymbolicTensor& q) { return ops::mean_absolute_error(t, q); },
+              "my_mae");
+  CHECK(custom.name() == "my_mae");
+  Case k;
+  expect_values(custom(k.c({2, 3}, rt), k.c({2, 3}, rp)), {0.866666615, 0.833333313});
+}
+
+TEST_CASE("losses: gradients w.r.t. y_pred") {
+  using tower::testing::GradCheckOptions;
+  auto labels = [](const SymbolicTensor& x, const Shape& shape, const std::vector<double>& v) {
+    return x.graph().constant(Tensor::from_vector<double>(shape, v));
+  };
+  const std::vector<double> one_hot = {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+  SUBCASE("categorical, probabilities (normalised and clipped)") {
+    check_gradients(
+        {{3, 4}},
+        [&](const auto& in) {
+          return std::vector{
+              Loss("categorical_crossentropy", {.label_smoothing = 0.1})(labels(in[0], {3, 4}, one_hot), in[0])};
+        },
+        GradCheckOptions{.positive = true});
+  }
+  SUBCASE("categorical through a softmax (fused)") {
+    check_gradients({{3, 4}}, [&](const auto& in) {
+      return std::vector{Loss("categorical_crossentropy")(labels(in[0], {3, 4}, one_hot), ops::softmax(in[0]))};
+    });
+  }
+  SUBCASE("sparse, probabilities and logits") {
+    check_gradients(
+        {{3, 4}},
+        [&](const auto& in) {
+          auto y = in[0].graph().constant(Tensor::from_vector<std::int32_t>({3, 1}, {1, 2, 0}));
+          return std::vector{Loss("sparse_categorical_crossentropy")(y, in[0]),
+                             Loss("sparse_categorical_crossentropy", {.from_logits = true})(y, in[0])};
+        },
+        GradCheckOptions{.positive = true});
+  }
+  SUBCASE("binary, probabilities and logits") {
+    check_gradients(
+        {{3, 2}},
+        [&](const auto& in) {
+          auto y = labels(in[0], {3, 2}, {0, 1, 1, 0.3, 0, 1});
+          return std::vector{Loss("binary_crossentropy")(y, in[0]),
+                             Loss("binary_crossentropy", {.from_logits = true, .label_smoothing = 0.2})(y, in[0])};
+        },
+        GradCheckOptions{.max_abs = 0.9, .positive = true});
+  }
+  SUBCASE("binary through a sigmoid, huber") {
+    check_gradients({{3, 2}}, [&](const auto& in) {
+      auto y = labels(in[0], {3, 2}, {0, 1, 1, 0, 0, 1});
+      auto target = labels(in[0], {3, 2}, {0.5, -1.2, 0.05, 2.0, -0.3, 0.0});
+      return std::vector{Loss("binary_crossentropy")(y, ops::sigmoid(in[0])), losses::Huber(0.5)(target, in[0])};
+    });
+  }
+}
+
+TEST_CASE("losses: errors name the loss, the shapes and the fix") {
+  Case k;
+  auto msg = message_of<ShapeError>([&] { Loss("categorical_crossentropy")(k.ints({3}, {1, 3, 0}), k.c({3, 4}, p)); });
+  CHECK(contains(msg, "categorical_crossentropy"));
+  CHECK(contains(msg, "(3,)"));
+  CHECK(contains(msg, "(3, 4)"));
+  CHECK(contains(msg, "sparse_categorical_crossentropy"));
+  msg = message_of<ShapeError>([&] { Loss("mse")(k.c({2, 3}, rt), k.c({3, 2}, rp)); });
+  CHECK(contains(msg, "mean_squared_error"));
+  CHECK(contains(msg, "(2, 3)"));
+  CHECK(contains(msg, "(3, 2)"));
+  msg = message_of<ShapeError>([&] { Loss("sparse_categorical_crossentropy")(k.c({3, 4}, yt), k.c({3, 4}, p)); });
+  CHECK(contains(msg, "sparse_categorical_crossentropy"));
+  CHECK(contains(msg, "categorical_crossentropy"));
+  msg = message_of<ValueError>([] { Loss("cross_entropy"); });
+  CHECK(contains(msg, "\"cross_entropy\""));
+  CHECK(contains(msg, "categorical_crossentropy"));
+  CHECK(contains(msg, "mean_squared_error"));
+  msg = message_of<ValueError>([] { losses::SparseCategoricalCrossentropy({.label_smoothing = 0.1}); });
+  CHECK(contains(msg, "label_smoothing"));
+  msg = message_of<DTypeError>([&] { Loss("mse")(k.c({3}, ids), k.ints({3}, {1, 3, 0})); });
+  CHECK(contains(msg, "float"));
+}
+
+// ---- metrics -----------------------------------------------------------------------------------------
+
+namespace {
+// 6 classes: cp's argmax is right for rows 0 and 2; the true class ranks 4th, 2nd... (see top-k).
+const Floats ct = {0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+const Floats cp = {0.1f, 0.3f, 0.2f, 0.05f, 0.25f, 0.1f, 0.3f, 0.1f, 0.2f,  0.15f, 0.05f, 0.12f,
+                   0.5f, 0.1f, 0.1f, 0.1f,  0.1f,  0.1f, 0.3f, 0.2f, 0.15f, 0.14f, 0.11f, 0.25f};
+const std::vector<std::int32_t> cid = {1, 3, 0, 5};
+}  // namespace
+
+TEST_CASE("metrics: accuracies match Keras") {
+  Case k;
+  auto y_true = k.c({4, 6}, ct), y_pred = k.c({4, 6}, cp);
+  // keras.metrics.binary_accuracy(bt, bp) = [[1, 1], [1, 0], [1, 0]] -> per-sample means
+  expect_values(Metric("binary_accuracy")(k.c({3, 2}, bt), k.c({3, 2}, bp)), {1, 0.5, 0.5});
+  // keras.metrics.binary_accuracy(bt, bp, threshold=0.7) = [[1, 1], [1, 0], [1, 1]]
+  expect_values(Metric::BinaryAccuracy(0.7)(k.c({3, 2}, bt), k.c({3, 2}, bp)), {1, 0.5, 1});
+  // keras.metrics.categorical_accuracy(ct, cp), sparse_categorical_accuracy(cid, cp) (and cid as (4, 1) floats)
+  expect_values(Metric("categorical_accuracy")(y_true, y_pred), {1, 0, 1, 0});
+  expect_values(Metric("CategoricalAccuracy")(y_true, y_pred), {1, 0, 1, 0});
+  expect_values(Metric("sparse_categorical_accuracy")(k.ints({4}, cid), y_pred), {1, 0, 1, 0});
+  expect_values(Metric("sparse_categorical_accuracy")(k.c({4, 1}, {1, 3, 0, 5}), y_pred), {1, 0, 1, 0});
+}
+
+TEST_CASE("metrics: top-k accuracies match Keras (in_top_k)") {
+  Case k;
+  auto y_true = k.c({4, 6}, ct), y_pred = k.c({4, 6}, cp);
+  // keras.metrics.top_k_categorical_accuracy(ct, cp, k=K) and sparse_top_k_categorical_accuracy(cid, cp, k=K)
+  const std::vector<std::pair<int, std::vector<double>>> expected = {
+      {1, {1, 0, 1, 0}}, {2, {1, 0, 1, 1}}, {3, {1, 1, 1, 1}}, {5, {1, 1, 1, 1}}};
+  for (const auto& [top, values] : expected) {
+    CAPTURE(top);
+    expect_values(Metric::TopKCategoricalAccuracy(top)(y_true, y_pred), values);
+    expect_values(Metric::SparseTopKCategoricalAccuracy(top)(k.ints({4}, cid), y_pred), values);
+    expect_values(Metric::SparseTopKCategoricalAccuracy(top)(k.c({4, 1}, {1, 3, 0, 5}), y_pred), values);
+  }
+  // Default k = 5: keras sparse_top_k_categorical_accuracy([0, 1], [[.1, .2, .3, .4, .5, .6]] * 2) = [0, 1]
+  auto ramp = k.c({2, 6}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f});
+  expect_values(Metric("sparse_top_k_categorical_accuracy")(k.ints({2}, {0, 1}), ramp), {0, 1});
+  expect_values(Metric("top_k_categorical_accuracy")(k.c({2, 6}, {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}), ramp), {0, 1});
+  // Ties (TF's in_top_k: ties at the boundary are in): [[.3, .3, .3, .1]] class 2, k=1 -> 1; class 3, k=3 -> 0
+  auto tie = k.c({1, 4}, {0.3f, 0.3f, 0.3f, 0.1f});
+  expect_values(Metric::SparseTopKCategoricalAccuracy(1)(k.ints({1}, {2}), tie), {1});
+  expect_values(Metric::SparseTopKCategoricalAccuracy(3)(k.ints({1}, {3}), tie), {0});
+}
+
+TEST_CASE("metrics: \"accuracy\" resolves as Keras's get_metric for every shape case") {
+  Case k;
+  const Floats t4 = {0, 1, 1, 0}, q4 = {0.3f, 0.6f, 0.4f, 0.8f};
+  // compile_utils.get_metric("accuracy", y_true, y_pred) with these shapes gives, in order:
+  // BinaryAccuracy, SparseCategoricalAccuracy, SparseCategoricalAccuracy, CategoricalAccuracy,
+  // BinaryAccuracy, CategoricalAccuracy.
+  for (const char* name : {"accuracy", "acc", "Accuracy"}) {
+    CAPTURE(name);
+    Metric m(name);
+    CHECK(m.name() == name);
+    expect_values(m(k.c({4, 1}, t4), k.c({4, 1}, q4)), {1, 1, 0, 0});            // (4, 1), (4, 1): binary
+    expect_values(m(k.ints({4}, cid), k.c({4, 6}, cp)), {1, 0, 1, 0});           // (4,), (4, 6): sparse
+    expect_values(m(k.c({4, 1}, {1, 3, 0, 5}), k.c({4, 6}, cp)), {1, 0, 1, 0});  // (4, 1), (4, 6): sparse
+    expect_values(m(k.c({4, 6}, ct), k.c({4, 6}, cp)), {1, 0, 1, 0});            // (4, 6), (4, 6): categorical
+    expect_values(m(k.c({4}, t4), k.c({4, 1}, q4)), {1, 1, 0, 0});               // (4,), (4, 1): binary
+    expect_values(m(k.c({3, 2}, bt), k.c({3, 2}, bp)), {1, 1, 0});               // (3, 2), (3, 2): categorical
+    // As the trainer calls it: the label array's shape and the output's (batch unknown).
+    auto resolved = m.resolve(Shape{3, 2}, Shape{-1, 2});
+    CHECK(resolved.name() == name);
+    expect_values(resolved(k.c({3, 2}, bt), k.c({3, 2}, bp)), {1, 1, 0});
+    expect_values(m.resolve(Shape{4, 1}, Shape{-1, 1})(k.c({4, 1}, t4), k.c({4, 1}, q4)), {1, 1, 0, 0});
+  }
+  // Other metrics resolve to themselves.
+  expect_values(Metric("binary_accuracy").resolve(Shape{3, 2}, Shape{-1, 2})(k.c({3, 2}, bt), k.c({3, 2}, bp)),
+                {1, 0.5, 0.5});
+}
+
+TEST_CASE("metrics: errors and losses as metrics") {
+  Case k;
+  auto t = k.c({2, 3}, rt), q = k.c({2, 3}, rp);
+  // Same values as the losses: keras.metrics.mean_squared_error / mean_absolute_error(rt, rp)
+  Metric mse("mse");
+  CHECK(mse.name() == "mse");
+  expect_values(mse(t, q), {1.42000008, 1.37666667});
+  expect_values(Metric("mean_absolute_error")(t, q), {0.866666615, 0.833333313});
+  expect_values(Metric("MAE")(t, q), {0.866666615, 0.833333313});
+  expect_values(Metric("categorical_crossentropy")(k.c({3, 4}, yt), k.c({3, 4}, p)),
+                {1.20397282, 1.60943794, 0.606135905});
+  expect_values(Metric("binary_crossentropy")(k.c({3, 2}, bt), k.c({3, 2}, bp)),
+                {0.164252043, 0.45814541, 0.458145469});
+  Metric custom([](const SymbolicTensor& a, const SymbolicTensor& b) { return ops::mean_absolute_error(a, b); },
+                "my_mae");
+  CHECK(custom.name() == "my_mae");
+  expect_values(custom.resolve(Shape{2, 3}, Shape{-1, 3})(t, q), {0.866666615, 0.833333313});
+  // float64 predictions give float64 values.
+  auto d = k.g.constant(Tensor::from_vector<double>({2, 2}, {0.2, 0.8, 0.9, 0.1}));
+  auto acc = Metric("accuracy")(k.ints({2}, {1, 1}), d);
+  CHECK(acc.dtype() == DType::float64);
+  expect_values(acc, {1, 0});
+}
+
+TEST_CASE("metrics: errors") {
+  Case k;
+  auto msg = message_of<ValueError>([] { Metric("precision_at_recall"); });
+  CHECK(contains(msg, "\"precision_at_recall\""));
+  CHECK(contains(msg, "sparse_top_k_categorical_accuracy"));
+  CHECK(contains(msg, "mean_squared_error"));
+  msg = message_of<ShapeError>([&] { Metric("categorical_accuracy")(k.ints({4}, cid), k.c({4, 6}, cp)); });
+  CHECK(contains(msg, "categorical_accuracy"));
+  CHECK(contains(msg, "(4,)"));
+  CHECK(contains(msg, "(4, 6)"));
+  msg = message_of<ShapeError>([&] { Metric("sparse_categorical_accuracy")(k.ints({3}, {1, 3, 0}), k.c({4, 6}, cp)); });
+  CHECK(contains(msg, "(3,)"));
+  msg = message_of<ValueError>([] { Metric::TopKCategoricalAccuracy(0); });
+  CHECK(contains(msg, "k must be positive"));
+}

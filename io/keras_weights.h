@@ -1,0 +1,49 @@
+// Keras's legacy HDF5 weight files (model.save_weights("x.h5") / model.load_weights("x.h5")):
+// writing, reading and loading them into layers. The layout is in docs/file-formats.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/hdf5.h"
+#include "layers/model.h"
+
+namespace tower::io {
+
+// The keras_version tower writes: tf.keras 2.15, the last Keras 2, whose layout and weight names
+// ("dense_1/kernel:0") tower's files follow. Readers only use it to detect Keras 1 files.
+inline constexpr const char* kKerasVersion = "2.15.0";
+inline constexpr const char* kKerasBackend = "tensorflow";
+
+// Writes every layer's weights (weightless layers get an empty group, a nested model one group with
+// all its weights) atomically at `path`: a failed save leaves an existing file unchanged.
+void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path);
+
+// Loads a file written by save_weights (or by Keras 2 / tf.keras / Keras 3's legacy writer; a file
+// written by model.save() is read from its model_weights group). By position (default): layers with
+// weights are zipped with the file's layers that have weights; by name: each layer takes the file
+// group of its name, layers without one are left alone. A nested model's weights are matched by
+// name. Everything is checked before any weight changes: on a mismatch the error names the first
+// mismatching layer, weight and both shapes, and the layers keep their weights.
+void load_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path,
+                       const LoadWeightsOptions& options = {});
+
+// The same on a group (the root of a weight file, or model_weights/ of a model file). `what` starts
+// every error message, e.g. `load_weights("x.h5")`.
+void save_weights_to_group(hdf5::Group& group, const std::vector<LayerPtr>& layers);
+void load_weights_from_group(const hdf5::Group& group, const std::vector<LayerPtr>& layers,
+                             const LoadWeightsOptions& options, const std::string& what);
+
+// What a weight file holds for one layer, in layer_names order.
+struct WeightFileLayer {
+  std::string name;                       // the layer's group ("dense_1")
+  std::vector<std::string> weight_names;  // datasets, relative to the group ("dense_1/kernel:0")
+  std::vector<Shape> shapes;              // one per weight
+};
+
+// The group holding layer_names: `file` itself, or its model_weights group (a model.save() file).
+hdf5::Group find_weights_group(const hdf5::File& file, const std::string& what);
+// Every layer of a weights group, in layer_names order (weightless layers included).
+std::vector<WeightFileLayer> read_weight_file_layers(const hdf5::Group& group);
+
+}  // namespace tower::io

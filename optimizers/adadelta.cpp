@@ -1,0 +1,22 @@
+// Adadelta.
+#include "optimizers/adadelta.h"
+
+#include "core/ops.h"
+
+namespace tower::optimizers {
+
+Adadelta::Adadelta(double learning_rate, const AdadeltaOptions& options)
+    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+
+Adadelta::Adadelta(std::shared_ptr<const LearningRateSchedule> schedule, const AdadeltaOptions& options)
+    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+
+Node* Adadelta::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
+                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {
+  auto accumulated_grad = slot(graph, variable, "accumulated_grad");
+  auto accumulated_delta = slot(graph, variable, "accumulated_delta_var");
+  return ops::apply_adadelta(var, grad, learning_rate, accumulated_grad, accumulated_delta, options_.rho,
+                             options_.epsilon);
+}
+
+}  // namespace tower::optimizers

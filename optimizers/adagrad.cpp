@@ -1,0 +1,20 @@
+// Adagrad.
+#include "optimizers/adagrad.h"
+
+#include "core/ops.h"
+
+namespace tower::optimizers {
+
+Adagrad::Adagrad(double learning_rate, const AdagradOptions& options)
+    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+
+Adagrad::Adagrad(std::shared_ptr<const LearningRateSchedule> schedule, const AdagradOptions& options)
+    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+
+Node* Adagrad::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
+                           const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {
+  auto accumulator = slot(graph, variable, "accumulator", options_.initial_accumulator_value);
+  return ops::apply_adagrad(var, grad, learning_rate, accumulator, options_.epsilon);
+}
+
+}  // namespace tower::optimizers

@@ -1,0 +1,29 @@
+// SGD.
+#include "optimizers/sgd.h"
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace tower::optimizers {
+
+namespace {
+SGDOptions checked(const SGDOptions& o) {
+  if (o.momentum < 0.0 || o.momentum > 1.0) raise<ValueError>("SGD: momentum must be in [0, 1], got {}", o.momentum);
+  return o;
+}
+}  // namespace
+
+SGD::SGD(double learning_rate, const SGDOptions& options)
+    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(checked(options)) {}
+
+SGD::SGD(std::shared_ptr<const LearningRateSchedule> schedule, const SGDOptions& options)
+    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}),
+      options_(checked(options)) {}
+
+Node* SGD::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
+                       const SymbolicTensor& learning_rate, const SymbolicTensor&) {
+  SymbolicTensor momentum = options_.momentum != 0.0 ? slot(graph, variable, "momentum") : SymbolicTensor{};
+  return ops::apply_sgd(var, grad, learning_rate, momentum, options_.momentum, options_.nesterov);
+}
+
+}  // namespace tower::optimizers

@@ -1,0 +1,571 @@
+#!/usr/bin/env python3
+"""Generates tower's Keras golden files (tests/golden/files/*.h5) with real Keras.
+
+Run from the repository root (see tests/golden/README.md for the pip command):
+
+    python tests/golden/make_golden.py              # Keras -> files/<case>.h5, losses.h5, metrics.h5, schedules.h5
+    python tests/golden/make_golden.py --from-cpp   # files/cpp_<case>.h5 (written by test_golden) -> Keras's
+                                                    # predictions in files/keras_predictions_of_cpp.h5
+
+Every model is tiny (batch 4, a handful of units, 8x8x2 images), every layer is named explicitly so
+weights are found by name on both sides, every weight is drawn from a seeded numpy generator (not from
+Keras's initializers), and everything is float32 (labels of sparse losses and Embedding inputs: int32).
+
+Layout of files/<case>.h5. A weight is named "<layer name>/<weight name>" ("d1/kernel", "bn/moving_mean");
+"<i>" is an input or output index (0-based). Flat arrays keep the file small (HDF5 spends ~500 bytes per
+object): they are the concatenation of the row-major flattened weights in the order of a name list.
+    attrs: case, description, loss (Keras's loss config, JSON), train (1 when the training-mode
+           arrays below exist: the model is deterministic in training), keras_version, and three lists
+           of fixed-length ASCII strings (as Keras's own weight_names attributes):
+        weight_names            every weight, in Keras 3's model.weights order (layer by layer, each
+                                layer's trainable weights then its non-trainable ones)
+        trainable_weight_names  the trainable ones, in model.trainable_weights order
+        log_names               "loss" then the metrics, under the names Keras reports them, in the order
+                                of Keras's evaluate()/train_on_batch() lists
+    /weights/<w>              each weight's value (shape as in Keras) before anything runs
+    /x/<i>, /y/<i>            inputs and targets (one batch)
+    /predict/<i>              model.predict(x): inference mode
+    /evaluate                 model.evaluate(x, y) as Keras's list, in log_names order (inference mode;
+                              the loss includes the regularization penalties)
+  only when train = 1:
+    /train_predict/<i>        model(x, training=True) (BatchNormalization on batch statistics)
+    /train_loss               scalar: training-mode loss + regularization (what train_on_batch minimises)
+    /grads                    flat, trainable_weight_names order: d(train_loss)/d(w) (tf.GradientTape)
+    /optimizers/<opt>/step1   flat, weight_names order: every weight after one model.train_on_batch(x, y)
+                              from /weights with a freshly compiled optimizer <opt> (BatchNormalization
+                              moving statistics included)
+    /optimizers/<opt>/step3   the same after three train_on_batch(x, y) calls (the same batch)
+    /optimizers/<opt>/logs1   what the first train_on_batch returned, in log_names order
+    /optimizers/<opt> attrs: config (the optimizer's Keras config, JSON)
+
+files/losses.h5:    /<loss case>/{y_true, y_pred, per_sample, mean}, attrs config (JSON): per-sample values
+                    of the loss class with reduction=None, and the "sum_over_batch_size" mean.
+files/metrics.h5:   /<metric case>/{y_true, y_pred, per_sample}, attrs config: per-sample metric values (Keras 3's
+                    binary_accuracy returns one value per element: per_sample is their mean over the last
+                    axis, as tf.keras 2 returned it; Keras's mean metric averages to the same number).
+files/schedules.h5: /<schedule case>/values (float64, the rate at steps 0..N-1), attrs config.
+
+The reverse direction: test_golden, run with TOWER_WRITE_GOLDEN_DIR=tests/golden/files, writes
+files/cpp_<case>.h5 with Model::save_weights (the golden weights + 0.01 * (weight index + 1), see
+test_golden.cpp); `--from-cpp` loads each into the same Keras model with model.load_weights (Keras's
+legacy HDF5 reader) and writes files/keras_predictions_of_cpp.h5:
+    /<case>/predict/<i>   Keras's predictions on /x of files/<case>.h5 with the C++-written weights
+    /<case>/weights/<w>   the weights as Keras read them
+"""
+
+import argparse
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from h5py import h5f, h5g, h5p  # noqa: E402
+from keras import layers as L  # noqa: E402
+from keras.src.trainers.compile_utils import CompileMetrics  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = os.path.join(HERE, "files")
+BATCH = 4
+SEED = 1234
+CPP_CASES = ["mlp", "cnn", "merge"]  # models the C++ test writes for the reverse direction
+
+keras.config.set_floatx("float32")
+
+
+# ---- data ---------------------------------------------------------------------------------------------
+
+def rng_for(name):
+    return np.random.default_rng(abs(hash_str(name)) % (2**32))
+
+
+def hash_str(s):  # Python's hash() is salted per process; this one is stable.
+    h = 0
+    for c in s.encode():
+        h = (h * 131 + c) % (2**31)
+    return h + SEED
+
+
+def normal(rng, shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def one_hot(rng, n, classes):
+    return np.eye(classes, dtype=np.float32)[rng.integers(0, classes, n)]
+
+
+def set_golden_weights(model, rng):
+    """Draws every weight: kernels ~ N(0, 0.5^2), biases ~ N(0, 0.1^2), BatchNormalization statistics
+    away from their initial values so inference mode is distinguishable from training mode."""
+    for layer in model.layers:
+        for w in layer.weights:
+            shape = tuple(w.shape)
+            if w.name == "gamma":
+                v = 1.0 + normal(rng, shape, 0.2)
+            elif w.name == "moving_variance":
+                v = rng.uniform(0.5, 1.5, shape).astype(np.float32)
+            elif w.name in ("beta", "moving_mean", "bias"):
+                v = normal(rng, shape, 0.1)
+            else:  # kernel, embeddings
+                v = normal(rng, shape, 0.5)
+            w.assign(v)
+
+
+def weight_items(model):
+    """(name "<layer>/<weight>", variable) for every weight, layer by layer in Keras's order."""
+    items = []
+    for layer in model.layers:
+        for w in layer.weights:
+            items.append((f"{layer.name}/{w.name}", w))
+    return items
+
+
+def trainable_names(model):
+    ids = {id(w) for w in model.trainable_weights}
+    return [n for n, w in weight_items(model) if id(w) in ids]
+
+
+# ---- the cases ----------------------------------------------------------------------------------------
+# Each returns dict(model, x: list, y: list, loss, metrics (a function making fresh metric objects: a
+# metric object keeps its state across compiles), train: bool, optimizers: list of names, description,
+# optionally fix_y(pred, y): labels made to agree with some predictions so accuracies are not 0). Layer names are explicit and must match test_golden.cpp.
+
+def case_mlp():
+    rng = rng_for("mlp")
+    model = keras.Sequential([
+        keras.Input((6,), name="in"),
+        L.Dense(8, activation="relu", kernel_regularizer=keras.regularizers.L2(0.01),
+                bias_regularizer=keras.regularizers.L1(0.01), name="d1"),
+        L.Dense(4, kernel_regularizer=keras.regularizers.L1L2(l1=0.005, l2=0.02), name="d2"),
+        L.Softmax(name="softmax"),
+    ], name="mlp")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6))], y=[one_hot(rng, BATCH, 4)],
+                loss=keras.losses.CategoricalCrossentropy(),
+                metrics=lambda: ["accuracy", keras.metrics.TopKCategoricalAccuracy(k=2), "mse", "mae"],
+                train=True, optimizers=list(OPTIMIZERS),
+                description="Dense (relu), l2/l1/l1_l2 regularizers, Softmax; categorical_crossentropy; "
+                            "accuracy (categorical), top_k_categorical_accuracy k=2, mse, mae; every optimizer")
+
+
+def fix_sparse_labels(pred, y):
+    y[0][:2] = np.argmax(pred[:2], axis=-1)
+
+
+def case_cnn():
+    rng = rng_for("cnn")
+    model = keras.Sequential([
+        keras.Input((8, 8, 2), name="in"),
+        L.ZeroPadding2D(1, name="pad"),
+        L.Conv2D(3, (3, 3), activation="relu", name="conv1"),
+        L.MaxPooling2D((2, 2), name="pool1"),
+        L.BatchNormalization(name="bn"),
+        L.Conv2D(4, (2, 2), padding="same", name="conv2"),
+        L.AveragePooling2D((2, 2), name="pool2"),
+        L.Flatten(name="flat"),
+        L.Dense(3, activation="softmax", name="out"),
+    ], name="cnn")
+    y = rng.integers(0, 3, (BATCH,)).astype(np.int32)
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 8, 8, 2))], y=[y],
+                loss=keras.losses.SparseCategoricalCrossentropy(), metrics=lambda: ["accuracy"],
+                train=True, optimizers=["sgd", "adam", "rmsprop"], fix_y=fix_sparse_labels,
+                description="ZeroPadding2D, Conv2D valid/same, MaxPooling2D, BatchNormalization (training "
+                            "step and inference), AveragePooling2D, Flatten, Dense softmax; "
+                            "sparse_categorical_crossentropy; accuracy (sparse)")
+
+
+def case_pooling():
+    rng = rng_for("pooling")
+    inp = keras.Input((8, 8, 2), name="in")
+    c = L.Conv2D(4, (3, 3), strides=(2, 2), activation="tanh", name="conv")(inp)        # (3, 3, 4)
+    a = L.AveragePooling2D((2, 2), strides=(1, 1), padding="same", name="avg")(c)        # (3, 3, 4)
+    m = L.MaxPooling2D((2, 2), padding="same", name="max")(c)                            # (2, 2, 4)
+    g1 = L.GlobalMaxPooling2D(name="gmax")(a)
+    g2 = L.GlobalAveragePooling2D(name="gavg")(m)
+    cat = L.Concatenate(name="cat")([g1, g2])
+    out = L.Dense(1, activation="sigmoid", name="out")(cat)
+    model = keras.Model(inp, out, name="pooling")
+    y = np.array([[0], [1], [1], [0]], dtype=np.float32)
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 8, 8, 2))], y=[y],
+                loss=keras.losses.BinaryCrossentropy(), metrics=lambda: ["accuracy", "mse"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional; Conv2D strides 2 tanh, AveragePooling2D/MaxPooling2D padding same, "
+                            "GlobalMaxPooling2D, GlobalAveragePooling2D, Concatenate, Dense sigmoid; "
+                            "binary_crossentropy; accuracy (binary), mse")
+
+
+def case_merge():
+    rng = rng_for("merge")
+    a = keras.Input((5,), name="in_a")
+    b = keras.Input((5,), name="in_b")
+    da = L.Dense(4, name="da")(a)
+    db = L.Dense(4, activation="sigmoid", name="db")(b)
+    merged = [L.Add(name="add")([da, db]), L.Subtract(name="sub")([da, db]), L.Multiply(name="mul")([da, db]),
+              L.Average(name="avg")([da, db]), L.Maximum(name="max")([da, db])]
+    cat = L.Concatenate(name="cat")(merged)
+    out = L.Dense(3, name="out")(cat)
+    model = keras.Model([a, b], out, name="merge")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5)), normal(rng, (BATCH, 5))],
+                y=[normal(rng, (BATCH, 3))], loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="two inputs; Add, Subtract, Multiply, Average, Maximum, Concatenate; "
+                            "mean_squared_error; mae")
+
+
+def case_activations():
+    rng = rng_for("activations")
+    model = keras.Sequential([
+        keras.Input((6,), name="in"),
+        L.Dense(6, name="d1"),
+        L.ReLU(name="relu"),
+        L.Dense(6, name="d2"),
+        L.LeakyReLU(negative_slope=0.1, name="leaky"),
+        L.Dense(6, name="d3"),
+        L.ELU(alpha=0.7, name="elu"),
+        L.Dense(3, name="d4"),
+        L.Activation("tanh", name="act"),
+        L.Lambda(lambda t: t * 2.0, name="lambda"),
+    ], name="activations")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6))], y=[normal(rng, (BATCH, 3), 1.5)],
+                loss=keras.losses.Huber(delta=0.5), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="ReLU, LeakyReLU(0.1), ELU(0.7), Activation(tanh), Lambda (x * 2); huber delta 0.5; mae")
+
+
+def case_embedding():
+    rng = rng_for("embedding")
+    model = keras.Sequential([
+        keras.Input((5,), dtype="int32", name="in"),
+        L.Embedding(10, 3, name="emb"),
+        L.Reshape((15,), name="reshape"),
+        L.Dense(4, name="logits"),
+    ], name="embedding")
+    x = rng.integers(0, 10, (BATCH, 5)).astype(np.int32)
+    x[0, :2] = 7  # a repeated index: its gradient rows add up
+    y = rng.integers(0, 4, (BATCH,)).astype(np.int32)
+    return dict(model=model, rng=rng, x=[x], y=[y],
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=lambda: ["accuracy"],
+                train=True, optimizers=["sgd", "adam", "adagrad"],
+                description="Embedding (int32 ids, a repeated one), Reshape, Dense logits; "
+                            "sparse_categorical_crossentropy from_logits; accuracy (sparse)")
+
+
+def case_regression():
+    rng = rng_for("regression")
+    model = keras.Sequential([
+        keras.Input((12,), name="in"),
+        L.Reshape((3, 4), name="reshape"),
+        L.Dense(2, activation="sigmoid", name="d1"),  # on the last axis of (3, 4)
+        L.Flatten(name="flat"),
+        L.Dense(2, name="d2"),
+    ], name="regression")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 12))], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanAbsoluteError(), metrics=lambda: ["mse"],
+                train=True, optimizers=["sgd", "adam"],
+                description="Reshape, Dense on a rank-3 input, Flatten; mean_absolute_error; mse")
+
+
+def case_dropout():
+    rng = rng_for("dropout")
+    model = keras.Sequential([
+        keras.Input((6,), name="in"),
+        L.Dense(8, activation="relu", name="d1"),
+        L.Dropout(0.5, name="drop"),
+        L.Dense(3, activation="softmax", name="d2"),
+    ], name="dropout")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6))], y=[one_hot(rng, BATCH, 3)],
+                loss=keras.losses.CategoricalCrossentropy(), metrics=lambda: ["accuracy"],
+                train=False, optimizers=[],
+                description="Dropout(0.5): inference only (training draws differ from TensorFlow's RNG)")
+
+
+CASES = {
+    "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
+    "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
+    "dropout": case_dropout,
+}
+
+# ---- optimizers ----------------------------------------------------------------------------------------
+S = keras.optimizers.schedules
+OPTIMIZERS = {
+    "sgd": lambda: keras.optimizers.SGD(0.1),
+    "sgd_momentum": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
+    "sgd_nesterov": lambda: keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
+    "rmsprop": lambda: keras.optimizers.RMSprop(0.01),
+    "rmsprop_centered_momentum": lambda: keras.optimizers.RMSprop(0.01, momentum=0.5, centered=True),
+    "adam": lambda: keras.optimizers.Adam(0.01),
+    "adam_amsgrad": lambda: keras.optimizers.Adam(0.01, amsgrad=True),
+    "adamw": lambda: keras.optimizers.AdamW(0.01, weight_decay=0.1),
+    "adagrad": lambda: keras.optimizers.Adagrad(0.1),
+    "adadelta": lambda: keras.optimizers.Adadelta(1.0),
+    "sgd_clipnorm": lambda: keras.optimizers.SGD(0.1, clipnorm=0.3),
+    "sgd_clipvalue": lambda: keras.optimizers.SGD(0.1, clipvalue=0.05),
+    "sgd_global_clipnorm": lambda: keras.optimizers.SGD(0.1, global_clipnorm=0.5),
+    "adam_clipnorm": lambda: keras.optimizers.Adam(0.01, clipnorm=0.3),
+    "sgd_exponential_decay": lambda: keras.optimizers.SGD(S.ExponentialDecay(0.1, decay_steps=2, decay_rate=0.5)),
+    "sgd_piecewise_constant_decay": lambda: keras.optimizers.SGD(
+        S.PiecewiseConstantDecay([1, 2], [0.1, 0.05, 0.02])),
+    "sgd_cosine_decay": lambda: keras.optimizers.SGD(S.CosineDecay(0.1, decay_steps=4, alpha=0.1)),
+}
+
+SCHEDULES = {
+    "exponential_decay": S.ExponentialDecay(0.1, decay_steps=3, decay_rate=0.5),
+    "exponential_decay_staircase": S.ExponentialDecay(0.1, decay_steps=3, decay_rate=0.5, staircase=True),
+    "piecewise_constant_decay": S.PiecewiseConstantDecay([2, 5], [0.1, 0.05, 0.01]),
+    "cosine_decay": S.CosineDecay(0.1, decay_steps=6),
+    "cosine_decay_alpha": S.CosineDecay(0.1, decay_steps=6, alpha=0.2),
+    "cosine_decay_warmup": S.CosineDecay(0.0, decay_steps=5, warmup_target=0.1, warmup_steps=3),
+}
+SCHEDULE_STEPS = 10
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
+
+def new_file(path):
+    """An HDF5 file in the 1.8 format (compact groups, still readable by the HDF5 1.10 tower builds
+    with) without object timestamps, so regenerating unchanged data gives byte-identical files."""
+    fapl = h5p.create(h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5f.LIBVER_V18, h5f.LIBVER_V18)
+    fcpl = h5p.create(h5p.FILE_CREATE)
+    fcpl.set_obj_track_times(False)
+    return h5py.File(h5f.create(path.encode(), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
+
+
+def group(parent, path):
+    """The group at `path` under `parent`, each missing component created without timestamps."""
+    g = parent
+    for part in [p for p in path.split("/") if p]:
+        if part not in g:
+            gcpl = h5p.create(h5p.GROUP_CREATE)
+            gcpl.set_obj_track_times(False)
+            h5g.create(g.id, part.encode(), gcpl=gcpl)
+        g = g[part]
+    return g
+
+
+def put(parent, name, value):
+    value = np.asarray(value)
+    if value.dtype == np.float64:
+        value = value.astype(np.float32)
+    head, _, base = name.rpartition("/")
+    group(parent, head).create_dataset(base, data=value, track_times=False)
+
+
+def put_names(obj, attr, names):
+    obj.attrs[attr] = np.array([n.encode("ascii") for n in names])
+
+
+def flat(arrays):
+    return np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays])
+
+
+def log_names(model, logs):
+    """The names of Keras's evaluate()/train_on_batch() list, in its order (Trainer._flatten_metrics_in_order)."""
+    names = []
+    for metric in model.metrics:
+        names += [m.name for m in metric.metrics] if isinstance(metric, CompileMetrics) else [metric.name]
+    names = [n for n in names if n in logs]
+    return names + [k for k in sorted(logs) if k not in names]
+
+
+def training_loss_and_grads(model, loss_fn, x, y):
+    with tf.GradientTape() as tape:
+        y_pred = model(x if len(x) > 1 else x[0], training=True)
+        loss = loss_fn(y[0], y_pred)
+        if model.losses:
+            loss = loss + tf.add_n(model.losses)
+    grads = tape.gradient(loss, model.trainable_weights)
+    grads = [tf.convert_to_tensor(g).numpy() for g in grads]  # Embedding: IndexedSlices -> dense
+    return y_pred, float(loss), grads
+
+
+def write_case(name, build):
+    keras.utils.set_random_seed(SEED)
+    c = build()
+    model, x, y = c["model"], c["x"], c["y"]
+    set_golden_weights(model, c["rng"])
+    # Keras 3's model.weights is layer by layer; weight_items() follows model.layers the same way.
+    assert [id(w) for _, w in weight_items(model)] == [id(w) for w in model.weights]
+    initial = [w.numpy().copy() for w in model.weights]
+    xin = x if len(x) > 1 else x[0]
+    path = os.path.join(FILES, f"{name}.h5")
+    with new_file(path) as f:
+        f.attrs["case"] = name
+        f.attrs["description"] = c["description"]
+        f.attrs["loss"] = json.dumps(keras.losses.serialize(c["loss"]))
+        f.attrs["train"] = int(c["train"])
+        f.attrs["keras_version"] = keras.__version__
+        put_names(f, "weight_names", [n for n, _ in weight_items(model)])
+        put_names(f, "trainable_weight_names", trainable_names(model))
+        for n, w in weight_items(model):
+            put(f, f"weights/{n}", w.numpy())
+        for i, v in enumerate(x):
+            put(f, f"x/{i}", v)
+        pred = model.predict(xin, batch_size=BATCH, verbose=0)
+        if "fix_y" in c:
+            c["fix_y"](pred, y)
+        for i, v in enumerate(y):
+            put(f, f"y/{i}", v)
+        for i, v in enumerate(pred if isinstance(pred, list) else [pred]):
+            put(f, f"predict/{i}", v)
+        model.compile(optimizer="sgd", loss=c["loss"], metrics=c["metrics"]())
+        logs = model.evaluate(xin, y[0], batch_size=BATCH, verbose=0, return_dict=True)
+        names = log_names(model, logs)
+        put_names(f, "log_names", names)
+        put(f, "evaluate", flat([logs[n] for n in names]))
+        if not c["train"]:
+            return path
+        y_pred, loss, grads = training_loss_and_grads(model, c["loss"], x, y)
+        put(f, "train_predict/0", y_pred.numpy())
+        put(f, "train_loss", np.float32(loss))
+        put(f, "grads", flat(grads))
+        for opt_name in c["optimizers"]:
+            g = group(f, f"optimizers/{opt_name}")
+            for steps in (1, 3):
+                model.set_weights(initial)
+                opt = OPTIMIZERS[opt_name]()
+                g.attrs["config"] = json.dumps(keras.optimizers.serialize(opt)["config"], default=str)
+                model.compile(optimizer=opt, loss=c["loss"], metrics=c["metrics"]())  # fresh metric objects
+                for step in range(steps):
+                    logs = model.train_on_batch(xin, y[0], return_dict=True)
+                    if step == 0 and steps == 1:
+                        assert log_names(model, logs) == names
+                        put(g, "logs1", flat([logs[n] for n in names]))
+                put(g, f"step{steps}", flat([w.numpy() for w in model.weights]))
+    return path
+
+
+# ---- losses, metrics and schedules on their own -------------------------------------------------------
+
+def write_losses():
+    rng = np.random.default_rng(SEED + 1)
+    probs = keras.ops.convert_to_numpy(keras.ops.softmax(normal(rng, (BATCH, 3), 2.0)))
+    logits = normal(rng, (BATCH, 3), 2.0)
+    labels = rng.integers(0, 3, (BATCH,)).astype(np.int32)
+    onehot = np.eye(3, dtype=np.float32)[labels]
+    bin_true = rng.integers(0, 2, (BATCH, 2)).astype(np.float32)
+    bin_prob = rng.uniform(0.02, 0.98, (BATCH, 2)).astype(np.float32)
+    reg_true = normal(rng, (BATCH, 3))
+    reg_pred = normal(rng, (BATCH, 3), 1.5)
+    cases = {
+        "categorical_crossentropy": (keras.losses.CategoricalCrossentropy(reduction=None), onehot, probs),
+        "categorical_crossentropy_from_logits": (
+            keras.losses.CategoricalCrossentropy(from_logits=True, reduction=None), onehot, logits),
+        "categorical_crossentropy_label_smoothing": (
+            keras.losses.CategoricalCrossentropy(label_smoothing=0.1, reduction=None), onehot, probs),
+        "sparse_categorical_crossentropy": (
+            keras.losses.SparseCategoricalCrossentropy(reduction=None), labels, probs),
+        "sparse_categorical_crossentropy_from_logits": (
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None), labels, logits),
+        "binary_crossentropy": (keras.losses.BinaryCrossentropy(reduction=None), bin_true, bin_prob),
+        "binary_crossentropy_from_logits": (
+            keras.losses.BinaryCrossentropy(from_logits=True, reduction=None), bin_true, logits[:, :2]),
+        "binary_crossentropy_label_smoothing": (
+            keras.losses.BinaryCrossentropy(label_smoothing=0.2, reduction=None), bin_true, bin_prob),
+        "mean_squared_error": (keras.losses.MeanSquaredError(reduction=None), reg_true, reg_pred),
+        "mean_absolute_error": (keras.losses.MeanAbsoluteError(reduction=None), reg_true, reg_pred),
+        "huber": (keras.losses.Huber(reduction=None), reg_true, reg_pred),
+        "huber_delta_0.5": (keras.losses.Huber(delta=0.5, reduction=None), reg_true, reg_pred),
+    }
+    with new_file(os.path.join(FILES, "losses.h5")) as f:
+        for name, (fn, yt, yp) in cases.items():
+            g = group(f, name)
+            g.attrs["config"] = json.dumps(fn.get_config(), default=str)
+            put(g, "y_true", yt)
+            put(g, "y_pred", yp)
+            per_sample = keras.ops.convert_to_numpy(fn(yt, yp))
+            put(g, "per_sample", per_sample)
+            put(g, "mean", np.float32(np.mean(per_sample, dtype=np.float64)))
+
+
+def write_metrics():
+    rng = np.random.default_rng(SEED + 2)
+    probs = keras.ops.convert_to_numpy(keras.ops.softmax(normal(rng, (6, 5), 2.0)))
+    labels = rng.integers(0, 5, (6,)).astype(np.int32)
+    labels[:2] = np.argmax(probs[:2], axis=-1)  # some hits
+    onehot = np.eye(5, dtype=np.float32)[labels]
+    bin_true = rng.integers(0, 2, (6, 1)).astype(np.float32)
+    bin_prob = rng.uniform(0.0, 1.0, (6, 1)).astype(np.float32)
+    multi_true = rng.integers(0, 2, (6, 3)).astype(np.float32)
+    multi_prob = rng.uniform(0.0, 1.0, (6, 3)).astype(np.float32)
+    reg_true, reg_pred = normal(rng, (6, 3)), normal(rng, (6, 3))
+    M = keras.metrics
+    cases = {
+        "categorical_accuracy": (M.categorical_accuracy, {}, onehot, probs),
+        "sparse_categorical_accuracy": (M.sparse_categorical_accuracy, {}, labels, probs),
+        "binary_accuracy": (M.binary_accuracy, {}, bin_true, bin_prob),
+        "binary_accuracy_threshold_0.7": (M.binary_accuracy, {"threshold": 0.7}, bin_true, bin_prob),
+        "binary_accuracy_multilabel": (M.binary_accuracy, {}, multi_true, multi_prob),
+        "top_k_categorical_accuracy_k2": (M.top_k_categorical_accuracy, {"k": 2}, onehot, probs),
+        "top_k_categorical_accuracy_k5": (M.top_k_categorical_accuracy, {"k": 5}, onehot, probs),
+        "sparse_top_k_categorical_accuracy_k3": (M.sparse_top_k_categorical_accuracy, {"k": 3}, labels, probs),
+        "mean_squared_error": (M.mean_squared_error, {}, reg_true, reg_pred),
+        "mean_absolute_error": (M.mean_absolute_error, {}, reg_true, reg_pred),
+    }
+    with new_file(os.path.join(FILES, "metrics.h5")) as f:
+        for name, (fn, kw, yt, yp) in cases.items():
+            g = group(f, name)
+            g.attrs["config"] = json.dumps(kw)
+            put(g, "y_true", yt)
+            put(g, "y_pred", yp)
+            values = keras.ops.convert_to_numpy(fn(yt, yp, **kw)).astype(np.float64)
+            if values.ndim > 1:  # binary_accuracy: per element
+                values = values.mean(axis=-1)
+            put(g, "per_sample", values)
+
+
+def write_schedules():
+    with new_file(os.path.join(FILES, "schedules.h5")) as f:
+        for name, sched in SCHEDULES.items():
+            g = group(f, name)
+            g.attrs["config"] = json.dumps(sched.get_config(), default=str)
+            values = [float(keras.ops.convert_to_numpy(sched(step))) for step in range(SCHEDULE_STEPS)]
+            g.create_dataset("values", data=np.array(values, dtype=np.float64), track_times=False)
+
+
+# ---- the reverse direction -------------------------------------------------------------------------------
+
+def read_cpp_files():
+    out_path = os.path.join(FILES, "keras_predictions_of_cpp.h5")
+    with new_file(out_path) as out:
+        for name in CPP_CASES:
+            path = os.path.join(FILES, f"cpp_{name}.h5")
+            if not os.path.exists(path):
+                sys.exit(f"{path} is missing: run TOWER_WRITE_GOLDEN_DIR={FILES} build/tests/test_golden first")
+            keras.utils.set_random_seed(SEED)
+            c = CASES[name]()
+            model = c["model"]
+            model.load_weights(path)  # Keras's legacy HDF5 reader (layers matched in order)
+            with h5py.File(os.path.join(FILES, f"{name}.h5"), "r") as golden:
+                x = [golden[f"x/{i}"][()] for i in range(len(golden["x"]))]
+            pred = model.predict(x if len(x) > 1 else x[0], batch_size=BATCH, verbose=0)
+            for i, v in enumerate(pred if isinstance(pred, list) else [pred]):
+                put(out, f"{name}/predict/{i}", v)
+            for n, w in weight_items(model):
+                put(out, f"{name}/weights/{n}", w.numpy())
+    print("wrote", out_path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--from-cpp", action="store_true",
+                        help="read files/cpp_<case>.h5 and record Keras's predictions with those weights")
+    args = parser.parse_args()
+    os.makedirs(FILES, exist_ok=True)
+    if args.from_cpp:
+        read_cpp_files()
+        return
+    for name, build in CASES.items():
+        print("wrote", write_case(name, build))
+    write_losses()
+    write_metrics()
+    write_schedules()
+    print("wrote losses.h5, metrics.h5, schedules.h5")
+
+
+if __name__ == "__main__":
+    main()
