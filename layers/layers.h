@@ -1,5 +1,4 @@
-// Every Keras layer of tower, for `#include "layers/layers.h"` (Model and Sequential: layers/model.h,
-// layers/sequential.h).
+// The Keras API in one include: every layer, Model, Sequential, losses, metrics and callbacks.
 #pragma once
 
 #include "layers/activation.h"
@@ -7,6 +6,7 @@
 #include "layers/average.h"
 #include "layers/average_pooling2d.h"
 #include "layers/batch_normalization.h"
+#include "layers/callbacks.h"
 #include "layers/concatenate.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
@@ -19,11 +19,15 @@
 #include "layers/input_layer.h"
 #include "layers/lambda.h"
 #include "layers/leaky_re_lu.h"
+#include "layers/losses.h"
 #include "layers/max_pooling2d.h"
 #include "layers/maximum.h"
+#include "layers/metrics.h"
+#include "layers/model.h"
 #include "layers/multiply.h"
 #include "layers/re_lu.h"
 #include "layers/reshape.h"
+#include "layers/sequential.h"
 #include "layers/softmax.h"
 #include "layers/subtract.h"
 #include "layers/zero_padding2d.h"

@@ -47,10 +47,10 @@ SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const 
     // tf.keras 2's slot names: "Adam/dense/kernel/m:0".
     auto value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
     auto created = make_variable(name() + "/" + base + "/" + slot_name + ":0", value, false);
-    it = slots_.emplace(key, created).first;
+    it = slots_.emplace(key, std::make_pair(variable, created)).first;
     slot_order_.push_back(created);
   }
-  return graph.variable(it->second);
+  return graph.variable(it->second.second);
 }
 
 namespace {

@@ -73,7 +73,9 @@ class Optimizer {
   std::shared_ptr<const LearningRateSchedule> schedule_;
   ClipOptions clip_;
   std::int64_t iterations_ = 0;
-  std::map<std::pair<const Variable*, std::string>, VariablePtr> slots_;
+  // (variable, slot name) -> slot. Each entry also holds its variable, so a freed variable's address
+  // can never be reused by another one while its slots exist.
+  std::map<std::pair<const Variable*, std::string>, std::pair<VariablePtr, VariablePtr>> slots_;
   std::vector<VariablePtr> slot_order_;
 };
 
