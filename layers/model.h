@@ -77,7 +77,7 @@ struct EvaluateOptions {
 
 struct PredictOptions {
   std::int64_t batch_size = 32;
-  int verbose = 0;
+  int verbose = 0;  // 1: a progress bar (Keras's default "auto"); 0 here because C++ callers rarely want it
   std::vector<CallbackPtr> callbacks;
 };
 

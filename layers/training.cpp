@@ -492,7 +492,8 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   Function& f = predict_function(x);
   const std::int64_t steps = (n + options.batch_size - 1) / options.batch_size;
   CallbackList callbacks;
-  callbacks.all = options.callbacks;
+  if (options.verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  callbacks.all.insert(callbacks.all.end(), options.callbacks.begin(), options.callbacks.end());
   callbacks.each([&](Callback& cb) {
     cb.set_model(this);
     cb.set_params({.epochs = 1, .steps = steps, .verbose = options.verbose});
