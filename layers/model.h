@@ -163,6 +163,9 @@ class Model : public Layer {
   void reset_functions();
 
  private:
+  struct Batch;
+  Batch prepare_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sample_weight,
+                      const char* where);
   Function& train_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
   Function& test_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
   Function& predict_function(const std::vector<Tensor>& x);

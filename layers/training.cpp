@@ -305,6 +305,18 @@ std::vector<double> scalars(const std::vector<Tensor>& values) {
   return out;
 }
 
+// One optimizer step on a batch: feeds the learning rate and the 1-based step number, runs the
+// updates, counts the step. Returns the batch's loss and metric means.
+std::vector<double> train_step(Model::Function& f, optimizers::Optimizer& optimizer, const std::vector<Tensor>& x,
+                               const std::vector<Tensor>& y, const Tensor& sample_weight) {
+  auto feeds = feeds_for(f, x, y, sample_weight);
+  feeds.emplace_back(f.learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
+  feeds.emplace_back(f.iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
+  auto values = scalars(f.executor->run(feeds, f.fetches, f.targets));
+  optimizer.finish_step();
+  return values;
+}
+
 }  // namespace
 
 // ---- fit ---------------------------------------------------------------------------------------------
@@ -398,11 +410,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
       for (const auto& a : y) by.push_back(take_rows(a, rows, size));
       Tensor bw = take_rows(sample_weights, rows, size);
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
-      auto feeds = feeds_for(f, bx, by, bw);
-      feeds.emplace_back(f.learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
-      feeds.emplace_back(f.iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
-      auto values = scalars(f.executor->run(feeds, f.fetches, f.targets));
-      optimizer.finish_step();
+      auto values = train_step(f, optimizer, bx, by, bw);
       averages.add(f.names, values, size);
       auto logs = averages.logs();
       callbacks.each([&](Callback& cb) { cb.on_train_batch_end(step, logs); });
@@ -527,37 +535,38 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
 
 // ---- single batches ---------------------------------------------------------------------------------
 
-Logs Model::train_on_batch(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y_in,
-                           const std::optional<Tensor>& sample_weight) {
-  build_from_data(x_in);
-  check_inputs(x_in, "train_on_batch");
-  auto x = prepare_inputs(x_in, data_->inputs);
-  auto y = prepare_labels(y_in);
-  std::vector<Tensor> all = x;
-  all.insert(all.end(), y.begin(), y.end());
-  const std::int64_t n = num_samples(all, "train_on_batch(x, y)");
-  Function& f = train_function(x, y);
-  auto& optimizer = *data_->optimizer;
-  auto feeds = feeds_for(f, x, y, sample_weight ? to_dtype(*sample_weight, DType::float32) : Tensor::full({n}, 1.0));
-  feeds.emplace_back(f.learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
-  feeds.emplace_back(f.iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
-  auto values = scalars(f.executor->run(feeds, f.fetches, f.targets));
-  optimizer.finish_step();
-  return batch_logs(f.names, values);
+// x, y and sample weights of one batch, checked and converted as fit does.
+struct Model::Batch {
+  std::vector<Tensor> x, y;
+  Tensor sample_weight;
+};
+
+Model::Batch Model::prepare_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                                  const std::optional<Tensor>& sample_weight, const char* where) {
+  build_from_data(x);
+  check_inputs(x, where);
+  Batch batch{prepare_inputs(x, data_->inputs), prepare_labels(y), {}};
+  std::vector<Tensor> all = batch.x;
+  all.insert(all.end(), batch.y.begin(), batch.y.end());
+  const std::int64_t n = num_samples(all, std::string(where) + "(x, y)");
+  batch.sample_weight = sample_weight ? to_dtype(*sample_weight, DType::float32) : Tensor::full({n}, 1.0);
+  if (batch.sample_weight.shape() != Shape{n})
+    raise<ShapeError>("{}: sample_weight must have shape ({},), got {}", where, n, batch.sample_weight.shape().to_string());
+  return batch;
 }
 
-Logs Model::test_on_batch(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y_in,
+Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                           const std::optional<Tensor>& sample_weight) {
+  auto batch = prepare_batch(x, y, sample_weight, "train_on_batch");
+  Function& f = train_function(batch.x, batch.y);
+  return batch_logs(f.names, train_step(f, *data_->optimizer, batch.x, batch.y, batch.sample_weight));
+}
+
+Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                           const std::optional<Tensor>& sample_weight) {
-  build_from_data(x_in);
-  check_inputs(x_in, "test_on_batch");
-  auto x = prepare_inputs(x_in, data_->inputs);
-  auto y = prepare_labels(y_in);
-  std::vector<Tensor> all = x;
-  all.insert(all.end(), y.begin(), y.end());
-  const std::int64_t n = num_samples(all, "test_on_batch(x, y)");
-  Function& f = test_function(x, y);
-  auto feeds = feeds_for(f, x, y, sample_weight ? to_dtype(*sample_weight, DType::float32) : Tensor::full({n}, 1.0));
-  return batch_logs(f.names, scalars(f.executor->run(feeds, f.fetches)));
+  auto batch = prepare_batch(x, y, sample_weight, "test_on_batch");
+  Function& f = test_function(batch.x, batch.y);
+  return batch_logs(f.names, scalars(f.executor->run(feeds_for(f, batch.x, batch.y, batch.sample_weight), f.fetches)));
 }
 
 std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x_in) {
