@@ -111,7 +111,22 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> losses;
   CallContext ctx{.graph = scratch, .training = false, .updates = &updates, .losses = &losses};
-  auto outputs = self->call(ctx, placeholders);
+  std::vector<SymbolicTensor> outputs;
+  // An op's error gets the layer's name in front, unless the layer already said it.
+  const std::string where = class_name() + " \"" + name() + "\": ";
+  auto prefixed = [&](const std::exception& e) {
+    std::string what = e.what();
+    return what.find("\"" + name() + "\"") == std::string::npos ? where + what : what;
+  };
+  try {
+    outputs = self->call(ctx, placeholders);
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefixed(e));
+  } catch (const DTypeError& e) {
+    throw DTypeError(prefixed(e));
+  } catch (const ValueError& e) {
+    throw ValueError(prefixed(e));
+  }
 
   auto node = std::make_shared<KerasNode>();
   node->layer = self;

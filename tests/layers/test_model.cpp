@@ -261,3 +261,10 @@ TEST_CASE("Sequential: add, pop, build from data, set_weights errors") {
   auto no_compile = message_of<ValueError>([&] { model.evaluate(x, x, {.verbose = 0}); });
   CHECK(contains(no_compile, "compile()"));
 }
+
+TEST_CASE("an op's error inside a layer names the layer") {
+  clear_session();
+  auto x = layers::Input({2, 2, 1});
+  auto msg = message_of<ShapeError>([&] { layers::Conv2D(4, {3, 3}, {.name = "too_big"})(x); });
+  CHECK(contains(msg, "Conv2D \"too_big\""));
+}
