@@ -138,7 +138,17 @@ void Model::reset_functions() {
 
 // ---- structure ---------------------------------------------------------------------------------
 
-std::vector<LayerPtr> Model::layers() const { return data_->layers; }
+std::vector<LayerPtr> Model::layers() const {
+  if (!data_->sequential) return data_->layers;
+  std::vector<LayerPtr> out;
+  for (const auto& layer : data_->layers)
+    if (!dynamic_cast<const InputLayer*>(layer.get())) out.push_back(layer);
+  return out;
+}
+
+std::string Model::class_name() const { return data_->sequential ? "Sequential" : "Functional"; }
+
+void Model::mark_sequential() { data_->sequential = true; }
 
 LayerPtr Model::get_layer(const std::string& layer_name) const {
   std::string names;

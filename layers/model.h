@@ -110,7 +110,7 @@ class Model : public Layer {
   // ---- Layer -------------------------------------------------------------------------------------
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Model>(*this); }
-  std::string class_name() const override { return "Functional"; }
+  std::string class_name() const override;
   std::vector<VariablePtr> trainable_weights() const override;
   std::vector<VariablePtr> non_trainable_weights() const override;
   std::vector<SymbolicTensor> regularization_losses(Graph& graph) const override;
@@ -156,6 +156,7 @@ class Model : public Layer {
   // For Sequential: a model whose graph is set later with set_graph().
   explicit Model(const std::string& name, const std::string& default_base);
   void set_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs);
+  void mark_sequential();
   bool has_graph() const;
   // Sequential without an Input builds its graph from the first data it sees.
   virtual void build_from_data(const std::vector<Tensor>& x);

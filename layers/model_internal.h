@@ -29,6 +29,9 @@ struct Model::Data {
   std::vector<KerasTensor> inputs, outputs;
   std::vector<std::shared_ptr<KerasNode>> nodes;  // calls to run, in execution order (no input nodes)
   std::vector<LayerPtr> layers;                   // Keras's model.layers order, InputLayers included
+  // Made by Sequential: layers() hides the InputLayer and the class name is "Sequential", also
+  // through a plain Model copy (`Model m = sequential;`).
+  bool sequential = false;
 
   // compile()
   bool compiled = false;

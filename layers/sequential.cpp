@@ -8,6 +8,7 @@ namespace tower {
 
 Sequential::Sequential(const std::vector<LayerRef>& layers, const std::string& name)
     : Model(name, "sequential"), stack_(std::make_shared<Stack>()) {
+  mark_sequential();
   for (const auto& layer : layers) add(layer);
 }
 

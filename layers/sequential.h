@@ -21,7 +21,6 @@ class Sequential : public Model {
   // Keras's Sequential.layers: the stacked layers, without the InputLayer.
   std::vector<LayerPtr> layers() const override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Sequential>(*this); }
-  std::string class_name() const override { return "Sequential"; }
 
  protected:
   void build_from_data(const std::vector<Tensor>& x) override;

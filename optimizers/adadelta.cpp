@@ -1,4 +1,4 @@
-// Adadelta.
+// Adadelta: the update through ops::apply_adadelta.
 #include "optimizers/adadelta.h"
 
 #include "core/ops.h"
@@ -6,10 +6,10 @@
 namespace tower::optimizers {
 
 Adadelta::Adadelta(double learning_rate, const AdadeltaOptions& options)
-    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(learning_rate, clip_options(options)), options_(options) {}
 
 Adadelta::Adadelta(std::shared_ptr<const LearningRateSchedule> schedule, const AdadeltaOptions& options)
-    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(std::move(schedule), clip_options(options)), options_(options) {}
 
 Node* Adadelta::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                             const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {

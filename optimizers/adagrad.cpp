@@ -1,4 +1,4 @@
-// Adagrad.
+// Adagrad: the update through ops::apply_adagrad.
 #include "optimizers/adagrad.h"
 
 #include "core/ops.h"
@@ -6,10 +6,10 @@
 namespace tower::optimizers {
 
 Adagrad::Adagrad(double learning_rate, const AdagradOptions& options)
-    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(learning_rate, clip_options(options)), options_(options) {}
 
 Adagrad::Adagrad(std::shared_ptr<const LearningRateSchedule> schedule, const AdagradOptions& options)
-    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(std::move(schedule), clip_options(options)), options_(options) {}
 
 Node* Adagrad::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {

@@ -1,4 +1,4 @@
-// Adam and AdamW (Adam with decoupled weight decay), Keras's defaults.
+// Adam, Keras's defaults (AdamW, in adamw.h, is Adam with a decoupled weight decay).
 #pragma once
 
 #include "optimizers/optimizer.h"
@@ -16,7 +16,7 @@ struct AdamOptions {
 // Keras 3's rule with bias correction folded into the step size:
 // m += (g - m)(1 - beta_1); v += (g² - v)(1 - beta_2);
 // var -= lr sqrt(1 - beta_2^t) / (1 - beta_1^t) · m / (sqrt(v) + epsilon), v replaced by its running
-// maximum with amsgrad. Slots: "m", "v", "vhat".
+// maximum with amsgrad. Slots: "m", "v", "vhat" (amsgrad).
 class Adam : public Optimizer {
  public:
   explicit Adam(double learning_rate = 0.001, const AdamOptions& options = {});
@@ -27,35 +27,12 @@ class Adam : public Optimizer {
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
                     const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) override;
-  // Adam's update with a decoupled weight decay (var -= lr · weight_decay · var first).
-  Node* adam_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
-                  const SymbolicTensor& learning_rate, const SymbolicTensor& iteration, double weight_decay);
 
-  AdamOptions options_;
-};
-
-struct AdamWOptions {
-  double weight_decay = 0.004;
-  double beta_1 = 0.9;
-  double beta_2 = 0.999;
-  double epsilon = 1e-7;
-  bool amsgrad = false;
-  std::optional<double> clipnorm, clipvalue, global_clipnorm;
-};
-
-class AdamW : public Adam {
- public:
-  explicit AdamW(double learning_rate = 0.001, const AdamWOptions& options = {});
-  explicit AdamW(std::shared_ptr<const LearningRateSchedule> schedule, const AdamWOptions& options = {});
-  std::string name() const override { return "AdamW"; }
-  OptimizerPtr clone() const override { return std::make_shared<AdamW>(*this); }
-
- protected:
-  Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
-                    const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) override;
+  // var -= learning_rate · weight_decay · var before each update (AdamW's; 0 for Adam).
+  double weight_decay_ = 0.0;
 
  private:
-  double weight_decay_;
+  AdamOptions options_;
 };
 
 }  // namespace tower::optimizers

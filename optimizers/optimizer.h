@@ -18,6 +18,7 @@
 namespace tower::optimizers {
 
 // Keyword arguments every Keras optimizer takes (clipping is applied to each gradient before the update).
+// As in Keras 3, at most one of them may be set.
 struct ClipOptions {
   std::optional<double> clipnorm;         // each gradient rescaled to at most this L2 norm
   std::optional<double> clipvalue;        // each gradient element clipped to [-clipvalue, clipvalue]
@@ -31,6 +32,7 @@ class Optimizer {
   // Keras's class name ("Adam") and the prefix of slot names ("Adam/m/dense/kernel:0").
   virtual std::string name() const = 0;
   // A copy with the same configuration and state (compile() keeps its own: `optimizers::Adam(1e-3)`).
+  // The copy's slots are new variables holding the same values, so training one leaves the other alone.
   virtual std::shared_ptr<Optimizer> clone() const = 0;
 
   // Adds the update of every variable to `graph`; returns the nodes to run as targets each step.
@@ -58,6 +60,15 @@ class Optimizer {
  protected:
   Optimizer(double learning_rate, const ClipOptions& clip);
   Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const ClipOptions& clip);
+  // Copies deep-copy the slots (see clone()).
+  Optimizer(const Optimizer& other);
+  Optimizer& operator=(const Optimizer& other);
+
+  // The clipping fields of an optimizer's options struct (each has clipnorm, clipvalue, global_clipnorm).
+  template <class Options>
+  static ClipOptions clip_options(const Options& o) {
+    return {o.clipnorm, o.clipvalue, o.global_clipnorm};
+  }
 
   // Adds the update of one variable. var: the variable's read in `graph`; grad: clipped gradient.
   virtual Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
@@ -66,6 +77,7 @@ class Optimizer {
 
   // The slot `slot_name` of `variable` ("m", "v", "momentum", ...), created as zeros (or `initial`)
   // on first use and kept for the optimizer's life, so rebuilding the training graph keeps the state.
+  // Named as tf.keras 2.11+ names them: "<name()>/<slot_name>/<variable name without :0>:0".
   SymbolicTensor slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name, double initial = 0.0);
 
  private:

@@ -4,6 +4,7 @@
 #include "optimizers/adadelta.h"
 #include "optimizers/adagrad.h"
 #include "optimizers/adam.h"
+#include "optimizers/adamw.h"
 #include "optimizers/optimizer.h"
 #include "optimizers/rmsprop.h"
 #include "optimizers/schedules.h"

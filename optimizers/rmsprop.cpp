@@ -1,21 +1,29 @@
-// RMSprop.
+// RMSprop: the update through ops::apply_rmsprop.
 #include "optimizers/rmsprop.h"
 
+#include "core/error.h"
 #include "core/ops.h"
 
 namespace tower::optimizers {
 
+namespace {
+RMSpropOptions checked(const RMSpropOptions& o) {
+  if (o.momentum < 0.0) raise<ValueError>("RMSprop: momentum must be >= 0, got {}", o.momentum);
+  return o;
+}
+}  // namespace
+
 RMSprop::RMSprop(double learning_rate, const RMSpropOptions& options)
-    : Optimizer(learning_rate, {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(learning_rate, clip_options(options)), options_(checked(options)) {}
 
 RMSprop::RMSprop(std::shared_ptr<const LearningRateSchedule> schedule, const RMSpropOptions& options)
-    : Optimizer(std::move(schedule), {options.clipnorm, options.clipvalue, options.global_clipnorm}), options_(options) {}
+    : Optimizer(std::move(schedule), clip_options(options)), options_(checked(options)) {}
 
 Node* RMSprop::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {
-  auto velocity = slot(graph, variable, "rms");
+  auto velocity = slot(graph, variable, "velocity");
   SymbolicTensor momentum = options_.momentum > 0.0 ? slot(graph, variable, "momentum") : SymbolicTensor{};
-  SymbolicTensor average_grad = options_.centered ? slot(graph, variable, "mg") : SymbolicTensor{};
+  SymbolicTensor average_grad = options_.centered ? slot(graph, variable, "average_gradient") : SymbolicTensor{};
   return ops::apply_rmsprop(var, grad, learning_rate, velocity, momentum, average_grad, options_.rho, options_.momentum,
                             options_.epsilon, options_.centered);
 }

@@ -14,7 +14,8 @@ struct RMSpropOptions {
 };
 
 // Keras 3's rule: v = rho v + (1 - rho) g²; centered subtracts the squared moving mean of g;
-// the step lr g / sqrt(v + epsilon) goes through momentum when set. Slots: "rms", "momentum", "mg".
+// the step lr g / sqrt(v + epsilon) goes through momentum when set. Slots: "velocity", "momentum"
+// (momentum > 0), "average_gradient" (centered).
 class RMSprop : public Optimizer {
  public:
   explicit RMSprop(double learning_rate = 0.001, const RMSpropOptions& options = {});

@@ -1,9 +1,11 @@
 // Learning-rate schedules (keras.optimizers.schedules): the rate as a function of the step count.
+// Formulas and argument checks are Keras 3's, evaluated in double precision on the host.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tower::optimizers {
@@ -27,8 +29,41 @@ class ExponentialDecay : public LearningRateSchedule {
   bool staircase_;
 };
 
+// initial_learning_rate / (1 + decay_rate * step / decay_steps), the ratio floored when staircase.
+class InverseTimeDecay : public LearningRateSchedule {
+ public:
+  InverseTimeDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate, bool staircase = false);
+  double operator()(std::int64_t step) const override;
+
+ private:
+  double initial_, rate_;
+  std::int64_t decay_steps_;
+  bool staircase_;
+};
+
+// (initial - end) * (1 - step / decay_steps) ^ power + end, step capped at decay_steps; with cycle,
+// decay_steps is instead multiplied by ceil(step / decay_steps) (1 at step 0) so the decay restarts.
+class PolynomialDecay : public LearningRateSchedule {
+ public:
+  struct Options {
+    double end_learning_rate = 0.0001;
+    double power = 1.0;
+    bool cycle = false;
+  };
+  PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps, const Options& options);
+  PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps)
+      : PolynomialDecay(initial_learning_rate, decay_steps, Options{}) {}
+  double operator()(std::int64_t step) const override;
+
+ private:
+  double initial_;
+  std::int64_t decay_steps_;
+  Options options_;
+};
+
 // values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i],
-// values.back() after the last boundary. values has one entry more than boundaries.
+// values.back() after the last boundary. values has one entry more than boundaries, which must not
+// decrease (Keras does not check, and gives sums of values for decreasing ones).
 class PiecewiseConstantDecay : public LearningRateSchedule {
  public:
   PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
@@ -46,11 +81,13 @@ class CosineDecay : public LearningRateSchedule {
  public:
   struct Options {
     double alpha = 0.0;
+    std::string name = "CosineDecay";  // Keras's argument; only informative here
     std::optional<double> warmup_target;
     std::int64_t warmup_steps = 0;
   };
   CosineDecay(double initial_learning_rate, std::int64_t decay_steps, const Options& options);
-  CosineDecay(double initial_learning_rate, std::int64_t decay_steps) : CosineDecay(initial_learning_rate, decay_steps, Options{}) {}
+  CosineDecay(double initial_learning_rate, std::int64_t decay_steps)
+      : CosineDecay(initial_learning_rate, decay_steps, Options{}) {}
   double operator()(std::int64_t step) const override;
 
  private:

@@ -12,7 +12,7 @@ struct SGDOptions {
 };
 
 // momentum 0: var -= lr * g. Else m = momentum * m - lr * g; var += m, or with nesterov
-// var += momentum * m - lr * g. Slot: "momentum".
+// var += momentum * m - lr * g. Slot: "m" (only with momentum, as tf.keras 2.11+ names it).
 class SGD : public Optimizer {
  public:
   explicit SGD(double learning_rate = 0.01, const SGDOptions& options = {});

@@ -1,6 +1,8 @@
 // Keras golden tests: tower's layers, losses, metrics, optimizers and weight files against arrays
 // written by real Keras (tests/golden/make_golden.py; layout and regeneration in tests/golden/README.md).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -10,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/autodiff.h"
 #include "core/executor.h"
 #include "core/ops.h"
@@ -19,10 +19,7 @@
 #include "layers/layers.h"
 #include "layers/model.h"
 #include "layers/sequential.h"
-#define GOLDEN_OPTIMIZERS 0  // TEMP until optimizers land
-#if GOLDEN_OPTIMIZERS
 #include "optimizers/optimizers.h"
-#endif
 
 namespace tower {
 namespace {
@@ -140,7 +137,8 @@ void set_golden_weights(Model& model, const Golden& g) {
     REQUIRE_MESSAGE(it != by_name.end(), g.path() << ": the model has no weight \"" << name << "\"");
     Tensor value = g.read("weights/" + name);
     REQUIRE_MESSAGE(value.shape() == it->second->shape(), g.path() << ": weight " << name << " has shape "
-                    << it->second->shape().to_string() << " in tower, " << value.shape().to_string() << " in Keras");
+                                                                   << it->second->shape().to_string() << " in tower, "
+                                                                   << value.shape().to_string() << " in Keras");
     it->second->assign(value);
   }
 }
@@ -167,8 +165,8 @@ void expect_flat(const std::string& what, const std::vector<std::string>& names,
     }
     offset += n;
   }
-  CHECK_MESSAGE(offset == expected.size(), what << ": Keras's array has " << expected.size() << " values, tower's "
-                                                << offset);
+  CHECK_MESSAGE(offset == expected.size(),
+                what << ": Keras's array has " << expected.size() << " values, tower's " << offset);
 }
 
 // The model's weights in the order of the file's weight_names.
@@ -192,27 +190,33 @@ struct Case {
 };
 
 ModelPtr mlp() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({6}, {.name = "in"}),
-      L::Dense(8, {.activation = "relu", .kernel_regularizer = regularizers::l2(0.01),
-                   .bias_regularizer = regularizers::l1(0.01), .name = "d1"}),
-      L::Dense(4, {.kernel_regularizer = regularizers::l1_l2(0.005, 0.02), .name = "d2"}),
-      L::Softmax({.name = "softmax"}),
-  }, "mlp");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6}, {.name = "in"}),
+          L::Dense(8, {.activation = "relu",
+                       .kernel_regularizer = regularizers::l2(0.01),
+                       .bias_regularizer = regularizers::l1(0.01),
+                       .name = "d1"}),
+          L::Dense(4, {.kernel_regularizer = regularizers::l1_l2(0.005, 0.02), .name = "d2"}),
+          L::Softmax({.name = "softmax"}),
+      },
+      "mlp");
 }
 
 ModelPtr cnn() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({8, 8, 2}, {.name = "in"}),
-      L::ZeroPadding2D(1, {.name = "pad"}),
-      L::Conv2D(3, {3, 3}, {.activation = "relu", .name = "conv1"}),
-      L::MaxPooling2D({2, 2}, {.name = "pool1"}),
-      L::BatchNormalization({.name = "bn"}),
-      L::Conv2D(4, {2, 2}, {.padding = "same", .name = "conv2"}),
-      L::AveragePooling2D({2, 2}, {.name = "pool2"}),
-      L::Flatten({.name = "flat"}),
-      L::Dense(3, {.activation = "softmax", .name = "out"}),
-  }, "cnn");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({8, 8, 2}, {.name = "in"}),
+          L::ZeroPadding2D(1, {.name = "pad"}),
+          L::Conv2D(3, {3, 3}, {.activation = "relu", .name = "conv1"}),
+          L::MaxPooling2D({2, 2}, {.name = "pool1"}),
+          L::BatchNormalization({.name = "bn"}),
+          L::Conv2D(4, {2, 2}, {.padding = "same", .name = "conv2"}),
+          L::AveragePooling2D({2, 2}, {.name = "pool2"}),
+          L::Flatten({.name = "flat"}),
+          L::Dense(3, {.activation = "softmax", .name = "out"}),
+      },
+      "cnn");
 }
 
 ModelPtr pooling() {
@@ -232,63 +236,76 @@ ModelPtr merge() {
   auto b = L::Input({5}, {.name = "in_b"});
   auto da = L::Dense(4, {.name = "da"})(a);
   auto db = L::Dense(4, {.activation = "sigmoid", .name = "db"})(b);
-  auto cat = L::Concatenate({.name = "cat"})({L::Add({.name = "add"})({da, db}), L::Subtract({.name = "sub"})({da, db}),
-                                              L::Multiply({.name = "mul"})({da, db}),
-                                              L::Average({.name = "avg"})({da, db}),
-                                              L::Maximum({.name = "max"})({da, db})});
+  auto cat =
+      L::Concatenate({.name = "cat"})({L::Add({.name = "add"})({da, db}), L::Subtract({.name = "sub"})({da, db}),
+                                       L::Multiply({.name = "mul"})({da, db}), L::Average({.name = "avg"})({da, db}),
+                                       L::Maximum({.name = "max"})({da, db})});
   auto out = L::Dense(3, {.name = "out"})(cat);
   return std::make_shared<Model>(std::vector<KerasTensor>{a, b}, std::vector<KerasTensor>{out}, "merge");
 }
 
 ModelPtr activations() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({6}, {.name = "in"}),
-      L::Dense(6, {.name = "d1"}),
-      L::ReLU({.name = "relu"}),
-      L::Dense(6, {.name = "d2"}),
-      L::LeakyReLU({.negative_slope = 0.1, .name = "leaky"}),
-      L::Dense(6, {.name = "d3"}),
-      L::ELU({.alpha = 0.7, .name = "elu"}),
-      L::Dense(3, {.name = "d4"}),
-      L::Activation("tanh", {.name = "act"}),
-      L::Lambda([](const SymbolicTensor& t) { return ops::scale(t, 2.0); }, {.name = "lambda"}),
-  }, "activations");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6}, {.name = "in"}),
+          L::Dense(6, {.name = "d1"}),
+          L::ReLU({.name = "relu"}),
+          L::Dense(6, {.name = "d2"}),
+          L::LeakyReLU({.negative_slope = 0.1, .name = "leaky"}),
+          L::Dense(6, {.name = "d3"}),
+          L::ELU({.alpha = 0.7, .name = "elu"}),
+          L::Dense(3, {.name = "d4"}),
+          L::Activation("tanh", {.name = "act"}),
+          L::Lambda([](const SymbolicTensor& t) { return ops::scale(t, 2.0); }, {.name = "lambda"}),
+      },
+      "activations");
 }
 
 ModelPtr embedding() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({5}, {.dtype = DType::int32, .name = "in"}),
-      L::Embedding(10, 3, {.name = "emb"}),
-      L::Reshape({15}, {.name = "reshape"}),
-      L::Dense(4, {.name = "logits"}),
-  }, "embedding");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({5}, {.dtype = DType::int32, .name = "in"}),
+          L::Embedding(10, 3, {.name = "emb"}),
+          L::Reshape({15}, {.name = "reshape"}),
+          L::Dense(4, {.name = "logits"}),
+      },
+      "embedding");
 }
 
 ModelPtr regression() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({12}, {.name = "in"}),
-      L::Reshape({3, 4}, {.name = "reshape"}),
-      L::Dense(2, {.activation = "sigmoid", .name = "d1"}),
-      L::Flatten({.name = "flat"}),
-      L::Dense(2, {.name = "d2"}),
-  }, "regression");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({12}, {.name = "in"}),
+          L::Reshape({3, 4}, {.name = "reshape"}),
+          L::Dense(2, {.activation = "sigmoid", .name = "d1"}),
+          L::Flatten({.name = "flat"}),
+          L::Dense(2, {.name = "d2"}),
+      },
+      "regression");
 }
 
 ModelPtr dropout() {
-  return std::make_shared<Sequential>(std::vector<LayerRef>{
-      L::Input({6}, {.name = "in"}),
-      L::Dense(8, {.activation = "relu", .name = "d1"}),
-      L::Dropout(0.5, {.name = "drop"}),
-      L::Dense(3, {.activation = "softmax", .name = "d2"}),
-  }, "dropout");
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6}, {.name = "in"}),
+          L::Dense(8, {.activation = "relu", .name = "d1"}),
+          L::Dropout(0.5, {.name = "drop"}),
+          L::Dense(3, {.activation = "softmax", .name = "d2"}),
+      },
+      "dropout");
 }
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"mlp", mlp, losses::CategoricalCrossentropy(),
-       [] { return std::vector<Metric>{"accuracy", Metric::TopKCategoricalAccuracy(2), "mse", "mae"}; }},
+       [] {
+         return std::vector<Metric>{"accuracy", Metric::TopKCategoricalAccuracy(2), "mse", "mae"};
+       }},
       {"cnn", cnn, losses::SparseCategoricalCrossentropy(), [] { return std::vector<Metric>{"accuracy"}; }},
-      {"pooling", pooling, losses::BinaryCrossentropy(), [] { return std::vector<Metric>{"accuracy", "mse"}; }},
+      {"pooling", pooling, losses::BinaryCrossentropy(),
+       [] {
+         return std::vector<Metric>{"accuracy", "mse"};
+       }},
       {"merge", merge, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"activations", activations, losses::Huber(0.5), [] { return std::vector<Metric>{"mae"}; }},
       {"embedding", embedding, losses::SparseCategoricalCrossentropy({.from_logits = true}),
@@ -305,10 +322,10 @@ const Case& find_case(const std::string& name) {
   throw std::runtime_error("no golden case " + name);
 }
 
-#if GOLDEN_OPTIMIZERS
 // The optimizers of make_golden.py's OPTIMIZERS, by the same names.
 using OptimizerFactory = std::function<O::OptimizerPtr()>;
 const std::map<std::string, OptimizerFactory>& optimizer_table() {
+  using Schedule = std::shared_ptr<const O::LearningRateSchedule>;
   static const std::map<std::string, OptimizerFactory> all = {
       {"sgd", [] { return O::SGD(0.1).clone(); }},
       {"sgd_momentum", [] { return O::SGD(0.1, {.momentum = 0.9}).clone(); }},
@@ -320,30 +337,26 @@ const std::map<std::string, OptimizerFactory>& optimizer_table() {
       {"adamw", [] { return O::AdamW(0.01, {.weight_decay = 0.1}).clone(); }},
       {"adagrad", [] { return O::Adagrad(0.1).clone(); }},
       {"adadelta", [] { return O::Adadelta(1.0).clone(); }},
-      {"sgd_clipnorm", [] { return O::SGD(0.1, {}, {.clipnorm = 0.3}).clone(); }},
-      {"sgd_clipvalue", [] { return O::SGD(0.1, {}, {.clipvalue = 0.05}).clone(); }},
-      {"sgd_global_clipnorm", [] { return O::SGD(0.1, {}, {.global_clipnorm = 0.5}).clone(); }},
-      {"adam_clipnorm", [] { return O::Adam(0.01, {}, {.clipnorm = 0.3}).clone(); }},
+      {"sgd_clipnorm", [] { return O::SGD(0.1, {.clipnorm = 0.3}).clone(); }},
+      {"sgd_clipvalue", [] { return O::SGD(0.1, {.clipvalue = 0.05}).clone(); }},
+      {"sgd_global_clipnorm", [] { return O::SGD(0.1, {.global_clipnorm = 0.5}).clone(); }},
+      {"adam_clipnorm", [] { return O::Adam(0.01, {.clipnorm = 0.3}).clone(); }},
       {"sgd_exponential_decay",
-       [] { return O::SGD(std::make_shared<O::ExponentialDecay>(0.1, 2, 0.5)).clone(); }},
+       [] { return O::SGD(Schedule(std::make_shared<O::ExponentialDecay>(0.1, 2, 0.5))).clone(); }},
       {"sgd_piecewise_constant_decay",
        [] {
-         return O::SGD(std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{1, 2},
-                                                                   std::vector<double>{0.1, 0.05, 0.02}))
+         return O::SGD(Schedule(std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{1, 2},
+                                                                            std::vector<double>{0.1, 0.05, 0.02})))
              .clone();
        }},
       {"sgd_cosine_decay",
-       [] { return O::SGD(std::make_shared<O::CosineDecay>(0.1, 4, O::CosineDecayOptions{.alpha = 0.1})).clone(); }},
+       [] {
+         return O::SGD(Schedule(std::make_shared<O::CosineDecay>(0.1, 4, O::CosineDecay::Options{.alpha = 0.1})))
+             .clone();
+       }},
   };
   return all;
 }
-#else
-using OptimizerFactory = std::function<O::OptimizerPtr()>;
-const std::map<std::string, OptimizerFactory>& optimizer_table() {
-  static const std::map<std::string, OptimizerFactory> all = {{"sgd", [] { return O::get("sgd"); }}};
-  return all;
-}
-#endif
 
 // ---- running a case ---------------------------------------------------------------------------------
 
@@ -359,9 +372,9 @@ Data read_data(const Golden& g) {
 }
 
 struct TrainingPass {
-  Tensor output;                // (batch, ...) model(x, training=True)
-  double loss = 0;              // with regularization
-  std::vector<Tensor> grads;    // one per trainable weight, model.trainable_weights() order
+  Tensor output;              // (batch, ...) model(x, training=True)
+  double loss = 0;            // with regularization
+  std::vector<Tensor> grads;  // one per trainable weight, model.trainable_weights() order
 };
 
 // The training-mode forward pass, loss and gradients, built as Model's training step builds them
@@ -386,7 +399,9 @@ TrainingPass training_pass(Model& model, const Loss& loss, const Data& d) {
   std::vector<SymbolicTensor> fetches{outputs[0], total};
   std::vector<SymbolicTensor> reads;
   for (const auto& v : model.trainable_weights()) reads.push_back(graph.variable(v));
-  for (const auto& g : gradients(total, reads)) fetches.push_back(g.defined() ? g : ops::zeros_like(reads[fetches.size() - 2]));
+  auto grads = gradients(total, reads);
+  for (std::size_t i = 0; i < grads.size(); ++i)  // undefined: a weight the loss does not depend on
+    fetches.push_back(grads[i].defined() ? grads[i] : ops::zeros_like(reads[i]));
   Executor executor;
   auto values = executor.run(feeds, fetches);  // no update targets: the weights stay
   TrainingPass out{values[0], values[1].item(), {}};
@@ -464,6 +479,7 @@ void check_case(const Case& c) {
 
 // ---- the reverse direction: tower writes, Keras reads ----------------------------------------------
 
+// make_golden.py's CPP_CASES.
 const std::vector<std::string> kCppCases = {"mlp", "cnn", "merge"};
 
 // The golden weights plus 0.01 * (k + 1) for the k-th weight of weight_names: different from every
@@ -507,8 +523,12 @@ TEST_CASE("golden: mlp (Dense, regularizers, Softmax, every optimizer)") { check
 TEST_CASE("golden: cnn (ZeroPadding2D, Conv2D, pooling, BatchNormalization)") { check_case(find_case("cnn")); }
 TEST_CASE("golden: pooling (strides, padding same, global pooling, Concatenate)") { check_case(find_case("pooling")); }
 TEST_CASE("golden: merge (two inputs, Add, Subtract, Multiply, Average, Maximum)") { check_case(find_case("merge")); }
-TEST_CASE("golden: activations (ReLU, LeakyReLU, ELU, Activation, Lambda; huber)") { check_case(find_case("activations")); }
-TEST_CASE("golden: embedding (Embedding, Reshape; sparse crossentropy from logits)") { check_case(find_case("embedding")); }
+TEST_CASE("golden: activations (ReLU, LeakyReLU, ELU, Activation, Lambda; huber)") {
+  check_case(find_case("activations"));
+}
+TEST_CASE("golden: embedding (Embedding, Reshape; sparse crossentropy from logits)") {
+  check_case(find_case("embedding"));
+}
 TEST_CASE("golden: regression (Reshape, Dense on rank 3, Flatten; mae)") { check_case(find_case("regression")); }
 TEST_CASE("golden: dropout (inference only)") { check_case(find_case("dropout")); }
 
@@ -566,18 +586,17 @@ TEST_CASE("golden: per-sample metrics") {
   }
 }
 
-#if GOLDEN_OPTIMIZERS
 TEST_CASE("golden: learning-rate schedules") {
   Golden g(kFiles + "schedules.h5");
   const std::map<std::string, std::shared_ptr<O::LearningRateSchedule>> table = {
       {"exponential_decay", std::make_shared<O::ExponentialDecay>(0.1, 3, 0.5)},
       {"exponential_decay_staircase", std::make_shared<O::ExponentialDecay>(0.1, 3, 0.5, true)},
-      {"piecewise_constant_decay",
-       std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{2, 5}, std::vector<double>{0.1, 0.05, 0.01})},
+      {"piecewise_constant_decay", std::make_shared<O::PiecewiseConstantDecay>(std::vector<std::int64_t>{2, 5},
+                                                                               std::vector<double>{0.1, 0.05, 0.01})},
       {"cosine_decay", std::make_shared<O::CosineDecay>(0.1, 6)},
-      {"cosine_decay_alpha", std::make_shared<O::CosineDecay>(0.1, 6, O::CosineDecayOptions{.alpha = 0.2})},
+      {"cosine_decay_alpha", std::make_shared<O::CosineDecay>(0.1, 6, O::CosineDecay::Options{.alpha = 0.2})},
       {"cosine_decay_warmup",
-       std::make_shared<O::CosineDecay>(0.0, 5, O::CosineDecayOptions{.warmup_target = 0.1, .warmup_steps = 3})},
+       std::make_shared<O::CosineDecay>(0.0, 5, O::CosineDecay::Options{.warmup_target = 0.1, .warmup_steps = 3})},
   };
   auto groups = g.children("/");
   CHECK(groups.size() == table.size());
@@ -586,12 +605,11 @@ TEST_CASE("golden: learning-rate schedules") {
     REQUIRE_MESSAGE(it != table.end(), "schedules.h5: no C++ schedule for " << name);
     auto expected = g.values(name + "/values");
     std::vector<double> actual;
-    for (std::size_t step = 0; step < expected.size(); ++step) actual.push_back((*it->second)(static_cast<std::int64_t>(step)));
+    for (std::size_t step = 0; step < expected.size(); ++step)
+      actual.push_back((*it->second)(static_cast<std::int64_t>(step)));
     expect_close("schedules.h5 " + name, actual, expected, Shape{static_cast<std::int64_t>(expected.size())});
   }
 }
-
-#endif
 
 TEST_CASE("golden: weight files written by tower load in Keras with the same predictions") {
   const char* write_dir = std::getenv("TOWER_WRITE_GOLDEN_DIR");
@@ -605,7 +623,8 @@ TEST_CASE("golden: weight files written by tower load in Keras with the same pre
     }
     // The committed file still holds what tower writes now, so Keras's predictions below are about
     // today's writer.
-    auto tmp = std::filesystem::temp_directory_path() / ("tower_golden_cpp_" + name + ".h5");
+    auto tmp = std::filesystem::temp_directory_path() /
+               ("tower_golden_cpp_" + name + "_" + std::to_string(::getpid()) + ".h5");
     cpp_model(name)->save_weights(tmp.string());
     expect_same_weight_file("cpp_" + name + ".h5 (committed vs written now)", committed, tmp.string());
     std::filesystem::remove(tmp);
@@ -617,7 +636,8 @@ TEST_CASE("golden: weight files written by tower load in Keras with the same pre
     auto by_name = weights_by_name(*model);
     for (const auto& [w, v] : weights_by_name(*cpp_model(name))) {
       expect_close("cpp_" + name + ".h5 loaded: " + w, by_name.at(w)->value(), v->value(), 0.0, 0.0);
-      expect_close("cpp_" + name + ".h5 as Keras read it: " + w, v->value(), keras.read(name + "/weights/" + w), 0.0, 0.0);
+      expect_close("cpp_" + name + ".h5 as Keras read it: " + w, v->value(), keras.read(name + "/weights/" + w), 0.0,
+                   0.0);
     }
     auto pred = model->predict(read_data(golden).x, {.batch_size = 4});
     expect_close("keras_predictions_of_cpp.h5 " + name + "/predict/0", pred[0], keras.read(name + "/predict/0"));

@@ -268,3 +268,12 @@ TEST_CASE("an op's error inside a layer names the layer") {
   auto msg = message_of<ShapeError>([&] { layers::Conv2D(4, {3, 3}, {.name = "too_big"})(x); });
   CHECK(contains(msg, "Conv2D \"too_big\""));
 }
+
+TEST_CASE("a Sequential copied into a Model keeps Sequential's layers and name") {
+  clear_session();
+  Sequential seq({layers::Input({3}), layers::Dense(2)});
+  Model copy = seq;
+  CHECK(copy.layers().size() == 1);
+  CHECK(copy.class_name() == "Sequential");
+  CHECK(copy.layers()[0]->name() == "dense");
+}
