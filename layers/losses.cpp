@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer.h"
 #include "layers/losses_internal.h"
 
 namespace tower::losses {
@@ -60,19 +61,6 @@ bool same_shape(const Shape& a, const Shape& b) {
   for (int i = 0; i < a.rank(); ++i)
     if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
   return true;
-}
-
-std::string snake_case(const std::string& name) {
-  std::string out;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    const bool boundary = i > 0 && name[i - 1] != '_' &&
-                          (std::islower(static_cast<unsigned char>(name[i - 1])) ||
-                           (i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1]))));
-    if (std::isupper(c) && boundary) out += '_';
-    out += static_cast<char>(std::tolower(c));
-  }
-  return out;
 }
 
 }  // namespace internal
@@ -233,7 +221,7 @@ std::string canonical(const std::string& name) {
       {"MAE", "mean_absolute_error"}, {"bce", "binary_crossentropy"}, {"BCE", "binary_crossentropy"},
       {"huber_loss", "huber"}};
   if (auto it = aliases.find(name); it != aliases.end()) return it->second;
-  return snake_case(name);
+  return to_snake_case(name);
 }
 
 }  // namespace

@@ -18,8 +18,5 @@ void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred);
 SymbolicTensor per_sample(const SymbolicTensor& values);
 // True when the shapes have the same rank and agree wherever both dimensions are known.
 bool same_shape(const Shape& a, const Shape& b);
-// Keras's to_snake_case: "MeanSquaredError" -> "mean_squared_error", "TopKCategoricalAccuracy" ->
-// "top_k_categorical_accuracy".
-std::string snake_case(const std::string& name);
 
 }  // namespace tower::losses::internal

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "layers/losses.h"
+#include "layers/layer.h"
 #include "layers/losses_internal.h"
 
 namespace tower::metrics {
@@ -115,7 +116,7 @@ Metric::Metric(const std::string& name) : name_(name) {
     kind_ = "accuracy";  // resolved per output by resolve()
     return;
   }
-  kind_ = snake_case(name);
+  kind_ = to_snake_case(name);
   if (std::find(kNames.begin(), kNames.end(), kind_) == kNames.end()) {
     try {
       kind_ = losses::Loss(name).name();
