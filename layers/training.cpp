@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 #include "core/autodiff.h"
@@ -40,17 +41,41 @@ std::int64_t num_samples(const std::vector<Tensor>& arrays, const std::string& w
   return n;
 }
 
-// Rows idx[0..n) of a host array, as a new (n, ...) array.
-Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n) {
+// Copies rows idx[0..n) of a host array into `out`, (re)allocating it only when its shape differs.
+void gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n, Tensor& out) {
   auto dims = src.shape().dims();
   dims[0] = n;
-  Tensor out = Tensor::zeros(Shape(dims), src.dtype());
+  if (!out.defined() || out.shape() != Shape(dims) || out.dtype() != src.dtype()) out = Tensor::zeros(Shape(dims), src.dtype());
   const std::size_t row = src.shape()[0] == 0 ? 0 : src.nbytes() / static_cast<std::size_t>(src.shape()[0]);
   auto* from = static_cast<const char*>(src.raw_data());
   auto* to = static_cast<char*>(out.raw_data());
   for (std::int64_t i = 0; i < n; ++i) std::memcpy(to + i * row, from + idx[i] * row, row);
+}
+
+// Rows idx[0..n) of a host array, as a new (n, ...) array.
+Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n) {
+  Tensor out;
+  gather_rows(src, idx, n, out);
   return out;
 }
+
+// Batches of rows of several host arrays, gathered into buffers kept per batch size, so that steps
+// in a loop allocate nothing (the plan reads the fed buffers; the next step refills them).
+class Batcher {
+ public:
+  explicit Batcher(std::vector<Tensor> arrays) : arrays_(std::move(arrays)) {}
+  // Rows idx[0..n) of every array; valid until the next take() of the same size.
+  const std::vector<Tensor>& take(const std::int64_t* idx, std::int64_t n) {
+    auto& out = buffers_[n];
+    out.resize(arrays_.size());
+    for (std::size_t i = 0; i < arrays_.size(); ++i) gather_rows(arrays_[i], idx, n, out[i]);
+    return out;
+  }
+
+ private:
+  std::vector<Tensor> arrays_;
+  std::map<std::int64_t, std::vector<Tensor>> buffers_;
+};
 
 // A host copy of `t` converted to `dtype` (Keras casts inputs to the model's dtypes).
 Tensor to_dtype(const Tensor& t, DType dtype) {
@@ -392,6 +417,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   Generator shuffler(options.seed ? options.seed : next_seed());
+  Batcher x_batches(x), y_batches(y), w_batches({sample_weights});
 
   callbacks.each([&](Callback& cb) { cb.on_train_begin({}); });
   Logs epoch_logs;
@@ -405,10 +431,9 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
       const std::int64_t begin = step * options.batch_size;
       const std::int64_t size = std::min(options.batch_size, n - begin);
       const std::int64_t* rows = order.data() + begin;
-      std::vector<Tensor> bx, by;
-      for (const auto& a : x) bx.push_back(take_rows(a, rows, size));
-      for (const auto& a : y) by.push_back(take_rows(a, rows, size));
-      Tensor bw = take_rows(sample_weights, rows, size);
+      const auto& bx = x_batches.take(rows, size);
+      const auto& by = y_batches.take(rows, size);
+      const auto& bw = w_batches.take(rows, size)[0];
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
       auto values = train_step(f, optimizer, bx, by, bw);
       averages.add(f.names, values, size);
@@ -464,14 +489,14 @@ Logs Model::run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   Averages averages;
+  Batcher x_batches(x), y_batches(y), w_batches({weights});
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * batch_size;
     const std::int64_t size = std::min(batch_size, n - begin);
-    std::vector<Tensor> bx, by;
-    for (const auto& a : x) bx.push_back(take_rows(a, order.data() + begin, size));
-    for (const auto& a : y) by.push_back(take_rows(a, order.data() + begin, size));
+    const std::int64_t* rows = order.data() + begin;
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    auto values = scalars(f.executor->run(feeds_for(f, bx, by, take_rows(weights, order.data() + begin, size)), f.fetches));
+    auto feeds = feeds_for(f, x_batches.take(rows, size), y_batches.take(rows, size), w_batches.take(rows, size)[0]);
+    auto values = scalars(f.executor->run(feeds, f.fetches));
     averages.add(f.names, values, size);
     auto logs = averages.logs();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_end(step, logs); });
@@ -510,13 +535,12 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   std::vector<Tensor> results;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
+  Batcher x_batches(x);
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * options.batch_size;
     const std::int64_t size = std::min(options.batch_size, n - begin);
-    std::vector<Tensor> bx;
-    for (const auto& a : x) bx.push_back(take_rows(a, order.data() + begin, size));
     callbacks.each([&](Callback& cb) { cb.on_predict_batch_begin(step, {}); });
-    auto outs = f.executor->run(feeds_for(f, bx, {}, Tensor()), f.fetches);
+    auto outs = f.executor->run(feeds_for(f, x_batches.take(order.data() + begin, size), {}, Tensor()), f.fetches);
     for (std::size_t k = 0; k < outs.size(); ++k) {
       Tensor out = outs[k].to(cpu_device());
       if (results.size() <= k) {  // allocate (n, ...) once the first batch shows the output shape
