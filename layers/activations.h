@@ -7,9 +7,10 @@
 
 namespace tower {
 
-// name: "" or "linear" (identity), "relu", "sigmoid", "tanh", "softmax" (last axis), "log_softmax",
-// "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu" (alpha 0.2),
-// "hard_sigmoid", "gelu" is not supported. An unknown name throws ValueError listing the known ones.
+// name: "" or "linear" (identity), "relu", "relu6", "sigmoid", "tanh", "softmax" (last axis),
+// "log_softmax", "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu"
+// (negative slope 0.2), "hard_sigmoid", "hard_silu"/"hard_swish". ("gelu" is not supported yet.)
+// An unknown name throws ValueError listing the known ones.
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
 // Throws the same ValueError now (layers call it in their constructor to fail early).
 void check_activation_name(const std::string& name);
