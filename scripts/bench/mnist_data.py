@@ -1,4 +1,5 @@
 """Fashion-MNIST (or any MNIST-style IDX directory) as float32 numpy arrays, for the reference benchmarks."""
+import argparse
 import gzip
 import os
 
@@ -26,3 +27,15 @@ def load(directory, samples=0):
     if samples:
         x, y = x[:samples], y[:samples]
     return x, y
+
+
+def parse_args():
+    """The options every reference benchmark takes (the same as apps/bench_mnist's)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--samples", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    return parser.parse_args()

@@ -1,26 +1,18 @@
 """The mnist_mlp / mnist_cnn example models in tf.keras (CPU): training samples/s and peak RSS.
 Same layers, optimizer, loss and batch size as apps/bench_mnist.cpp."""
-import argparse
 import os
 import resource
 import time
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-parser.add_argument("--batch-size", type=int, default=128)
-parser.add_argument("--samples", type=int, default=0)
-parser.add_argument("--epochs", type=int, default=1)
-parser.add_argument("--threads", type=int, default=2)
-parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-args = parser.parse_args()
+import mnist_data
+
+args = mnist_data.parse_args()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-import mnist_data  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 tf.config.threading.set_inter_op_parallelism_threads(args.threads)

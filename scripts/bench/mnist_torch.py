@@ -1,6 +1,5 @@
 """The mnist_mlp / mnist_cnn example models in PyTorch (eager, CPU): training samples/s and peak RSS.
 Same layers, optimizer, loss and batch size as apps/bench_mnist.cpp."""
-import argparse
 import resource
 import time
 
@@ -9,14 +8,7 @@ from torch import nn
 
 import mnist_data
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
-parser.add_argument("--batch-size", type=int, default=128)
-parser.add_argument("--samples", type=int, default=0)
-parser.add_argument("--epochs", type=int, default=1)
-parser.add_argument("--threads", type=int, default=2)
-parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-args = parser.parse_args()
+args = mnist_data.parse_args()
 torch.set_num_threads(args.threads)
 torch.manual_seed(1)
 
