@@ -277,3 +277,21 @@ TEST_CASE("a Sequential copied into a Model keeps Sequential's layers and name")
   CHECK(copy.class_name() == "Sequential");
   CHECK(copy.layers()[0]->name() == "dense");
 }
+
+TEST_CASE("fit: bad data gets clear errors") {
+  clear_session();
+  Sequential model({layers::Input({4}), layers::Dense(3, {.activation = "softmax"})});
+  model.compile("sgd", "sparse_categorical_crossentropy", {"accuracy"});
+  auto x = random_normal({6, 4}, 0, 1, 1);
+  auto counts = message_of<ShapeError>(
+      [&] { model.fit(x, Tensor::from_vector<std::int32_t>({5}, {0, 1, 2, 0, 1}), {.verbose = 0}); });
+  CHECK(contains(counts, "same number of samples"));
+  CHECK(contains(counts, "6, 5"));
+  auto range = message_of<ValueError>(
+      [&] { model.fit(x, Tensor::from_vector<std::int32_t>({6}, {0, 1, 2, 7, 1, 0}), {.verbose = 0}); });
+  CHECK(contains(range, "7"));
+  CHECK(contains(message_of<ValueError>([&] { model.fit(x, x, {.batch_size = 0}); }), "batch_size"));
+  CHECK(contains(message_of<ValueError>([&] { model.fit(x, x, {.validation_split = 1.0}); }), "validation_split"));
+  auto arity = message_of<ValueError>([&] { model.fit(std::vector<Tensor>{x, x}, std::vector<Tensor>{x}, {.verbose = 0}); });
+  CHECK(contains(arity, "expects 1 input arrays, got 2"));
+}
