@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libopenblas-dev libhdf5-dev libboost-program-options-dev
+  libopenblas-dev libhdf5-dev zlib1g-dev libboost-program-options-dev
   doctest-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist
 )
