@@ -167,10 +167,10 @@ class Model : public Layer {
   struct Batch;
   Batch prepare_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sample_weight,
                       const char* where);
-  Function& train_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
-  Function& test_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y);
-  Function& predict_function(const std::vector<Tensor>& x);
-  void build_function(Function& f, const std::vector<Tensor>& x, const std::vector<Tensor>* y, bool training);
+  // The engine graph cached in `slot` (train, test or predict; y null for predict), rebuilt when the
+  // labels' layout changes.
+  Function& function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training);
+  void build_function(Function& f, const std::vector<Tensor>* y, bool training);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
   Logs run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sw,
                      std::int64_t batch_size, int verbose, const std::vector<CallbackPtr>& callbacks, bool for_fit);

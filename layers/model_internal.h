@@ -15,7 +15,6 @@ struct Model::Function {
   Graph graph;
   std::vector<SymbolicTensor> x;        // placeholders (batch, ...) per model input
   std::vector<SymbolicTensor> y;        // placeholders per output (train/test only)
-  std::vector<TensorSpec> y_specs;      // what y was built for (rank and dtype of the labels)
   SymbolicTensor sample_weight;         // (batch,)
   SymbolicTensor learning_rate;         // scalar (train only)
   SymbolicTensor iteration;             // scalar, 1-based step number (train only)

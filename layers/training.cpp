@@ -174,7 +174,7 @@ void Model::check_inputs(const std::vector<Tensor>& x, const char* where) const 
   }
 }
 
-void Model::build_function(Function& f, const std::vector<Tensor>& x, const std::vector<Tensor>* y, bool training) {
+void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training) {
   auto& d = *data_;
   for (const auto& input : d.inputs) {
     auto dims = input.shape().dims();
@@ -213,7 +213,6 @@ void Model::build_function(Function& f, const std::vector<Tensor>& x, const std:
     auto dims = labels.shape().dims();
     dims[0] = -1;
     f.y.push_back(f.graph.placeholder(Shape(dims), labels.dtype(), names[k] + "_target"));
-    f.y_specs.push_back(TensorSpec{Shape(dims), labels.dtype()});
     auto per_sample = losses[k](f.y[k], outputs[k]);  // (batch,)
     auto sw = f.sample_weight;
     if (per_sample.dtype() != DType::float32) sw = ops::cast(sw, per_sample.dtype());
@@ -257,46 +256,26 @@ void Model::build_function(Function& f, const std::vector<Tensor>& x, const std:
 }
 
 namespace {
-bool same_label_specs(const std::vector<TensorSpec>& specs, const std::vector<Tensor>& y) {
-  if (specs.size() != y.size()) return false;
+// True when the graph's label placeholders take these arrays (same trailing dims and dtype).
+bool takes_labels(const Model::Function& f, const std::vector<Tensor>& y) {
+  if (f.y.size() != y.size()) return false;
   for (std::size_t i = 0; i < y.size(); ++i) {
     auto dims = y[i].shape().dims();
     dims[0] = -1;
-    if (specs[i].shape != Shape(dims) || specs[i].dtype != y[i].dtype()) return false;
+    if (f.y[i].shape() != Shape(dims) || f.y[i].dtype() != y[i].dtype()) return false;
   }
   return true;
 }
 }  // namespace
 
-Model::Function& Model::train_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y) {
-  auto& fn = data_->train_fn;
-  if (!fn || !same_label_specs(fn->y_specs, y)) {
-    fn.reset();
+Model::Function& Model::function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training) {
+  if (!slot || (y && !takes_labels(*slot, *y))) {
+    slot.reset();
     auto f = std::make_unique<Function>();
-    build_function(*f, x, &y, true);
-    fn = std::move(f);
+    build_function(*f, y, training);
+    slot = std::move(f);
   }
-  return *fn;
-}
-
-Model::Function& Model::test_function(const std::vector<Tensor>& x, const std::vector<Tensor>& y) {
-  auto& fn = data_->test_fn;
-  if (!fn || !same_label_specs(fn->y_specs, y)) {
-    fn.reset();
-    auto f = std::make_unique<Function>();
-    build_function(*f, x, &y, false);
-    fn = std::move(f);
-  }
-  return *fn;
-}
-
-Model::Function& Model::predict_function(const std::vector<Tensor>& x) {
-  if (!data_->predict_fn) {
-    auto f = std::make_unique<Function>();
-    build_function(*f, x, nullptr, false);
-    data_->predict_fn = std::move(f);
-  }
-  return *data_->predict_fn;
+  return *slot;
 }
 
 // ---- one step ----------------------------------------------------------------------------------------
@@ -412,7 +391,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   });
 
   data_->stop_training = false;
-  Function& f = train_function(x, y);
+  Function& f = function(data_->train_fn, &y, true);
   auto& optimizer = *data_->optimizer;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
@@ -476,7 +455,7 @@ Logs Model::run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor
   Tensor weights = sw ? to_dtype(*sw, DType::float32) : Tensor::full({n}, 1.0);
   if (weights.shape() != Shape{n})
     raise<ShapeError>("evaluate: sample_weight must have shape ({},), got {}", n, weights.shape().to_string());
-  Function& f = test_function(x, y);
+  Function& f = function(data_->test_fn, &y, false);
   const std::int64_t steps = (n + batch_size - 1) / batch_size;
   CallbackList callbacks;
   if (verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
@@ -522,7 +501,7 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   if (options.batch_size <= 0) raise<ValueError>("predict: batch_size must be positive, got {}", options.batch_size);
   auto x = prepare_inputs(x_in, data_->inputs);
   const std::int64_t n = num_samples(x, "predict(x)");
-  Function& f = predict_function(x);
+  Function& f = function(data_->predict_fn, nullptr, false);
   const std::int64_t steps = (n + options.batch_size - 1) / options.batch_size;
   CallbackList callbacks;
   if (options.verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
@@ -582,14 +561,14 @@ Model::Batch Model::prepare_batch(const std::vector<Tensor>& x, const std::vecto
 Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                            const std::optional<Tensor>& sample_weight) {
   auto batch = prepare_batch(x, y, sample_weight, "train_on_batch");
-  Function& f = train_function(batch.x, batch.y);
+  Function& f = function(data_->train_fn, &batch.y, true);
   return batch_logs(f.names, train_step(f, *data_->optimizer, batch.x, batch.y, batch.sample_weight));
 }
 
 Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                           const std::optional<Tensor>& sample_weight) {
   auto batch = prepare_batch(x, y, sample_weight, "test_on_batch");
-  Function& f = test_function(batch.x, batch.y);
+  Function& f = function(data_->test_fn, &batch.y, false);
   return batch_logs(f.names, scalars(f.executor->run(feeds_for(f, batch.x, batch.y, batch.sample_weight), f.fetches)));
 }
 
@@ -597,7 +576,7 @@ std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x_in) {
   build_from_data(x_in);
   check_inputs(x_in, "predict_on_batch");
   auto x = prepare_inputs(x_in, data_->inputs);
-  Function& f = predict_function(x);
+  Function& f = function(data_->predict_fn, nullptr, false);
   std::vector<Tensor> out;
   for (auto& t : f.executor->run(feeds_for(f, x, {}, Tensor()), f.fetches)) out.push_back(t.to(cpu_device()));
   return out;
