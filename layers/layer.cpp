@@ -6,6 +6,8 @@
 #include <mutex>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/ops.h"
 #include "layers/input_layer.h"
@@ -228,6 +230,10 @@ SymbolicTensor Regularizer::operator()(const SymbolicTensor& weight) const {
     total = total.defined() ? ops::add(total, term) : term;
   }
   return total;
+}
+
+nlohmann::json Layer::get_config() const {
+  return {{"name", name()}, {"trainable", trainable()}, {"dtype", "float32"}};
 }
 
 }  // namespace tower

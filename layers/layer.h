@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/graph.h"
 #include "core/variable.h"
 #include "layers/initializers.h"
@@ -87,6 +89,11 @@ class Layer {
 
   // Keras's class name ("Dense"), used by summary() and for default names.
   virtual std::string class_name() const = 0;
+
+  // Keras's layer.get_config(): what rebuilds this layer through the registry (layers/registry.h),
+  // in tf.keras 2's spelling ({"name": "dense_1", "trainable": true, "dtype": "float32", "units": 10,
+  // ...}). The base holds name, trainable and dtype; each layer adds its own arguments.
+  virtual nlohmann::json get_config() const;
 
   // ---- building ------------------------------------------------------------------------------------
   // Creates the weights for inputs of these shapes (batch dimension -1). Called once, on first call.

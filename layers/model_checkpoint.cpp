@@ -1,0 +1,1 @@
+// placeholder (issue 4, in progress)

@@ -1,0 +1,2 @@
+// placeholder (issue 4, in progress)
+#include <doctest/doctest.h>
