@@ -1,6 +1,8 @@
 // Adadelta: the update through ops::apply_adadelta.
 #include "optimizers/adadelta.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/ops.h"
 
 namespace tower::optimizers {
@@ -19,4 +21,11 @@ Node* Adadelta::update_step(Graph& graph, const VariablePtr& variable, const Sym
                              options_.epsilon);
 }
 
+
+nlohmann::json Adadelta::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["rho"] = options_.rho;
+  c["epsilon"] = options_.epsilon;
+  return c;
+}
 }  // namespace tower::optimizers

@@ -19,6 +19,7 @@ class Adadelta : public Optimizer {
   explicit Adadelta(std::shared_ptr<const LearningRateSchedule> schedule, const AdadeltaOptions& options = {});
   std::string name() const override { return "Adadelta"; }
   OptimizerPtr clone() const override { return std::make_shared<Adadelta>(*this); }
+  nlohmann::json get_config() const override;
 
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,

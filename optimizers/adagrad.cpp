@@ -1,6 +1,8 @@
 // Adagrad: the update through ops::apply_adagrad.
 #include "optimizers/adagrad.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/ops.h"
 
 namespace tower::optimizers {
@@ -17,4 +19,11 @@ Node* Adagrad::update_step(Graph& graph, const VariablePtr& variable, const Symb
   return ops::apply_adagrad(var, grad, learning_rate, accumulator, options_.epsilon);
 }
 
+
+nlohmann::json Adagrad::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["initial_accumulator_value"] = options_.initial_accumulator_value;
+  c["epsilon"] = options_.epsilon;
+  return c;
+}
 }  // namespace tower::optimizers

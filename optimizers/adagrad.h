@@ -18,6 +18,7 @@ class Adagrad : public Optimizer {
   explicit Adagrad(std::shared_ptr<const LearningRateSchedule> schedule, const AdagradOptions& options = {});
   std::string name() const override { return "Adagrad"; }
   OptimizerPtr clone() const override { return std::make_shared<Adagrad>(*this); }
+  nlohmann::json get_config() const override;
 
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,

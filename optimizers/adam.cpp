@@ -1,6 +1,8 @@
 // Adam: the update through ops::apply_adam (which also applies AdamW's weight decay).
 #include "optimizers/adam.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/ops.h"
 
 namespace tower::optimizers {
@@ -21,4 +23,14 @@ Node* Adam::update_step(Graph& graph, const VariablePtr& variable, const Symboli
                          options_.epsilon, options_.amsgrad, weight_decay_);
 }
 
+
+nlohmann::json Adam::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["weight_decay"] = weight_decay_ > 0.0 ? nlohmann::json(weight_decay_) : nlohmann::json();
+  c["beta_1"] = options_.beta_1;
+  c["beta_2"] = options_.beta_2;
+  c["epsilon"] = options_.epsilon;
+  c["amsgrad"] = options_.amsgrad;
+  return c;
+}
 }  // namespace tower::optimizers

@@ -23,6 +23,7 @@ class Adam : public Optimizer {
   explicit Adam(std::shared_ptr<const LearningRateSchedule> schedule, const AdamOptions& options = {});
   std::string name() const override { return "Adam"; }
   OptimizerPtr clone() const override { return std::make_shared<Adam>(*this); }
+  nlohmann::json get_config() const override;
 
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,

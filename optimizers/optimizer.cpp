@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/ops.h"
 #include "optimizers/optimizers.h"
@@ -120,6 +122,10 @@ SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const 
     if (base.ends_with(":0")) base.resize(base.size() - 2);
     auto value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
     auto created = make_variable(name() + "/" + slot_name + "/" + base + ":0", value, false);
+    if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
+      created->assign(saved->second);
+      pending_.erase(saved);
+    }
     it = slots_.emplace(key, std::make_pair(variable, created)).first;
     slot_order_.push_back(created);
   }
@@ -166,4 +172,114 @@ OptimizerPtr get(const std::string& identifier) {
   raise<ValueError>("unknown optimizer \"{}\"; known: {} (any case), or pass an optimizer object", identifier, names);
 }
 
+
+// ---- configs and state -----------------------------------------------------------------------------
+
+namespace {
+
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+// config[key] as a number, `fallback` when absent or null.
+double number(const nlohmann::json& config, const char* key, double fallback) {
+  if (!config.contains(key) || config.at(key).is_null()) return fallback;
+  if (!config.at(key).is_number())
+    raise<ValueError>("optimizer config: \"{}\" must be a number, got {}", key, config.at(key).dump());
+  return config.at(key).get<double>();
+}
+
+std::optional<double> optional(const nlohmann::json& config, const char* key) {
+  if (!config.contains(key) || config.at(key).is_null()) return std::nullopt;
+  return number(config, key, 0.0);
+}
+
+}  // namespace
+
+nlohmann::json Optimizer::get_config() const {
+  return {{"name", name()},
+          {"learning_rate", schedule_ ? schedule_->to_config() : nlohmann::json(learning_rate_)},
+          {"clipnorm", optional_number(clip_.clipnorm)},
+          {"global_clipnorm", optional_number(clip_.global_clipnorm)},
+          {"clipvalue", optional_number(clip_.clipvalue)},
+          {"use_ema", false},
+          {"is_legacy_optimizer", false}};
+}
+
+void Optimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values) {
+  if (iterations < 0) raise<ValueError>("{}: saved iterations must be >= 0, got {}", name(), iterations);
+  for (const auto& slot : slot_order_) {
+    auto it = slot_values.find(slot->name());
+    if (it == slot_values.end()) continue;
+    if (it->second.shape() != slot->shape())
+      raise<ShapeError>("{}: saved state \"{}\" has shape {} but the slot has {}; was it saved for another model?",
+                        name(), slot->name(), it->second.shape().to_string(), slot->shape().to_string());
+    slot->assign(it->second);
+    slot_values.erase(it);
+  }
+  iterations_ = iterations;
+  pending_ = std::move(slot_values);
+}
+
+nlohmann::json to_config(const Optimizer& optimizer) {
+  return {{"class_name", optimizer.name()}, {"config", optimizer.get_config()}};
+}
+
+OptimizerPtr from_config(const nlohmann::json& optimizer) {
+  if (!optimizer.is_object() || !optimizer.contains("class_name"))
+    raise<ValueError>("optimizer config: expected {{\"class_name\": ..., \"config\": ...}}, got {}",
+                      optimizer.dump().substr(0, 200));
+  std::string class_name = optimizer.at("class_name").get<std::string>();
+  if (class_name.starts_with("Custom>")) class_name = class_name.substr(7);  // tf.keras 2.11+ registers "Custom>Adam"
+  const nlohmann::json config = optimizer.value("config", nlohmann::json::object());
+  if (config.value("use_ema", false))
+    raise<ValueError>("optimizer config: use_ema (exponential moving average of weights) is not supported by tower");
+
+  // The learning rate: a number, a schedule, Keras 1/2's "lr", and Keras 2's "decay" (lr / (1 + decay * t)).
+  std::shared_ptr<const LearningRateSchedule> schedule;
+  double lr = -1.0;
+  const char* lr_key = config.contains("learning_rate") ? "learning_rate" : "lr";
+  if (config.contains(lr_key) && config.at(lr_key).is_object())
+    schedule = schedule_from_config(config.at(lr_key));
+  else
+    lr = number(config, lr_key, -1.0);
+  const double decay = number(config, "decay", 0.0);
+  if (decay != 0.0) {
+    if (schedule) raise<ValueError>("optimizer config: both a schedule and decay = {} are set", decay);
+    schedule = std::make_shared<InverseTimeDecay>(lr < 0 ? 0.01 : lr, 1, decay);
+  }
+  const ClipOptions clip{optional(config, "clipnorm"), optional(config, "clipvalue"), optional(config, "global_clipnorm")};
+  // Builds T with a schedule or a learning rate (the class default when absent).
+  auto make = [&]<typename T, typename O>(O options, double default_lr) -> OptimizerPtr {
+    options.clipnorm = clip.clipnorm;
+    options.clipvalue = clip.clipvalue;
+    options.global_clipnorm = clip.global_clipnorm;
+    if (schedule) return std::make_shared<T>(schedule, options);
+    return std::make_shared<T>(lr < 0 ? default_lr : lr, options);
+  };
+  std::string key;
+  for (char c : class_name) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (key == "sgd")
+    return make.operator()<SGD>(SGDOptions{number(config, "momentum", 0.0), config.value("nesterov", false)}, 0.01);
+  if (key == "rmsprop")
+    return make.operator()<RMSprop>(RMSpropOptions{number(config, "rho", 0.9), number(config, "momentum", 0.0),
+                                                   number(config, "epsilon", 1e-7), config.value("centered", false)},
+                                    0.001);
+  if (key == "adam" || key == "adamw") {
+    const double wd = number(config, "weight_decay", 0.0);
+    if (key == "adamw" || wd != 0.0)
+      return make.operator()<AdamW>(AdamWOptions{wd, number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
+                                                 number(config, "epsilon", 1e-7), config.value("amsgrad", false)},
+                                    0.001);
+    return make.operator()<Adam>(AdamOptions{number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
+                                             number(config, "epsilon", 1e-7), config.value("amsgrad", false)},
+                                 0.001);
+  }
+  if (key == "adagrad")
+    return make.operator()<Adagrad>(
+        AdagradOptions{number(config, "initial_accumulator_value", 0.1), number(config, "epsilon", 1e-7)}, 0.001);
+  if (key == "adadelta")
+    return make.operator()<Adadelta>(AdadeltaOptions{number(config, "rho", 0.95), number(config, "epsilon", 1e-7)},
+                                     0.001);
+  raise<ValueError>("optimizer \"{}\" is not supported; tower has SGD, RMSprop, Adam, AdamW, Adagrad and Adadelta",
+                    class_name);
+}
 }  // namespace tower::optimizers

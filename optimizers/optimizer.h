@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/graph.h"
 #include "core/variable.h"
 #include "optimizers/schedules.h"
@@ -57,6 +59,19 @@ class Optimizer {
   // Slot variables in creation order (optimizer_weights in a full-model file).
   std::vector<VariablePtr> variables() const;
 
+  // Keras's optimizer.get_config() in tf.keras 2.11+'s spelling: {"name": "Adam", "learning_rate":
+  // 0.001 or a schedule's {"class_name", "config"}, "clipnorm": null, ..., the optimizer's own
+  // arguments}. from_config() (below) rebuilds the optimizer from it.
+  virtual nlohmann::json get_config() const;
+
+  // Restores saved state: the step count, and slot values by tower slot name ("Adam/m/dense/kernel:0").
+  // Slots that exist are assigned now; the others are created with the next training graph, so their
+  // values wait and are given to them then (as Keras 2 deferred optimizer weights after load_model).
+  // A value whose shape differs from its slot's throws when the slot is assigned.
+  void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values);
+  // Values set_state() keeps for slots not created yet (saved again by a model saved before training).
+  const std::map<std::string, Tensor>& pending_state() const { return pending_; }
+
  protected:
   Optimizer(double learning_rate, const ClipOptions& clip);
   Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const ClipOptions& clip);
@@ -89,6 +104,7 @@ class Optimizer {
   // can never be reused by another one while its slots exist.
   std::map<std::pair<const Variable*, std::string>, std::pair<VariablePtr, VariablePtr>> slots_;
   std::vector<VariablePtr> slot_order_;
+  std::map<std::string, Tensor> pending_;  // set_state() values for slots not created yet
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;
@@ -96,5 +112,13 @@ using OptimizerPtr = std::shared_ptr<Optimizer>;
 // "sgd", "rmsprop", "adam", "adamw", "adagrad", "adadelta" with Keras's defaults (case-insensitive).
 // An unknown name throws ValueError listing the known ones.
 OptimizerPtr get(const std::string& identifier);
+
+// An optimizer from Keras's {"class_name": "Adam", "config": {...}} as tf.keras 2 ("Adam",
+// "Custom>Adam"), Keras 3 and Keras 1/2 ("lr", "decay": Keras 2's per-step inverse-time decay) write it.
+// Unknown classes and arguments tower cannot honour (use_ema, a non-zero decay with a schedule) throw
+// ValueError naming them.
+OptimizerPtr from_config(const nlohmann::json& optimizer);
+// {"class_name": name(), "config": get_config()}.
+nlohmann::json to_config(const Optimizer& optimizer);
 
 }  // namespace tower::optimizers

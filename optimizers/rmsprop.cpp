@@ -1,6 +1,8 @@
 // RMSprop: the update through ops::apply_rmsprop.
 #include "optimizers/rmsprop.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/ops.h"
 
@@ -28,4 +30,13 @@ Node* RMSprop::update_step(Graph& graph, const VariablePtr& variable, const Symb
                             options_.epsilon, options_.centered);
 }
 
+
+nlohmann::json RMSprop::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["rho"] = options_.rho;
+  c["momentum"] = options_.momentum;
+  c["epsilon"] = options_.epsilon;
+  c["centered"] = options_.centered;
+  return c;
+}
 }  // namespace tower::optimizers

@@ -22,6 +22,7 @@ class RMSprop : public Optimizer {
   explicit RMSprop(std::shared_ptr<const LearningRateSchedule> schedule, const RMSpropOptions& options = {});
   std::string name() const override { return "RMSprop"; }
   OptimizerPtr clone() const override { return std::make_shared<RMSprop>(*this); }
+  nlohmann::json get_config() const override;
 
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 
 namespace tower::optimizers {
@@ -96,4 +98,74 @@ double CosineDecay::operator()(std::int64_t step) const {
   return start * ((1.0 - options_.alpha) * cosine + options_.alpha);
 }
 
+
+// ---- configs (Keras's get_config) -----------------------------------------------------------------
+
+namespace {
+nlohmann::json schedule_config(const char* class_name, nlohmann::json config) {
+  config["name"] = class_name;
+  return {{"class_name", class_name}, {"config", std::move(config)}};
+}
+}  // namespace
+
+nlohmann::json ExponentialDecay::to_config() const {
+  return schedule_config("ExponentialDecay", {{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_},
+                                              {"decay_rate", rate_}, {"staircase", staircase_}});
+}
+
+nlohmann::json InverseTimeDecay::to_config() const {
+  return schedule_config("InverseTimeDecay", {{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_},
+                                              {"decay_rate", rate_}, {"staircase", staircase_}});
+}
+
+nlohmann::json PolynomialDecay::to_config() const {
+  return schedule_config("PolynomialDecay",
+                         {{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_},
+                          {"end_learning_rate", options_.end_learning_rate}, {"power", options_.power},
+                          {"cycle", options_.cycle}});
+}
+
+nlohmann::json PiecewiseConstantDecay::to_config() const {
+  return schedule_config("PiecewiseConstantDecay", {{"boundaries", boundaries_}, {"values", values_}});
+}
+
+nlohmann::json CosineDecay::to_config() const {
+  nlohmann::json c = {{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_}, {"alpha", options_.alpha},
+                      {"warmup_target", nullptr}, {"warmup_steps", options_.warmup_steps}};
+  if (options_.warmup_target) c["warmup_target"] = *options_.warmup_target;
+  return schedule_config("CosineDecay", std::move(c));
+}
+
+std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& schedule) {
+  const std::string class_name = schedule.value("class_name", "");
+  const nlohmann::json& c = schedule.contains("config") ? schedule.at("config") : schedule;
+  auto number = [&](const char* key, double fallback) {
+    return c.contains(key) && c.at(key).is_number() ? c.at(key).get<double>() : fallback;
+  };
+  auto steps = [&]() { return static_cast<std::int64_t>(number("decay_steps", 0)); };
+  auto staircase = [&]() { return c.value("staircase", false); };
+  if (class_name == "ExponentialDecay")
+    return std::make_shared<ExponentialDecay>(number("initial_learning_rate", 0), steps(), number("decay_rate", 0),
+                                              staircase());
+  if (class_name == "InverseTimeDecay")
+    return std::make_shared<InverseTimeDecay>(number("initial_learning_rate", 0), steps(), number("decay_rate", 0),
+                                              staircase());
+  if (class_name == "PolynomialDecay")
+    return std::make_shared<PolynomialDecay>(
+        number("initial_learning_rate", 0), steps(),
+        PolynomialDecay::Options{number("end_learning_rate", 0.0001), number("power", 1.0), c.value("cycle", false)});
+  if (class_name == "PiecewiseConstantDecay")
+    return std::make_shared<PiecewiseConstantDecay>(c.at("boundaries").get<std::vector<std::int64_t>>(),
+                                                    c.at("values").get<std::vector<double>>());
+  if (class_name == "CosineDecay") {
+    CosineDecay::Options o;
+    o.alpha = number("alpha", 0.0);
+    if (c.contains("warmup_target") && c.at("warmup_target").is_number()) o.warmup_target = c.at("warmup_target").get<double>();
+    o.warmup_steps = static_cast<std::int64_t>(number("warmup_steps", 0));
+    return std::make_shared<CosineDecay>(number("initial_learning_rate", 0), steps(), o);
+  }
+  raise<ValueError>("learning-rate schedule \"{}\" is not supported; tower has ExponentialDecay, InverseTimeDecay, "
+                    "PolynomialDecay, PiecewiseConstantDecay and CosineDecay",
+                    class_name);
+}
 }  // namespace tower::optimizers

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tower::optimizers {
 
 class LearningRateSchedule {
@@ -15,13 +17,19 @@ class LearningRateSchedule {
   virtual ~LearningRateSchedule() = default;
   // The learning rate at `step` (the optimizer's iterations before the update).
   virtual double operator()(std::int64_t step) const = 0;
+  // Keras's {"class_name": "ExponentialDecay", "config": {...}}.
+  virtual nlohmann::json to_config() const = 0;
 };
+
+// A schedule from Keras's {"class_name", "config"} (tf.keras 2 or Keras 3 spelling); unknown classes throw.
+std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& schedule);
 
 // initial_learning_rate * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
 class ExponentialDecay : public LearningRateSchedule {
  public:
   ExponentialDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate, bool staircase = false);
   double operator()(std::int64_t step) const override;
+  nlohmann::json to_config() const override;
 
  private:
   double initial_, rate_;
@@ -34,6 +42,7 @@ class InverseTimeDecay : public LearningRateSchedule {
  public:
   InverseTimeDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate, bool staircase = false);
   double operator()(std::int64_t step) const override;
+  nlohmann::json to_config() const override;
 
  private:
   double initial_, rate_;
@@ -54,6 +63,7 @@ class PolynomialDecay : public LearningRateSchedule {
   PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps)
       : PolynomialDecay(initial_learning_rate, decay_steps, Options{}) {}
   double operator()(std::int64_t step) const override;
+  nlohmann::json to_config() const override;
 
  private:
   double initial_;
@@ -68,6 +78,7 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
  public:
   PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
   double operator()(std::int64_t step) const override;
+  nlohmann::json to_config() const override;
 
  private:
   std::vector<std::int64_t> boundaries_;
@@ -89,6 +100,7 @@ class CosineDecay : public LearningRateSchedule {
   CosineDecay(double initial_learning_rate, std::int64_t decay_steps)
       : CosineDecay(initial_learning_rate, decay_steps, Options{}) {}
   double operator()(std::int64_t step) const override;
+  nlohmann::json to_config() const override;
 
  private:
   double initial_;

@@ -1,6 +1,8 @@
 // SGD: the update through ops::apply_sgd.
 #include "optimizers/sgd.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/ops.h"
 
@@ -25,4 +27,11 @@ Node* SGD::update_step(Graph& graph, const VariablePtr& variable, const Symbolic
   return ops::apply_sgd(var, grad, learning_rate, momentum, options_.momentum, options_.nesterov);
 }
 
+
+nlohmann::json SGD::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["momentum"] = options_.momentum;
+  c["nesterov"] = options_.nesterov;
+  return c;
+}
 }  // namespace tower::optimizers

@@ -19,6 +19,7 @@ class SGD : public Optimizer {
   explicit SGD(std::shared_ptr<const LearningRateSchedule> schedule, const SGDOptions& options = {});
   std::string name() const override { return "SGD"; }
   OptimizerPtr clone() const override { return std::make_shared<SGD>(*this); }
+  nlohmann::json get_config() const override;
 
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
