@@ -1,1 +1,359 @@
-// placeholder (issue 4, in progress)
+// Keras's full-model HDF5 files: save_model_hdf5 / load_model_hdf5 and their parts (training_config,
+// optimizer_weights), and Model::save.
+#include "io/keras_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "io/keras_weights.h"
+#include "io/model_config.h"
+#include "layers/model_internal.h"
+#include "optimizers/optimizers.h"
+
+namespace tower::io {
+namespace {
+
+using nlohmann::json;
+
+// ---- training_config ---------------------------------------------------------------------------
+
+json loss_to_config(const losses::Loss& loss) {
+  const auto& o = loss.options();
+  const losses::LossOptions defaults;
+  if (!o.from_logits && o.label_smoothing == defaults.label_smoothing && o.delta == defaults.delta) return loss.name();
+  // Keras's loss object: {"class_name": "CategoricalCrossentropy", "config": {...}}.
+  json config = {{"name", loss.name()}, {"reduction", "auto"}, {"from_logits", o.from_logits}};
+  if (o.label_smoothing != 0.0) config["label_smoothing"] = o.label_smoothing;
+  if (loss.name() == "huber") config["delta"] = o.delta;
+  std::string class_name;
+  bool upper = true;
+  for (char c : loss.name()) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    class_name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return {{"class_name", class_name}, {"config", config}};
+}
+
+losses::Loss loss_from_config(const json& j) {
+  if (j.is_string()) return losses::Loss(j.get<std::string>());
+  if (j.is_object() && j.contains("class_name")) {
+    const json c = j.value("config", json::object());
+    losses::LossOptions o;
+    o.from_logits = c.value("from_logits", false);
+    if (c.contains("label_smoothing") && c["label_smoothing"].is_number()) o.label_smoothing = c["label_smoothing"];
+    if (c.contains("delta") && c["delta"].is_number()) o.delta = c["delta"];
+    std::string name = j["class_name"].get<std::string>();
+    if (name == "function" || name == "LossFunctionWrapper") name = c.value("fn", c.value("name", name));
+    return losses::Loss(name, o);
+  }
+  raise<ValueError>("training_config: cannot read the loss {}", j.dump());
+}
+
+// Keras writes metrics as names, as metric objects, or (tf.keras) as one list per output of
+// MeanMetricWrapper objects: collect the names, once each, in order.
+void collect_metrics(const json& j, std::vector<metrics::Metric>& out, std::vector<std::string>& seen) {
+  if (j.is_null()) return;
+  if (j.is_array()) {
+    for (const auto& item : j) collect_metrics(item, out, seen);
+    return;
+  }
+  if (j.is_object() && !j.contains("class_name")) {  // {"output_name": [...]}
+    for (const auto& [key, item] : j.items()) collect_metrics(item, out, seen);
+    return;
+  }
+  std::string name;
+  if (j.is_string()) {
+    name = j.get<std::string>();
+  } else {
+    const json c = j.value("config", json::object());
+    name = c.value("name", j.value("class_name", ""));
+  }
+  if (std::find(seen.begin(), seen.end(), name) != seen.end()) return;
+  seen.push_back(name);
+  out.emplace_back(name);
+}
+
+// ---- optimizer state --------------------------------------------------------------------------------
+
+// How files spell each of tower's slots: tf.keras 2.11+ (tower's own), tf.keras 2.0-2.10 and Keras 3.
+const std::map<std::string, std::vector<std::string>>& slot_spellings(const std::string& optimizer) {
+  static const std::map<std::string, std::map<std::string, std::vector<std::string>>> table = {
+      {"Adam", {{"m", {"m", "momentum"}}, {"v", {"v", "velocity"}}, {"vhat", {"vhat", "velocity_hat"}}}},
+      {"SGD", {{"m", {"m", "momentum"}}}},
+      {"RMSprop", {{"velocity", {"velocity", "rms"}}, {"momentum", {"momentum"}}, {"average_gradient", {"average_gradient", "mg"}}}},
+      {"Adagrad", {{"accumulator", {"accumulator"}}}},
+      {"Adadelta", {{"accumulated_grad", {"accumulated_grad", "accum_grad"}},
+                    {"accumulated_delta_var", {"accumulated_delta_var", "accum_var"}}}},
+  };
+  auto it = table.find(optimizer == "AdamW" ? "Adam" : optimizer);
+  if (it == table.end()) raise<ValueError>("optimizer \"{}\" has no known slot names", optimizer);
+  return it->second;
+}
+
+std::string strip_index(std::string name) {
+  if (name.size() > 2 && name.ends_with(":0")) name.resize(name.size() - 2);
+  return name;
+}
+
+std::string underscored(std::string s) {
+  std::replace(s.begin(), s.end(), '/', '_');
+  return s;
+}
+
+// Tower's slot name for a file's optimizer weight, "" when it names none of `variables`' slots.
+std::string tower_slot_name(const std::string& file_name, const std::string& optimizer,
+                            const std::vector<std::string>& variables) {
+  const std::string name = strip_index(file_name);
+  const auto slash = name.find('/');
+  if (slash == std::string::npos) return "";
+  const std::string rest = name.substr(slash + 1);  // without the optimizer's prefix
+  std::string best;
+  std::size_t best_length = 0;
+  for (const auto& [slot, spellings] : slot_spellings(optimizer))
+    for (const auto& spelled : spellings)
+      for (const auto& v : variables) {
+        const std::string tower = fmt::format("{}/{}/{}:0", optimizer, slot, v);
+        if (rest == spelled + "/" + v || rest == v + "/" + spelled) return tower;  // tf.keras 2.11+ / 2.0-2.10
+        // Keras 3: "<model>_dense_kernel_momentum" (the variable's path with '_'); longest match wins.
+        const std::string suffix = underscored(v) + "_" + spelled;
+        if (rest.size() >= suffix.size() && rest.ends_with(suffix) &&
+            (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '_') &&
+            suffix.size() > best_length) {
+          best = tower;
+          best_length = suffix.size();
+        }
+      }
+  return best;
+}
+
+bool is_iteration(const std::string& file_name) {
+  const std::string name = strip_index(file_name);
+  const std::string last = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  return last == "iteration" || last == "iter" || last == "iterations";
+}
+
+// Flips convolution kernels (kh, kw, in, out) on their spatial axes: Theano convolved with flipped
+// kernels, TensorFlow and tower correlate (Keras's convert_kernel).
+void flip_conv_kernels(const std::vector<LayerPtr>& layers) {
+  for (const auto& layer : layers) {
+    if (auto* nested = dynamic_cast<Model*>(layer.get())) {
+      flip_conv_kernels(nested->layers());
+      continue;
+    }
+    if (layer->class_name() != "Conv2D" || layer->weights().empty()) continue;
+    const VariablePtr kernel = layer->weights()[0];
+    Tensor k = kernel->value().to(cpu_device()).clone();
+    const Shape& s = k.shape();  // (kh, kw, in, out)
+    const std::int64_t kh = s[0], kw = s[1], inner = s[2] * s[3];
+    Tensor flipped = k.clone();
+    const float* from = k.data<float>();
+    float* to = flipped.data<float>();
+    for (std::int64_t i = 0; i < kh; ++i)
+      for (std::int64_t j = 0; j < kw; ++j)
+        std::copy_n(from + (i * kw + j) * inner, inner, to + ((kh - 1 - i) * kw + (kw - 1 - j)) * inner);
+    kernel->assign(flipped);
+  }
+}
+
+// The template model of a file saved from Keras's multi_gpu_model (InputLayers, Lambda slices, one
+// model layer, Concatenates), or null for any other model.
+const json* multi_gpu_template(const json& config) {
+  const std::string top = config.value("class_name", "");
+  if (top != "Model" && top != "Functional") return nullptr;
+  const json& layers = config.at("config").at("layers");
+  const json* found = nullptr;
+  bool lambda = false;
+  for (const auto& layer : layers) {
+    const std::string c = layer.value("class_name", "");
+    if (c == "Sequential" || c == "Model" || c == "Functional") {
+      if (found) return nullptr;
+      found = &layer;
+    } else if (c == "Lambda") {
+      lambda = true;
+    } else if (c != "InputLayer" && c != "Concatenate") {
+      return nullptr;
+    }
+  }
+  return lambda ? found : nullptr;
+}
+
+std::string what_of(const char* call, const std::string& path) { return fmt::format("{}(\"{}\")", call, path); }
+
+}  // namespace
+
+// ---- public -------------------------------------------------------------------------------------------
+
+json training_config(const Model& model) {
+  const auto& d = *model.internal();
+  if (!d.compiled) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
+  json loss;
+  if (d.losses.size() == 1) {
+    loss = loss_to_config(d.losses[0]);
+  } else {
+    loss = json::object();
+    const auto names = model.output_names();
+    for (std::size_t i = 0; i < d.losses.size(); ++i) loss[names.at(i)] = loss_to_config(d.losses[i]);
+  }
+  json metric_names = json::array();
+  for (const auto& m : d.metrics) metric_names.push_back(m.name());
+  return {{"loss", loss},
+          {"metrics", metric_names},
+          {"weighted_metrics", nullptr},
+          {"loss_weights", d.loss_weights.empty() ? json() : json(d.loss_weights)},
+          {"optimizer_config", optimizers::to_config(*d.optimizer)}};
+}
+
+void compile_from_config(Model& model, const json& config) {
+  if (!config.contains("optimizer_config"))
+    raise<ValueError>("training_config of model \"{}\" has no optimizer_config", model.name());
+  auto optimizer = optimizers::from_config(config.at("optimizer_config"));
+  const json& loss = config.value("loss", json());
+  std::vector<losses::Loss> per_output;
+  const auto names = model.output_names();
+  if (loss.is_array()) {
+    for (const auto& l : loss) per_output.push_back(loss_from_config(l));
+  } else if (loss.is_object() && !loss.contains("class_name")) {  // {"output_name": loss}
+    for (const auto& n : names) {
+      if (!loss.contains(n))
+        raise<ValueError>("training_config: the loss dict has no entry for output \"{}\" (has {})", n, loss.dump());
+      per_output.push_back(loss_from_config(loss.at(n)));
+    }
+  } else {
+    per_output.push_back(loss_from_config(loss));
+  }
+  std::vector<metrics::Metric> metric_list;
+  std::vector<std::string> seen;
+  collect_metrics(config.value("metrics", json()), metric_list, seen);
+  CompileOptions options;
+  const json& weights = config.value("loss_weights", json());
+  if (weights.is_array()) {
+    options.loss_weights = weights.get<std::vector<double>>();
+  } else if (weights.is_object()) {
+    for (const auto& n : names) options.loss_weights.push_back(weights.value(n, 1.0));
+  }
+  model.compile(optimizer, per_output, metric_list, options);
+}
+
+OptimizerState read_optimizer_state(const hdf5::Group& group, const Model& model) {
+  const auto& optimizer = model.optimizer();
+  std::vector<std::string> variables;
+  for (const auto& v : model.trainable_weights()) variables.push_back(strip_index(v->name()));
+  OptimizerState state;
+  for (const auto& name : group.read_string_array_attr("weight_names")) {
+    if (is_iteration(name)) {
+      state.iterations = static_cast<std::int64_t>(group.dataset(name).read(DType::float64).data<double>()[0]);
+      continue;
+    }
+    if (strip_index(name).ends_with("/learning_rate")) continue;  // Keras 3 keeps it; the config has it
+    const std::string slot = tower_slot_name(name, optimizer.name(), variables);
+    if (slot.empty())
+      raise<ValueError>("optimizer weight \"{}\" matches no slot of {} for this model's variables", name,
+                        optimizer.name());
+    state.slots[slot] = group.dataset(name).read(DType::float32);
+  }
+  return state;
+}
+
+void write_optimizer_state(hdf5::Group& group, const optimizers::Optimizer& optimizer) {
+  std::vector<std::string> names{"iteration:0"};
+  group.write_dataset("iteration:0", Tensor::scalar(static_cast<double>(optimizer.iterations()), DType::int64));
+  for (const auto& slot : optimizer.variables()) {
+    names.push_back(slot->name());
+    group.write_dataset(slot->name(), slot->value());
+  }
+  for (const auto& [name, value] : optimizer.pending_state()) {  // loaded, not yet used by a training step
+    names.push_back(name);
+    group.write_dataset(name, value);
+  }
+  group.write_string_array_attr("weight_names", names);
+}
+
+void save_model_hdf5(const Model& model, const std::string& path, const SaveModelOptions& options) {
+  const std::string what = what_of("save", path);
+  const std::string model_config = model_to_config(model).dump();
+  const bool compiled = model.compiled();
+  const std::string train_config = compiled ? training_config(model).dump() : "";
+  hdf5::write_file_atomically(path, what, [&](hdf5::File& file) {
+    file.write_string_attr("keras_version", kKerasVersion);
+    file.write_string_attr("backend", kKerasBackend);
+    file.write_string_attr("model_config", model_config);
+    if (compiled) file.write_string_attr("training_config", train_config);
+    hdf5::Group weights = file.create_group("model_weights");
+    save_weights_to_group(weights, model.layers());
+    if (compiled && options.include_optimizer) {
+      hdf5::Group group = file.create_group("optimizer_weights");
+      write_optimizer_state(group, model.optimizer());
+    }
+  });
+}
+
+Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) {
+  const std::string what = what_of("load_model", path);
+  try {
+    hdf5::File file = hdf5::File::open(path);
+    if (!file.has_attr("model_config"))
+      raise<FileError>("{}: the file has no model_config attribute: it holds weights only (save_weights); build "
+                       "the model in code and call load_weights",
+                       what);
+    json config;
+    try {
+      config = json::parse(file.read_string_attr("model_config"));
+    } catch (const json::exception& e) {
+      raise<FileError>("{}: model_config is not valid JSON: {}", what, e.what());
+    }
+    const json* tmpl = multi_gpu_template(config);
+    Model model = model_from_config(tmpl ? json{{"class_name", tmpl->at("class_name")}, {"config", tmpl->at("config")}}
+                                         : config);
+    if (!file.is_group("model_weights"))
+      raise<FileError>("{}: the file has a model_config but no model_weights group; was it written completely?", what);
+    const hdf5::Group weights = file.group("model_weights");
+    // A multi_gpu_model file keeps the template's weights as one nested-model group.
+    const std::vector<LayerPtr> layers = tmpl ? std::vector<LayerPtr>{model.share()} : model.layers();
+    load_weights_from_group(weights, layers, {}, what);
+    const hdf5::Object& attrs = weights.has_attr("backend") ? static_cast<const hdf5::Object&>(weights) : file;
+    if (attrs.has_attr("backend") && attrs.read_string_attr("backend") == "theano") flip_conv_kernels(model.layers());
+
+    if (options.compile && file.has_attr("training_config") && !tmpl) {
+      json train_config;
+      try {
+        train_config = json::parse(file.read_string_attr("training_config"));
+      } catch (const json::exception& e) {
+        raise<FileError>("{}: training_config is not valid JSON: {}", what, e.what());
+      }
+      compile_from_config(model, train_config);
+      if (file.is_group("optimizer_weights")) {
+        try {  // as Keras: a model whose optimizer state cannot be placed still loads, with a warning
+          auto state = read_optimizer_state(file.group("optimizer_weights"), model);
+          model.optimizer().set_state(state.iterations, std::move(state.slots));
+        } catch (const Error& e) {
+          std::cerr << "warning: " << what << ": the optimizer state was not restored (" << e.what()
+                    << "); training continues with a fresh optimizer\n";
+        }
+      }
+    }
+    return model;
+  } catch (const FileError& e) {
+    const std::string message = e.what();
+    if (message.rfind(what, 0) == 0) throw;
+    throw FileError(what + ": " + message);
+  }
+}
+
+}  // namespace tower::io
+
+// ---- Model (declared in layers/model.h) -----------------------------------------------------------
+
+namespace tower {
+
+void Model::save(const std::string& path, bool include_optimizer) const {
+  io::save_model_hdf5(*this, path, {.include_optimizer = include_optimizer});
+}
+
+}  // namespace tower

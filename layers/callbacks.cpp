@@ -45,6 +45,16 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// LambdaCallback's hooks: each runs its function when one was given.
+template <typename F, typename... Args>
+void call(const F& function, Args&&... args) {
+  if (function) function(std::forward<Args>(args)...);
+}
+
+}  // namespace
+
+// ---- shared by the callbacks that monitor a value (declared in callbacks.h) --------------------------
+
 void check_mode(const char* who, const std::string& mode) {
   if (mode != "auto" && mode != "min" && mode != "max")
     raise<ValueError>("{}: mode must be \"auto\", \"min\" or \"max\", got \"{}\"", who, mode);
@@ -80,13 +90,6 @@ void warn_missing(bool& warned, const char* what, const std::string& monitor, co
             << "` which is not available. Available metrics are: " << names << "\n";
 }
 
-// LambdaCallback's hooks: each runs its function when one was given.
-template <typename F, typename... Args>
-void call(const F& function, Args&&... args) {
-  if (function) function(std::forward<Args>(args)...);
-}
-
-}  // namespace
 
 // ---- ProgbarLogger ---------------------------------------------------------------------------------
 

@@ -69,6 +69,17 @@ class ProgbarLogger : public Callback {
   std::size_t total_width_ = 0;
 };
 
+// ---- helpers of the callbacks that monitor a value (EarlyStopping, ModelCheckpoint, ...) ----------------
+
+// Throws unless mode is "auto", "min" or "max".
+void check_mode(const char* who, const std::string& mode);
+// Keras 3's "auto" mode takes the metric's direction: losses and errors go down, accuracies up.
+bool higher_is_better(const char* who, const std::string& monitor, const std::string& mode);
+// Keras's MonitorCallback._is_improvement, min_delta taken towards "better".
+bool is_improvement(double current, std::optional<double> reference, bool higher, double min_delta);
+// Keras's warning (printed once per `warned`) when the monitored value is missing from the logs.
+void warn_missing(bool& warned, const char* what, const std::string& monitor, const Logs& logs);
+
 // ---- EarlyStopping and ReduceLROnPlateau ------------------------------------------------------------
 
 struct EarlyStoppingOptions {

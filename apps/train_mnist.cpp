@@ -1,0 +1,299 @@
+// train_mnist: trains an MLP or a convnet on MNIST-style IDX data the way the Keras multi-GPU
+// tutorials do, with checkpoints, resume and full-model files. `train_mnist --help` lists every option.
+// Exit codes: 0 done, 1 a runtime error (a message says what), 2 a bad command line.
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/random.h"
+#include "io/backup_and_restore.h"
+#include "io/datasets.h"
+#include "io/keras_model.h"
+#include "layers/layers.h"
+#include "optimizers/optimizers.h"
+
+#ifndef TOWER_DATA_DIR
+#define TOWER_DATA_DIR "data"
+#endif
+
+using namespace tower;
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+
+namespace {
+
+struct Args {
+  std::string model = "mlp";
+  int epochs = 5;
+  std::int64_t batch_size = 128;
+  std::string optimizer = "adam";
+  double lr = 0.0;  // 0: the optimizer's default
+  std::string data;
+  std::vector<std::string> gpus;
+  int cpu_devices = 1;
+  std::uint64_t seed = 1;
+  std::string save, load, resume;
+  std::int64_t backup_every = 0;
+  std::int64_t train_samples = 0;
+  int verbose = 1;
+};
+
+// A bad command line: the message is printed with a hint and the program exits with code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool has_idx_files(const fs::path& dir) {
+  for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"})
+    if (!fs::exists(dir / stem) && !fs::exists(dir / (std::string(stem) + ".gz"))) return false;
+  return true;
+}
+
+// --data, or the repository's data/ when scripts/fetch_data.sh filled it (MNIST first), else
+// Debian's Fashion-MNIST.
+std::string choose_data(const Args& args) {
+  if (!args.data.empty()) {
+    if (!fs::is_directory(args.data)) throw UsageError(fmt::format("--data {}: no such directory", args.data));
+    if (!has_idx_files(args.data))
+      throw UsageError(fmt::format(
+          "--data {}: the directory lacks the four IDX files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte"
+          "[.gz], t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]); scripts/fetch_data.sh downloads them",
+          args.data));
+    return args.data;
+  }
+  for (const fs::path dir : {fs::path(TOWER_DATA_DIR) / "mnist", fs::path(TOWER_DATA_DIR) / "fashion-mnist",
+                             fs::path(io::kFashionMnistDir)})
+    if (has_idx_files(dir)) return dir.string();
+  throw UsageError(fmt::format("no data found in {0}/mnist, {0}/fashion-mnist or {1}; run scripts/fetch_data.sh "
+                               "or pass --data DIR",
+                               TOWER_DATA_DIR, io::kFashionMnistDir));
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  po::options_description options(
+      "Usage: train_mnist [options]\n"
+      "Trains on MNIST-style IDX data and ends by printing the test loss and accuracy.\n"
+      "Options");
+  options.add_options()("help,h", "show this help")(
+      "model", po::value(&a.model)->default_value(a.model), "mlp (Keras's mnist_mlp) or cnn (Keras's mnist_cnn)")(
+      "epochs", po::value(&a.epochs)->default_value(a.epochs), "training epochs; 0 with --load evaluates only")(
+      "batch-size", po::value(&a.batch_size)->default_value(a.batch_size), "global batch size")(
+      "optimizer", po::value(&a.optimizer)->default_value(a.optimizer),
+      "sgd, rmsprop, adam, adamw, adagrad or adadelta")(
+      "lr", po::value(&a.lr)->default_value(a.lr), "learning rate; 0 = the optimizer's Keras default")(
+      "data", po::value(&a.data)->default_value(""),
+      "directory with the four IDX files; default: the repository's data/mnist or data/fashion-mnist (filled by "
+      "scripts/fetch_data.sh), else Debian's /usr/share/datasets/fashion-mnist")(
+      "gpus", po::value(&a.gpus)->multitoken()->default_value({}, ""),
+      "GPUs: a count (--gpus 3) or a list of ids (--gpus 0 2 3); default: none (CPU)")(
+      "cpu-devices", po::value(&a.cpu_devices)->default_value(a.cpu_devices), "CPU devices (towers) to train on")(
+      "seed", po::value(&a.seed)->default_value(a.seed), "random seed (weights, shuffling, dropout)")(
+      "save", po::value(&a.save)->default_value(""), "write the trained model (Keras full-model .h5) to FILE")(
+      "load", po::value(&a.load)->default_value(""),
+      "start from FILE: a full-model .h5 (model.save, Keras's too) or a weights file for --model")(
+      "resume", po::value(&a.resume)->default_value(""),
+      "back up the training state in DIR and resume from it when run again (BackupAndRestore)")(
+      "backup-every", po::value(&a.backup_every)->default_value(a.backup_every),
+      "with --resume: also back up every N batches; 0 = at the end of each epoch only")(
+      "train-samples", po::value(&a.train_samples)->default_value(a.train_samples),
+      "use only the first N training samples; 0 = all")(
+      "verbose", po::value(&a.verbose)->default_value(a.verbose), "0 silent, 1 progress bar, 2 one line per epoch");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::ostringstream help;
+    help << options;
+    throw UsageError(std::string(e.what()) + "\n" + help.str());
+  }
+  if (vm.count("help")) {
+    std::cout << options << "\n";
+    std::exit(0);
+  }
+  if (a.model != "mlp" && a.model != "cnn") throw UsageError("--model must be mlp or cnn, got " + a.model);
+  if (a.epochs < 0) throw UsageError(fmt::format("--epochs must be >= 0, got {}", a.epochs));
+  if (a.batch_size <= 0) throw UsageError(fmt::format("--batch-size must be > 0, got {}", a.batch_size));
+  if (a.lr < 0) throw UsageError(fmt::format("--lr must be >= 0, got {}", a.lr));
+  if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
+  if (a.verbose < 0 || a.verbose > 2) throw UsageError(fmt::format("--verbose must be 0, 1 or 2, got {}", a.verbose));
+  if (a.backup_every < 0) throw UsageError(fmt::format("--backup-every must be >= 0, got {}", a.backup_every));
+  if (a.train_samples < 0) throw UsageError(fmt::format("--train-samples must be >= 0, got {}", a.train_samples));
+  if (a.backup_every > 0 && a.resume.empty()) throw UsageError("--backup-every needs --resume DIR");
+  try {
+    (void)optimizers::get(a.optimizer);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--optimizer: ") + e.what());
+  }
+  if (!a.load.empty() && !fs::is_regular_file(a.load)) throw UsageError("--load " + a.load + ": no such file");
+  if (!a.save.empty()) {
+    const fs::path parent = fs::absolute(a.save).parent_path();
+    if (!fs::is_directory(parent))
+      throw UsageError(fmt::format("--save {}: the directory {} does not exist", a.save, parent.string()));
+  }
+  if (a.epochs == 0 && a.load.empty()) throw UsageError("--epochs 0 evaluates a model: give it with --load FILE");
+  return a;
+}
+
+// --gpus as a list of device ids: "3" means GPUs 0, 1, 2; "0 2 3" those ids.
+std::vector<int> gpu_ids(const std::vector<std::string>& values) {
+  std::vector<int> ids;
+  for (const auto& v : values) {
+    std::size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != v.size() || n < 0) throw UsageError("--gpus takes a count or a list of GPU ids, got \"" + v + "\"");
+    ids.push_back(n);
+  }
+  if (ids.size() == 1) {
+    if (ids[0] == 0) throw UsageError("--gpus 0 is a count of zero GPUs; leave --gpus out to train on the CPU");
+    const int count = ids[0];
+    ids.clear();
+    for (int i = 0; i < count; ++i) ids.push_back(i);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::size_t j = i + 1; j < ids.size(); ++j)
+      if (ids[i] == ids[j]) throw UsageError(fmt::format("--gpus lists GPU {} twice", ids[i]));
+  return ids;
+}
+
+// The first n rows of a host array (n, ...).
+Tensor first_rows(const Tensor& t, std::int64_t n) {
+  auto dims = t.shape().dims();
+  dims[0] = n;
+  Tensor out = Tensor::zeros(Shape(dims), t.dtype());
+  std::memcpy(out.raw_data(), t.raw_data(), out.nbytes());
+  return out;
+}
+
+// Keras's mnist_mlp and mnist_cnn architectures.
+Model build_model(const std::string& kind) {
+  Sequential model;
+  if (kind == "mlp") {
+    model.add(layers::Input({28, 28}));
+    model.add(layers::Flatten());
+    model.add(layers::Dense(512, {.activation = "relu"}));
+    model.add(layers::Dropout(0.2));
+    model.add(layers::Dense(512, {.activation = "relu"}));
+    model.add(layers::Dropout(0.2));
+  } else {
+    model.add(layers::Input({28, 28}));
+    model.add(layers::Reshape({28, 28, 1}));
+    model.add(layers::Conv2D(32, {3, 3}, {.activation = "relu"}));
+    model.add(layers::Conv2D(64, {3, 3}, {.activation = "relu"}));
+    model.add(layers::MaxPooling2D({2, 2}));
+    model.add(layers::Dropout(0.25));
+    model.add(layers::Flatten());
+    model.add(layers::Dense(128, {.activation = "relu"}));
+    model.add(layers::Dropout(0.5));
+  }
+  model.add(layers::Dense(10, {.activation = "softmax"}));
+  return model;
+}
+
+optimizers::OptimizerPtr make_optimizer(const Args& a) {
+  if (a.lr == 0.0) return optimizers::get(a.optimizer);
+  auto config = optimizers::to_config(*optimizers::get(a.optimizer));
+  config["config"]["learning_rate"] = a.lr;
+  return optimizers::from_config(config);
+}
+
+// A full-model file, or else a weights file for the --model architecture.
+Model load_or_build(const Args& a) {
+  const bool full_model = io::hdf5::File::open(a.load).has_attr("model_config");
+  if (full_model) {
+    std::cout << "Loading the model from " << a.load << "\n";
+    Model model = models::load_model(a.load);
+    if (!model.compiled()) model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
+    return model;
+  }
+  std::cout << "Loading weights for the " << a.model << " model from " << a.load << "\n";
+  Model model = build_model(a.model);
+  model.load_weights(a.load);
+  model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
+  return model;
+}
+
+int run(const Args& a) {
+  if (!a.gpus.empty()) {
+    const auto ids = gpu_ids(a.gpus);
+    const int visible = device_count(DeviceKind::cuda);
+    if (visible == 0)
+      throw UsageError(fmt::format("--gpus asks for {} GPU(s) but none is visible (no CUDA device, or tower was built "
+                                   "without CUDA); leave --gpus out to train on the CPU",
+                                   ids.size()));
+    for (int id : ids)
+      if (id >= visible)
+        throw UsageError(fmt::format("--gpus: GPU {} does not exist; {} GPU(s) are visible (ids 0 to {})", id, visible,
+                                     visible - 1));
+    std::cerr << "train_mnist: training on GPUs arrives with the CUDA backend and the parallel towers (issues 5 "
+                 "and 6); run without --gpus to train on the CPU\n";
+    return 1;
+  }
+  if (a.cpu_devices > 1) {
+    std::cerr << "train_mnist: --cpu-devices " << a.cpu_devices
+              << ": training on several CPU towers arrives with the parallel issue (6); use --cpu-devices 1\n";
+    return 1;
+  }
+
+  set_random_seed(a.seed);
+  const std::string dir = choose_data(a);
+  auto [train, test] = io::load_mnist(dir);
+  auto [x_train, y_train] = train;
+  auto [x_test, y_test] = test;
+  if (a.train_samples > 0 && a.train_samples < x_train.shape()[0]) {
+    x_train = first_rows(x_train, a.train_samples);
+    y_train = first_rows(y_train, a.train_samples);
+  }
+  std::cout << fmt::format("Data: {} ({} training, {} test samples)\n", dir, x_train.shape()[0], x_test.shape()[0]);
+  x_train = io::to_float(x_train, 1.0 / 255, {-1, 28, 28});
+  x_test = io::to_float(x_test, 1.0 / 255, {-1, 28, 28});
+
+  Model model = a.load.empty() ? build_model(a.model) : load_or_build(a);
+  if (!model.compiled()) model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
+  if (a.verbose > 0) model.summary();
+
+  if (a.epochs > 0) {
+    std::vector<CallbackPtr> callbacks;
+    if (!a.resume.empty())
+      callbacks.push_back(std::make_shared<callbacks::BackupAndRestore>(
+          a.resume, callbacks::BackupAndRestoreOptions{.save_freq = a.backup_every}));
+    model.fit(x_train, y_train,
+              {.batch_size = a.batch_size, .epochs = a.epochs, .verbose = a.verbose, .callbacks = callbacks,
+               .seed = a.seed});
+  }
+  if (!a.save.empty()) {
+    model.save(a.save);
+    std::cout << "Saved the model to " << a.save << "\n";
+  }
+  auto score = model.evaluate(x_test, y_test, {.batch_size = a.batch_size, .verbose = 0});
+  std::cout << "Test loss: " << score[0] << "\n";
+  std::cout << "Test accuracy: " << score[1] << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const UsageError& e) {
+    std::cerr << "train_mnist: " << e.what() << "\n(train_mnist --help lists the options)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "train_mnist: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,2 +1,0 @@
-// placeholder (issue 4, in progress)
-#pragma once

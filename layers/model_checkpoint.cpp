@@ -1,1 +1,0 @@
-// placeholder (issue 4, in progress)
