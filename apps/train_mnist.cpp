@@ -3,6 +3,7 @@
 // Exit codes: 0 done, 1 a runtime error (a message says what), 2 a bad command line.
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <filesystem>

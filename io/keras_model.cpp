@@ -191,7 +191,7 @@ std::string what_of(const char* call, const std::string& path) { return fmt::for
 // ---- public -------------------------------------------------------------------------------------------
 
 json training_config(const Model& model) {
-  const auto& d = *model.internal();
+  const auto& d = model.internal();
   if (!d.compiled) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
   json loss;
   if (d.losses.size() == 1) {
@@ -201,13 +201,31 @@ json training_config(const Model& model) {
     const auto names = model.output_names();
     for (std::size_t i = 0; i < d.losses.size(); ++i) loss[names.at(i)] = loss_to_config(d.losses[i]);
   }
-  json metric_names = json::array();
-  for (const auto& m : d.metrics) metric_names.push_back(m.name());
+  // Keras resolves "accuracy" by the loss when it compiles; a file must name the function itself,
+  // since tf.keras rebuilds loaded metrics against the model's outputs (and would pick
+  // categorical_accuracy for sparse labels) and Keras 3 cannot read tf.keras's MeanMetricWrapper form.
+  // tower's own names go beside them, so a round trip reports the same log names.
+  json metric_functions = json::array(), metric_names = json::array();
+  for (const auto& m : d.metrics) {
+    std::string function = m.name();
+    if ((function == "accuracy" || function == "acc") && d.losses.size() == 1) {
+      const std::string& l = d.losses[0].name();
+      if (l == "sparse_categorical_crossentropy") function = "sparse_categorical_accuracy";
+      if (l == "categorical_crossentropy") function = "categorical_accuracy";
+      if (l == "binary_crossentropy") function = "binary_accuracy";
+    }
+    metric_functions.push_back(function);
+    metric_names.push_back(m.name());
+  }
+  // tf.keras 2.11+'s spelling; Keras 3 reads it too, whereas it rejects is_legacy_optimizer under "Adam".
+  json optimizer = optimizers::to_config(*d.optimizer);
+  optimizer["class_name"] = "Custom>" + optimizer["class_name"].get<std::string>();
   return {{"loss", loss},
-          {"metrics", metric_names},
+          {"metrics", metric_functions},
+          {"tower_metric_names", metric_names},
           {"weighted_metrics", nullptr},
           {"loss_weights", d.loss_weights.empty() ? json() : json(d.loss_weights)},
-          {"optimizer_config", optimizers::to_config(*d.optimizer)}};
+          {"optimizer_config", optimizer}};
 }
 
 void compile_from_config(Model& model, const json& config) {
@@ -230,7 +248,8 @@ void compile_from_config(Model& model, const json& config) {
   }
   std::vector<metrics::Metric> metric_list;
   std::vector<std::string> seen;
-  collect_metrics(config.value("metrics", json()), metric_list, seen);
+  const json& names_as_reported = config.value("tower_metric_names", json());  // tower's files (see training_config)
+  collect_metrics(names_as_reported.is_array() ? names_as_reported : config.value("metrics", json()), metric_list, seen);
   CompileOptions options;
   const json& weights = config.value("loss_weights", json());
   if (weights.is_array()) {

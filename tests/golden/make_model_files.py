@@ -118,6 +118,7 @@ def make_theano():
             g.attrs[k] = v
         g.attrs["backend"] = "theano"
         f.copy("model_weights", g)
+        f.copy("optimizer_weights", g)
         g["model_weights"].attrs["backend"] = "theano"
         for layer in g["model_weights"].attrs["layer_names"]:
             layer = layer.decode() if isinstance(layer, bytes) else layer

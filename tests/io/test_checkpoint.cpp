@@ -1,6 +1,7 @@
 // ModelCheckpoint and BackupAndRestore, and the proof that a training process killed with SIGKILL in
 // the middle of an epoch and started again ends with the same weights as an uninterrupted run.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
