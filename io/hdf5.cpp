@@ -453,6 +453,26 @@ File File::create(const std::string& path) {
   return File(std::move(file), std::move(root), path);
 }
 
+File File::create_in_memory(const std::string& name) {
+  silence_errors();
+  Handle fapl = owned(H5Pcreate(H5P_FILE_ACCESS), "cannot create \"" + name + "\"");
+  check(H5Pset_fapl_core(fapl.get(), 1 << 20, /*backing_store=*/0), "cannot create \"" + name + "\"");
+  Handle file = owned(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                      "cannot create \"" + name + "\"");
+  Handle root = owned(H5Gopen2(file.get(), "/", H5P_DEFAULT), "cannot open \"" + name + "\"");
+  return File(std::move(file), std::move(root), name);
+}
+
+std::vector<char> File::image() {
+  flush();
+  const std::string what = "cannot read the bytes of \"" + file_name() + "\"";
+  const ssize_t size = H5Fget_file_image(file_handle_.get(), nullptr, 0);
+  check(size, what);
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  check(H5Fget_file_image(file_handle_.get(), bytes.data(), bytes.size()), what);
+  return bytes;
+}
+
 void File::flush() {
   silence_errors();
   check(H5Fflush(file_handle_.get(), H5F_SCOPE_GLOBAL), "cannot write \"" + file_name() + "\"");
@@ -466,30 +486,59 @@ void File::close() {
 
 // ---- atomic writes ----------------------------------------------------------------------------------
 
+namespace {
+
+// Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave
+// an empty file). A full disk or a file size limit shows up here as a FileError.
+void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) raise<FileError>("{}: cannot create \"{}\": {}", what, path, std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      raise<FileError>("{}: cannot write \"{}\" ({} of {} bytes written): {}", what, path, done, bytes.size(),
+                       std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    raise<FileError>("{}: cannot sync \"{}\": {}", what, path, std::strerror(err));
+  }
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && fs::exists(dir) && !fs::is_directory(dir))
+    raise<FileError>("{}: \"{}\" is not a directory (it is a file)", what, dir.string());
   if (!dir.empty() && !fs::is_directory(dir))
     raise<FileError>("{}: the directory \"{}\" does not exist (create it first)", what, dir.string());
   if (fs::is_directory(path)) raise<FileError>("{}: \"{}\" is a directory; give a file name", what, path);
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   try {
+    std::vector<char> bytes;
     {
-      File file = File::create(tmp);
+      File file = File::create_in_memory(tmp);
       write(file);
-      file.flush();
+      bytes = file.image();
       file.close();
     }
-    // HDF5 does not fsync; without it a crash just after the rename could leave an empty file.
-    const int fd = ::open(tmp.c_str(), O_RDONLY);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      const int err = errno;
-      if (fd >= 0) ::close(fd);
-      raise<FileError>("{}: cannot sync \"{}\": {}", what, tmp, std::strerror(err));
-    }
-    ::close(fd);
+    write_bytes_synced(tmp, what, bytes);
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
       raise<FileError>("{}: cannot rename \"{}\" to \"{}\": {}", what, tmp, path, std::strerror(errno));
+  } catch (const FileError& e) {  // HDF5's errors name the temporary file: say which save failed
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    if (std::string(e.what()).rfind(what, 0) == 0) throw;
+    throw FileError(what + ": " + e.what() + " (\"" + path + "\" is unchanged)");
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);

@@ -136,6 +136,9 @@ class File : public Group {
  public:
   static File open(const std::string& path);    // read-only
   static File create(const std::string& path);  // read-write, truncating an existing file
+  // A file that lives in memory only (HDF5's core driver); `name` is for messages. image() gives
+  // its bytes, so the caller does the disk I/O and HDF5 never sees a failed write.
+  static File create_in_memory(const std::string& name);
 
   File(File&&) noexcept = default;
   File& operator=(File&&) noexcept = default;
@@ -143,6 +146,8 @@ class File : public Group {
 
   Group root() const { return group("/"); }
   void flush();
+  // The bytes of the whole file (flushed first), as they would be on disk.
+  std::vector<char> image();
   // Closes the file and reports failure (the destructor closes silently). Every Group and Dataset
   // opened from it must be gone before, or HDF5 keeps the file open until they are.
   void close();
@@ -152,8 +157,8 @@ class File : public Group {
   Handle file_handle_;
 };
 
-// Writes a new file at `path` atomically: write(file) fills "<path>.tmp-<pid>", which is flushed,
-// closed, synced and renamed over `path`. On any failure the temporary file is removed, an existing
+// Writes a new file at `path` atomically: write(file) fills a file in memory, whose bytes are
+// written to "<path>.tmp-<pid>", synced and renamed over `path`. On any failure the temporary file is removed, an existing
 // file at `path` is left as it was, and the error names `what` (e.g. `save_weights("x.h5")`).
 void write_file_atomically(const std::string& path, const std::string& what,
                            const std::function<void(File&)>& write);

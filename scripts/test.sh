@@ -6,3 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh "$@"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+# A short, deterministic libFuzzer run of the file readers (docs/fuzzing.md; clang build in
+# build-fuzz/). TOWER_FUZZ_SHORT=0 skips it.
+if [ "${TOWER_FUZZ_SHORT:-1}" != 0 ]; then scripts/fuzz.sh short; fi
