@@ -46,6 +46,10 @@ Node& Graph::new_node(const OpDef& def, std::vector<SymbolicTensor> inputs, Attr
   return *nodes_.back();
 }
 
+void Graph::set_random_counters(std::uint64_t value) const {
+  for (const auto& node : nodes_) node->set_random_counter(value);
+}
+
 SymbolicTensor Graph::placeholder(Shape shape, DType dtype, const std::string& name) {
   Node& n = new_node(op_def("placeholder"), {}, {}, name.empty() ? "input" : name);
   n.outputs_ = {TensorSpec{std::move(shape), dtype}};

@@ -69,6 +69,9 @@ class Node {
   // Random ops draw from a counter-based generator keyed by (seed, this count): each run gets
   // fresh numbers, and a run of the same program with the same seed gets the same ones.
   std::uint64_t next_random_counter() const { return random_counter_.fetch_add(1); }
+  // Where the count continues: the trainer sets it to the optimizer's step count before each step,
+  // so step k draws the same numbers in a run resumed from a checkpoint as in an uninterrupted one.
+  void set_random_counter(std::uint64_t value) const { random_counter_.store(value); }
 
   // "conv2d "conv2d_1" (inputs (None, 28, 28, 1) float32, (3, 3, 1, 32) float32)"
   std::string describe() const;
@@ -117,6 +120,8 @@ class Graph {
 
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   Node& node(int id) const { return *nodes_.at(static_cast<std::size_t>(id)); }
+  // Node::set_random_counter(value) on every node.
+  void set_random_counters(std::uint64_t value) const;
 
   // Nodes added while a DeviceScope lives are placed on its device (like `with tf.device(...)`).
   class DeviceScope {

@@ -1,5 +1,8 @@
-// load_mnist, to_categorical, to_float.
+// load_mnist, load_emnist, to_categorical, to_float.
 #include "io/datasets.h"
+
+#include <algorithm>
+#include <iterator>
 
 #include "core/error.h"
 #include "io/idx.h"
@@ -9,6 +12,16 @@ namespace tower::io {
 std::pair<Split, Split> load_mnist(const std::string& dir) {
   auto train = read_idx_split(dir, "train");
   auto test = read_idx_split(dir, "t10k");
+  return {{train.images, train.labels}, {test.images, test.labels}};
+}
+
+std::pair<Split, Split> load_emnist(const std::string& dir, const std::string& split) {
+  static const char* const known[] = {"balanced", "byclass", "bymerge", "digits", "letters", "mnist"};
+  if (std::find(std::begin(known), std::end(known), split) == std::end(known))
+    raise<ValueError>("load_emnist(\"{}\", \"{}\"): unknown split; EMNIST's are balanced, byclass, bymerge, digits, "
+                      "letters and mnist", dir, split);
+  auto train = read_idx_split(dir, "emnist-" + split + "-train");
+  auto test = read_idx_split(dir, "emnist-" + split + "-test");
   return {{train.images, train.labels}, {test.images, test.labels}};
 }
 

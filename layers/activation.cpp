@@ -2,6 +2,7 @@
 #include "layers/activation.h"
 
 #include "layers/activations.h"
+#include "layers/layer_config.h"
 
 namespace tower::layers {
 
@@ -12,6 +13,16 @@ Activation::Activation(const std::string& activation, const ActivationOptions& o
 
 std::vector<SymbolicTensor> Activation::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
   return {apply_activation(activation_, inputs.at(0))};
+}
+
+nlohmann::json Activation::get_config() const {
+  return layer_config(*this, {{"activation", activation_to_config(activation_)}});
+}
+
+LayerPtr Activation::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Activation");
+  r.check_common();
+  return r.finish(Activation(r.activation("activation"), {.name = r.name()}));
 }
 
 }  // namespace tower::layers

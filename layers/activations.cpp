@@ -4,6 +4,8 @@
 #include <functional>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/ops.h"
 
@@ -70,5 +72,25 @@ const Activation& lookup(const std::string& name) {
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x) { return lookup(name)(x); }
 
 void check_activation_name(const std::string& name) { lookup(name); }
+
+std::string activation_from_config(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  std::string name;
+  if (value.is_string()) {
+    name = value.get<std::string>();
+  } else if (value.is_object() && value.contains("config") && value["config"].is_string()) {
+    name = value["config"].get<std::string>();  // Keras 3: {"class_name": "function", "config": "relu"}
+  } else if (value.is_object() && value.contains("class_name") && value["class_name"].is_string()) {
+    name = value["class_name"].get<std::string>();
+  } else {
+    raise<ValueError>("activation: expected a name, got {}", value.dump());
+  }
+  if (name == "softmax_v2") name = "softmax";  // tf.keras 1.x
+  if (name == "linear") return "";
+  check_activation_name(name);
+  return name;
+}
+
+nlohmann::json activation_to_config(const std::string& name) { return name.empty() ? "linear" : name; }
 
 }  // namespace tower

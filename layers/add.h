@@ -11,6 +11,8 @@ class Add : public Merge {
   explicit Add(const MergeOptions& options = {}) : Merge("Add", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<Add>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;

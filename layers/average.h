@@ -11,6 +11,8 @@ class Average : public Merge {
   explicit Average(const MergeOptions& options = {}) : Merge("Average", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<Average>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;

@@ -15,6 +15,8 @@ class AveragePooling2D : public Pooling2D {
       : AveragePooling2D(std::vector<std::int64_t>{pool_size}, options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<AveragePooling2D>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor pool(const SymbolicTensor& x, const ops::Pool2DArgs& args) const override;

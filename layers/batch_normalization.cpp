@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -65,6 +66,50 @@ std::vector<SymbolicTensor> BatchNormalization::call(CallContext& ctx, const std
     ctx.updates->push_back(ops::assign(moving_variance, blend(moving_variance, r[2])));
   }
   return {r[0]};
+}
+
+nlohmann::json BatchNormalization::get_config() const {
+  // tf.keras writes the axis as a list, made non-negative once the layer is built.
+  nlohmann::json axis = options_.axis;
+  if (built() && !build_input_specs().empty()) axis = nlohmann::json::array({build_input_specs()[0].shape.rank() - 1});
+  else if (options_.axis >= 0) axis = nlohmann::json::array({options_.axis});
+  return layer_config(*this, {{"axis", axis},
+                              {"momentum", options_.momentum},
+                              {"epsilon", options_.epsilon},
+                              {"center", options_.center},
+                              {"scale", options_.scale},
+                              {"beta_initializer", options_.beta_initializer.get_config()},
+                              {"gamma_initializer", options_.gamma_initializer.get_config()},
+                              {"moving_mean_initializer", options_.moving_mean_initializer.get_config()},
+                              {"moving_variance_initializer", options_.moving_variance_initializer.get_config()},
+                              {"beta_regularizer", options_.beta_regularizer.get_config()},
+                              {"gamma_regularizer", options_.gamma_regularizer.get_config()},
+                              {"beta_constraint", nullptr},
+                              {"gamma_constraint", nullptr}});
+}
+
+LayerPtr BatchNormalization::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "BatchNormalization");
+  r.check_common();
+  r.expect("renorm", false, "batch renormalization");
+  r.expect("virtual_batch_size", nullptr, "ghost batch normalization");
+  r.expect("adjustment", nullptr, "adjustment functions");
+  r.expect("mode", 0, "Keras 1's feature-wise modes other than 0");
+  std::vector<std::int64_t> axes = r.ints("axis", {-1});
+  if (axes.size() != 1) r.fail("field \"axis\" must name one axis (the channels, last); got several");
+  BatchNormalizationOptions options{.axis = static_cast<int>(axes[0]),
+                                    .momentum = r.number("momentum", 0.99),
+                                    .epsilon = r.number("epsilon", 1e-3),
+                                    .center = r.boolean("center", true),
+                                    .scale = r.boolean("scale", true),
+                                    .beta_initializer = r.initializer("beta_initializer", "zeros"),
+                                    .gamma_initializer = r.initializer("gamma_initializer", "ones"),
+                                    .moving_mean_initializer = r.initializer("moving_mean_initializer", "zeros"),
+                                    .moving_variance_initializer = r.initializer("moving_variance_initializer", "ones"),
+                                    .beta_regularizer = r.regularizer("beta_regularizer"),
+                                    .gamma_regularizer = r.regularizer("gamma_regularizer"),
+                                    .name = r.name()};
+  return r.finish(BatchNormalization(options));
 }
 
 }  // namespace tower::layers

@@ -33,6 +33,9 @@ class BatchNormalization : public Layer {
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<BatchNormalization>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
   std::string class_name() const override { return "BatchNormalization"; }
 
   const BatchNormalizationOptions& options() const { return options_; }

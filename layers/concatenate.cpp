@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -32,6 +33,14 @@ void Concatenate::check_shapes(const std::vector<Shape>& shapes) const {
 
 SymbolicTensor Concatenate::merge(const std::vector<SymbolicTensor>& inputs) const {
   return ops::concat(inputs, axis_);
+}
+
+nlohmann::json Concatenate::get_config() const { return layer_config(*this, {{"axis", axis_}}); }
+
+LayerPtr Concatenate::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Concatenate");
+  r.check_common();
+  return r.finish(Concatenate({.axis = static_cast<int>(r.integer("axis", -1)), .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -18,6 +18,9 @@ class Concatenate : public Merge {
   explicit Concatenate(const ConcatenateOptions& options = {});
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<Concatenate>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
   int axis() const { return axis_; }
 
  protected:

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "layers/activations.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -44,6 +45,43 @@ std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<Sym
   auto y = ops::conv2d(x, read(ctx, kernel), {options_.strides, options_.padding, options_.dilation_rate});
   if (bias) y = ops::bias_add(y, read(ctx, bias));  // (batch, out_h, out_w, filters)
   return {apply_activation(options_.activation, y)};
+}
+
+nlohmann::json Conv2D::get_config() const {
+  return layer_config(*this, {{"filters", filters_},
+                              {"kernel_size", ints_to_json(kernel_size_)},
+                              {"strides", ints_to_json(options_.strides)},
+                              {"padding", options_.padding},
+                              {"data_format", "channels_last"},
+                              {"dilation_rate", ints_to_json(options_.dilation_rate)},
+                              {"groups", 1},
+                              {"activation", activation_to_config(options_.activation)},
+                              {"use_bias", options_.use_bias},
+                              {"kernel_initializer", options_.kernel_initializer.get_config()},
+                              {"bias_initializer", options_.bias_initializer.get_config()},
+                              {"kernel_regularizer", options_.kernel_regularizer.get_config()},
+                              {"bias_regularizer", options_.bias_regularizer.get_config()},
+                              {"activity_regularizer", nullptr},
+                              {"kernel_constraint", nullptr},
+                              {"bias_constraint", nullptr}});
+}
+
+LayerPtr Conv2D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Conv2D");
+  r.check_common();
+  r.expect("groups", 1, "grouped convolutions");
+  r.expect("lora_rank", nullptr, "LoRA");
+  Conv2DOptions options{.strides = r.ints("strides", {1, 1}),
+                        .padding = r.padding("padding"),
+                        .dilation_rate = r.ints("dilation_rate", {1, 1}),
+                        .activation = r.activation("activation"),
+                        .use_bias = r.boolean("use_bias", true),
+                        .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                        .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                        .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                        .bias_regularizer = r.regularizer("bias_regularizer"),
+                        .name = r.name()};
+  return r.finish(Conv2D(r.integer("filters"), r.ints("kernel_size"), options));
 }
 
 }  // namespace tower::layers

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "layers/activations.h"
+#include "layers/layer_config.h"
 
 namespace tower::layers {
 
@@ -39,6 +40,34 @@ std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<Symb
   }
   if (options_.use_bias) y = ops::bias_add(y, read(ctx, weight("bias")));
   return {apply_activation(options_.activation, y)};
+}
+
+nlohmann::json Dense::get_config() const {
+  return layer_config(*this, {{"units", units_},
+                              {"activation", activation_to_config(options_.activation)},
+                              {"use_bias", options_.use_bias},
+                              {"kernel_initializer", options_.kernel_initializer.get_config()},
+                              {"bias_initializer", options_.bias_initializer.get_config()},
+                              {"kernel_regularizer", options_.kernel_regularizer.get_config()},
+                              {"bias_regularizer", options_.bias_regularizer.get_config()},
+                              {"activity_regularizer", nullptr},
+                              {"kernel_constraint", nullptr},
+                              {"bias_constraint", nullptr}});
+}
+
+LayerPtr Dense::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Dense");
+  r.check_common();
+  r.expect("lora_rank", nullptr, "LoRA");
+  r.expect("quantization_config", nullptr, "quantized layers");
+  DenseOptions options{.activation = r.activation("activation"),
+                       .use_bias = r.boolean("use_bias", true),
+                       .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                       .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                       .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                       .bias_regularizer = r.regularizer("bias_regularizer"),
+                       .name = r.name()};
+  return r.finish(Dense(r.integer("units"), options));
 }
 
 }  // namespace tower::layers

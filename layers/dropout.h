@@ -25,6 +25,9 @@ class Dropout : public Layer {
 
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Dropout>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
   std::string class_name() const override { return "Dropout"; }
 
   double rate() const { return rate_; }
@@ -33,6 +36,7 @@ class Dropout : public Layer {
  private:
   double rate_;
   std::uint64_t seed_;
+  bool seed_given_ = false;  // the user's seed (written by get_config), not one drawn
 };
 
 }  // namespace tower::layers

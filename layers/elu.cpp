@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -15,6 +16,14 @@ ELU::ELU(const ELUOptions& options) : Layer(options.name, "elu"), alpha_(options
 
 std::vector<SymbolicTensor> ELU::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
   return {ops::elu(inputs.at(0), alpha_)};
+}
+
+nlohmann::json ELU::get_config() const { return layer_config(*this, {{"alpha", float32_value(alpha_)}}); }
+
+LayerPtr ELU::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "ELU");
+  r.check_common();
+  return r.finish(ELU(r.number("alpha", 1.0), r.name()));
 }
 
 }  // namespace tower::layers

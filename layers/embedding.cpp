@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -23,6 +24,30 @@ std::vector<SymbolicTensor> Embedding::call(CallContext& ctx, const std::vector<
   if (indices.rank() < 1) raise<ShapeError>("{}: expected indices with a batch axis, got a scalar", describe(*this));
   if (indices.dtype() != DType::int32 && indices.dtype() != DType::int64) indices = ops::cast(indices, DType::int32);
   return {ops::gather(read(ctx, weight("embeddings")), indices)};  // (batch, ..., output_dim)
+}
+
+nlohmann::json Embedding::get_config() const {
+  return layer_config(*this, {{"input_dim", input_dim_},
+                              {"output_dim", output_dim_},
+                              {"embeddings_initializer", options_.embeddings_initializer.get_config()},
+                              {"embeddings_regularizer", options_.embeddings_regularizer.get_config()},
+                              {"activity_regularizer", nullptr},
+                              {"embeddings_constraint", nullptr},
+                              {"mask_zero", false},
+                              {"input_length", nullptr}});
+}
+
+LayerPtr Embedding::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Embedding");
+  r.check_common();
+  r.expect("mask_zero", false, "masks");
+  r.expect("lora_rank", nullptr, "LoRA");
+  r.expect("quantization_config", nullptr, "quantized layers");
+  r.expect("sparse", false, "sparse gradients");
+  EmbeddingOptions options{.embeddings_initializer = r.initializer("embeddings_initializer", "uniform"),
+                           .embeddings_regularizer = r.regularizer("embeddings_regularizer"),
+                           .name = r.name()};
+  return r.finish(Embedding(r.integer("input_dim"), r.integer("output_dim"), options));
 }
 
 }  // namespace tower::layers

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -21,6 +22,14 @@ std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<Symbol
     features *= shape[i];
   }
   return {ops::reshape(x, {-1, features})};  // (batch, features)
+}
+
+nlohmann::json Flatten::get_config() const { return layer_config(*this, {{"data_format", "channels_last"}}); }
+
+LayerPtr Flatten::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Flatten");
+  r.check_common();
+  return r.finish(Flatten({.name = r.name()}));
 }
 
 }  // namespace tower::layers

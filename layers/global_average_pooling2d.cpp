@@ -2,11 +2,18 @@
 #include "layers/global_average_pooling2d.h"
 
 #include "core/ops.h"
+#include "layers/layer_config.h"
 
 namespace tower::layers {
 
 SymbolicTensor GlobalAveragePooling2D::reduce(const SymbolicTensor& x, bool keepdims) const {
   return ops::reduce_mean(x, {1, 2}, keepdims);
+}
+
+LayerPtr GlobalAveragePooling2D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "GlobalAveragePooling2D");
+  r.check_common();
+  return r.finish(GlobalAveragePooling2D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
 }
 
 }  // namespace tower::layers

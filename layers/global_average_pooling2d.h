@@ -12,6 +12,8 @@ class GlobalAveragePooling2D : public GlobalPooling2D {
       : GlobalPooling2D("GlobalAveragePooling2D", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims) const override;

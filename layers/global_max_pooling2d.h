@@ -12,6 +12,8 @@ class GlobalMaxPooling2D : public GlobalPooling2D {
       : GlobalPooling2D("GlobalMaxPooling2D", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims) const override;

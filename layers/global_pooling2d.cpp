@@ -1,6 +1,7 @@
 // GlobalPooling2D.
 #include "layers/global_pooling2d.h"
 
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -16,6 +17,10 @@ std::vector<SymbolicTensor> GlobalPooling2D::call(CallContext&, const std::vecto
   const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, c)
   expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
   return {reduce(x, keepdims_)};
+}
+
+nlohmann::json GlobalPooling2D::get_config() const {
+  return layer_config(*this, {{"data_format", "channels_last"}, {"keepdims", keepdims_}});
 }
 
 }  // namespace tower::layers

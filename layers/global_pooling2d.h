@@ -18,6 +18,8 @@ class GlobalPooling2D : public Layer {
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::string class_name() const override { return class_name_; }
+  // Keras's get_config() (tf.keras 2's spelling).
+  nlohmann::json get_config() const override;
 
   bool keepdims() const { return keepdims_; }
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/random.h"
 #include "layers/layer.h"
@@ -132,7 +134,7 @@ Initializer Initializer::variance_scaling(double scale, const std::string& mode,
 
 Tensor Initializer::operator()(const Shape& shape, DType dtype, std::uint64_t seed) const {
   if (name_ == "zeros" || name_ == "ones" || name_ == "constant") return Tensor::full(shape, a_, dtype);
-  if (seed == 0) seed = next_seed();
+  if (seed == 0) seed = seed_ ? static_cast<std::uint64_t>(*seed_) : next_seed();
   if (name_ == "random_normal") return tower::random_normal(shape, a_, b_, seed, dtype);
   if (name_ == "random_uniform") return tower::random_uniform(shape, a_, b_, seed, dtype);
   if (name_ == "truncated_normal") return tower::truncated_normal(shape, a_, b_, seed, dtype);
@@ -148,6 +150,93 @@ Tensor Initializer::operator()(const Shape& shape, DType dtype, std::uint64_t se
   if (distribution_ == "untruncated_normal") return tower::random_normal(shape, 0.0, std::sqrt(scale), seed, dtype);
   // Keras divides by the stddev of a unit normal truncated to [-2, 2], so the values keep variance `scale`.
   return tower::truncated_normal(shape, 0.0, std::sqrt(scale) / 0.87962566103423978, seed, dtype);
+}
+
+// ---- config --------------------------------------------------------------------------------------
+
+namespace {
+
+// tower name <-> Keras 2 class name of the initializers without arguments besides the seed.
+const std::map<std::string, std::string>& seeded_class_names() {
+  static const std::map<std::string, std::string> names{
+      {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_uniform", "HeUniform"},
+      {"he_normal", "HeNormal"},           {"lecun_uniform", "LecunUniform"}, {"lecun_normal", "LecunNormal"},
+  };
+  return names;
+}
+
+double number_field(const nlohmann::json& config, const char* key, double fallback, const std::string& class_name) {
+  if (!config.is_object() || !config.contains(key) || config[key].is_null()) return fallback;
+  if (!config[key].is_number())
+    raise<ValueError>("initializer {}: \"{}\" must be a number, got {}", class_name, key, config[key].dump());
+  return config[key].get<double>();
+}
+
+}  // namespace
+
+nlohmann::json Initializer::get_config() const {
+  nlohmann::json seed = seed_ ? nlohmann::json(*seed_) : nlohmann::json(nullptr);
+  std::string class_name;
+  nlohmann::json config = nlohmann::json::object();
+  if (name_ == "zeros") {
+    class_name = "Zeros";
+  } else if (name_ == "ones") {
+    class_name = "Ones";
+  } else if (name_ == "constant") {
+    class_name = "Constant";
+    config = {{"value", a_}};
+  } else if (name_ == "random_normal" || name_ == "truncated_normal") {
+    class_name = name_ == "random_normal" ? "RandomNormal" : "TruncatedNormal";
+    config = {{"mean", a_}, {"stddev", b_}, {"seed", seed}};
+  } else if (name_ == "random_uniform") {
+    class_name = "RandomUniform";
+    config = {{"minval", a_}, {"maxval", b_}, {"seed", seed}};
+  } else if (auto it = seeded_class_names().find(name_); it != seeded_class_names().end()) {
+    class_name = it->second;
+    config = {{"seed", seed}};
+  } else {
+    class_name = "VarianceScaling";
+    config = {{"scale", a_}, {"mode", mode_}, {"distribution", distribution_}, {"seed", seed}};
+  }
+  return {{"module", "keras.initializers"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+}
+
+Initializer Initializer::from_config(const nlohmann::json& value) {
+  if (value.is_string()) return Initializer(value.get<std::string>());  // Keras 1: "glorot_uniform"
+  if (!value.is_object() || !value.contains("class_name") || !value["class_name"].is_string())
+    raise<ValueError>("initializer: expected a name or {{\"class_name\": ..., \"config\": {{...}}}}, got {}",
+                      value.dump());
+  const std::string class_name = value["class_name"].get<std::string>();
+  const nlohmann::json config = value.contains("config") ? value["config"] : nlohmann::json::object();
+  auto num = [&](const char* key, double fallback) { return number_field(config, key, fallback, class_name); };
+  Initializer init;
+  const std::string key = to_snake_case(class_name);
+  if (key == "zeros" || key == "ones" || key == "zero" || key == "one") {
+    init = Initializer(key);
+  } else if (key == "constant") {
+    init = constant(num("value", 0.0));
+  } else if (key == "random_normal" || key == "normal") {
+    init = random_normal(num("mean", 0.0), num("stddev", 0.05));
+  } else if (key == "truncated_normal") {
+    init = truncated_normal(num("mean", 0.0), num("stddev", 0.05));
+  } else if (key == "random_uniform" || key == "uniform") {
+    init = random_uniform(num("minval", -0.05), num("maxval", 0.05));
+  } else if (key == "variance_scaling") {
+    std::string mode = config.value("mode", "fan_in");
+    std::string distribution = config.value("distribution", "truncated_normal");
+    if (distribution == "normal") distribution = "truncated_normal";  // Keras 2.0-2.2's spelling
+    init = variance_scaling(num("scale", 1.0), mode, distribution);
+  } else if (seeded_class_names().count(key)) {
+    init = Initializer(key);
+  } else {
+    raise<ValueError>("initializer \"{}\" is not supported; supported: Zeros, Ones, Constant, RandomNormal, "
+                      "RandomUniform, TruncatedNormal, VarianceScaling, GlorotUniform, GlorotNormal, HeUniform, "
+                      "HeNormal, LecunUniform, LecunNormal",
+                      class_name);
+  }
+  if (config.is_object() && config.contains("seed") && config["seed"].is_number_integer())
+    init.seed_ = config["seed"].get<std::int64_t>();
+  return init;
 }
 
 }  // namespace tower

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/tensor.h"
 
@@ -28,14 +31,29 @@ class Initializer {
                                       const std::string& distribution = "truncated_normal");
 
   const std::string& name() const { return name_; }
-  // A fresh value; seed 0 draws one from the global seed (tower::next_seed()).
+  // A fresh value; seed 0 uses the initializer's own seed (set_seed, or a config's "seed"), else draws
+  // one from the global seed (tower::next_seed()).
   Tensor operator()(const Shape& shape, DType dtype = DType::float32, std::uint64_t seed = 0) const;
+  Initializer& set_seed(std::optional<std::int64_t> seed) {
+    seed_ = seed;
+    return *this;
+  }
+
+  // Keras's serialized form as tf.keras 2 writes it:
+  // {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null}, "registered_name": null}.
+  nlohmann::json get_config() const;
+  // Every Keras version's form: a name ("glorot_uniform", Keras 1), {"class_name": "VarianceScaling",
+  // "config": {...}} (Keras 2.0-2.2, with glorot_* written as VarianceScaling), tf.keras's
+  // {"class_name": "GlorotUniform", ...} and Keras 3's (with "module"/"registered_name"). Unknown
+  // classes (Orthogonal, Identity, ...) throw ValueError naming them.
+  static Initializer from_config(const nlohmann::json& config);
 
  private:
   Initializer() = default;
   std::string name_;
   double a_ = 0.0, b_ = 0.0;  // meaning depends on the kind (value; mean, stddev; minval, maxval; scale)
   std::string mode_, distribution_;
+  std::optional<std::int64_t> seed_;
 };
 
 }  // namespace tower

@@ -16,6 +16,10 @@ class InputLayer : public Layer {
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<InputLayer>(*this); }
   std::string class_name() const override { return "InputLayer"; }
+  // {"batch_input_shape": [null, ...], "dtype", "sparse", "ragged", "name"} as tf.keras 2 writes it;
+  // from_config also reads Keras 3's "batch_shape" and Keras 1's "input_dtype".
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
 
   const TensorSpec& spec() const { return spec_; }  // (None, shape...)
   // A KerasTensor standing for this input (a new call node of this layer).

@@ -2,6 +2,7 @@
 #include "layers/lambda.h"
 
 #include "core/error.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -47,6 +48,25 @@ std::vector<SymbolicTensor> Lambda::call(CallContext&, const std::vector<Symboli
           describe(*this), outputs[0].shape().to_string(), expected.to_string());
   }
   return outputs;
+}
+
+nlohmann::json Lambda::get_config() const {
+  // Keras's Lambda keys; the function is C++ code, which Keras shows by name and can only rebuild
+  // from custom_objects={"tower_cpp_function": ...}.
+  return layer_config(*this, {{"function", "tower_cpp_function"},
+                              {"function_type", "function"},
+                              {"module", "tower (C++ code, not serializable)"},
+                              {"output_shape", nullptr},
+                              {"output_shape_type", "raw"},
+                              {"output_shape_module", nullptr},
+                              {"arguments", nlohmann::json::object()}});
+}
+
+LayerPtr Lambda::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Lambda");
+  raise<ValueError>("Lambda \"{}\" holds code that a file cannot carry; rebuild the model in C++ (with your "
+                    "Lambda) and load_weights",
+                    r.name());
 }
 
 }  // namespace tower::layers

@@ -28,6 +28,9 @@ class Lambda : public Layer {
 
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Lambda>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
   std::string class_name() const override { return "Lambda"; }
 
  private:

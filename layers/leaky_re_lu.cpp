@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -15,6 +16,18 @@ LeakyReLU::LeakyReLU(const LeakyReLUOptions& options)
 
 std::vector<SymbolicTensor> LeakyReLU::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
   return {ops::leaky_relu(inputs.at(0), negative_slope_)};
+}
+
+nlohmann::json LeakyReLU::get_config() const {
+  return layer_config(*this, {{"alpha", float32_value(negative_slope_)}});  // tf.keras 2's name
+}
+
+LayerPtr LeakyReLU::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "LeakyReLU");
+  r.check_common();
+  // tf.keras 2 and Keras 1 write "alpha", Keras 3 "negative_slope"; both default to 0.3.
+  double slope = r.has("alpha") ? r.number("alpha", 0.3) : r.number("negative_slope", 0.3);
+  return r.finish(LeakyReLU(slope, r.name()));
 }
 
 }  // namespace tower::layers

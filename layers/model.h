@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "layers/callback.h"
+#include "layers/data_adapter.h"
 #include "layers/layer.h"
 #include "layers/logs.h"
 #include "layers/losses.h"
@@ -58,14 +59,18 @@ struct FitOptions {
   int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
   std::vector<CallbackPtr> callbacks;
   double validation_split = 0.0;  // the last fraction of x, y (before shuffling), as Keras
-  // (x, y) for validation; takes precedence over validation_split.
+  // (x, y) for validation; takes precedence over validation_split (as validation_dataset does).
   std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> validation_data;
+  // Validation batches from a batched dataset (an io::Dataset: std::make_shared<io::Dataset>(ds));
+  // not together with validation_data. validation_batch_size does not apply to it.
+  std::shared_ptr<const DataSource> validation_dataset;
+  // Arrays only: reshuffle the samples every epoch, in epoch_permutation(n, seed, epoch) order.
   bool shuffle = true;
   std::map<std::int64_t, double> class_weight;  // class id -> weight of its samples in the loss
   std::optional<Tensor> sample_weight;          // (samples,) weights in the loss
   int initial_epoch = 0;
   std::int64_t validation_batch_size = 0;  // 0 = batch_size
-  std::uint64_t seed = 0;                   // shuffling; 0 = from the global seed
+  std::uint64_t seed = 0;                   // shuffling; 0 = next_seed() when fit starts
 };
 
 struct EvaluateOptions {
@@ -130,6 +135,19 @@ class Model : public Layer {
   Tensor predict(const Tensor& x, const PredictOptions& options = {});
   std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});
 
+  // On a batched dataset (io::Dataset, io/dataset.h; docs/data.md): batches in the order the dataset
+  // makes them. The arrays-only options (batch_size, shuffle, seed, validation_split, sample_weight,
+  // validation_batch_size) do not apply and throw when set; weights come from the dataset's elements.
+  // predict ignores the elements' labels and returns one array per model output.
+  History fit(const DataSource& data, const FitOptions& options = {});
+  Logs evaluate(const DataSource& data, const EvaluateOptions& options = {});
+  std::vector<Tensor> predict(const DataSource& data, const PredictOptions& options = {});
+
+  // Where the next fit() starts, set by BackupAndRestore in on_train_begin after it restored the
+  // weights: fit begins at `epoch` (0-based) and skips the first `step` batches of that epoch
+  // (trained before the interruption), then forgets it.
+  void set_initial_position(int epoch, std::int64_t step);
+
   Logs train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                       const std::optional<Tensor>& sample_weight = std::nullopt);
   Logs test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
@@ -147,10 +165,23 @@ class Model : public Layer {
   // mismatching layer and both shapes, and leaves every weight unchanged.
   void load_weights(const std::string& path, const LoadWeightsOptions& options = {});
 
+  // ---- the whole model in Keras's legacy HDF5 layout (defined in io/keras_model.cpp) -------------
+  // Architecture (model_config), weights, training_config and optimizer state, written atomically;
+  // models::load_model (io/keras_model.h) reads it back, and Keras's load_model too.
+  void save(const std::string& path, bool include_optimizer = true) const;
+
+  // ---- architecture as Keras's model_config JSON (defined in io/model_config.cpp) ---------------
+  // tf.keras 2's config: {"name", "trainable", "layers", "input_layers", "output_layers"}, or a
+  // Sequential's {"name", "layers"}. from_config reads a functional config ("Model"/"Functional").
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
+  std::string to_json() const;  // io::model_to_json
+
  public:
   // Internal state, defined in layers/model_internal.h.
   struct Data;
   struct Function;
+  const Data& internal() const { return *data_; }  // for io/ (files) and parallel/
 
  protected:
   // For Sequential: a model whose graph is set later with set_graph().
@@ -172,8 +203,14 @@ class Model : public Layer {
   Function& function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training);
   void build_function(Function& f, const std::vector<Tensor>* y, bool training);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
-  Logs run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sw,
-                     std::int64_t batch_size, int verbose, const std::vector<CallbackPtr>& callbacks, bool for_fit);
+  // The loops, written once over DataAdapter (arrays and datasets). dataset: check each batch's inputs
+  // and apply class_weight per batch (arrays are checked and weighted once before).
+  // y_layout: labels whose layout builds the graph before the first batch (arrays).
+  History run_fit(DataAdapter& train, DataAdapter* validation, const FitOptions& options, bool dataset,
+                  const std::vector<Tensor>* y_layout);
+  Logs run_test(DataAdapter& data, int verbose, const std::vector<CallbackPtr>& callbacks, bool for_fit, bool dataset,
+                const std::vector<Tensor>* y_layout);
+  std::vector<Tensor> run_predict(DataAdapter& data, const PredictOptions& options, bool dataset);
 
   std::shared_ptr<Data> data_;
 };

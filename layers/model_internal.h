@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct Model::Data {
   std::vector<metrics::Metric> metrics;
 
   bool stop_training = false;
+  // set_initial_position(): (epoch, batches to skip) for the next fit.
+  std::optional<std::pair<int, std::int64_t>> initial_position;
   std::unique_ptr<Function> train_fn, test_fn, predict_fn;
 };
 

@@ -11,6 +11,8 @@ class Multiply : public Merge {
   explicit Multiply(const MergeOptions& options = {}) : Merge("Multiply", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<Multiply>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;

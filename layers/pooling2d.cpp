@@ -1,6 +1,7 @@
 // Pooling2D.
 #include "layers/pooling2d.h"
 
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -21,6 +22,18 @@ std::vector<SymbolicTensor> Pooling2D::call(CallContext&, const std::vector<Symb
   const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, c)
   expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
   return {pool(x, args_)};  // (batch, out_h, out_w, c)
+}
+
+nlohmann::json Pooling2D::get_config() const {
+  return layer_config(*this, {{"pool_size", ints_to_json(args_.pool_size)},
+                              {"padding", args_.padding},
+                              {"strides", ints_to_json(args_.strides)},
+                              {"data_format", "channels_last"}});
+}
+
+Pooling2DOptions Pooling2D::options_from_config(const ConfigReader& r) {
+  r.check_common();
+  return {.strides = r.ints("strides", {}), .padding = r.padding("padding"), .name = r.name()};
 }
 
 }  // namespace tower::layers

@@ -8,6 +8,8 @@
 
 namespace tower::layers {
 
+class ConfigReader;
+
 struct Pooling2DOptions {
   std::vector<std::int64_t> strides;  // one value or (height, width); empty = pool_size (Keras's None)
   std::string padding = "valid";      // "valid" or "same"
@@ -20,6 +22,10 @@ class Pooling2D : public Layer {
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   void build(const std::vector<Shape>& input_shapes) override;
   std::string class_name() const override { return class_name_; }
+  // Keras's get_config() (tf.keras 2's spelling).
+  nlohmann::json get_config() const override;
+  // The options a MaxPooling2D/AveragePooling2D config describes.
+  static Pooling2DOptions options_from_config(const ConfigReader& reader);
 
   const std::vector<std::int64_t>& pool_size() const { return args_.pool_size; }  // (ph, pw)
   const std::vector<std::int64_t>& strides() const { return args_.strides; }      // (sh, sw), resolved

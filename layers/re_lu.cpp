@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -30,6 +31,22 @@ std::vector<SymbolicTensor> ReLU::call(CallContext&, const std::vector<SymbolicT
   if (max_value) y = ops::minimum(ops::maximum(y, ops::zeros_like(y)), ops::fill_like(y, *max_value));
   if (slope != 0.0) y = ops::subtract(y, ops::scale(negative_part, slope));
   return {y};
+}
+
+nlohmann::json ReLU::get_config() const {
+  return layer_config(*this, {{"max_value", options_.max_value ? nlohmann::json(float32_value(*options_.max_value))
+                                                               : nlohmann::json(nullptr)},
+                              {"negative_slope", float32_value(options_.negative_slope)},
+                              {"threshold", float32_value(options_.threshold)}});
+}
+
+LayerPtr ReLU::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "ReLU");
+  r.check_common();
+  return r.finish(ReLU({.max_value = r.optional_number("max_value"),
+                        .negative_slope = r.number("negative_slope", 0.0),
+                        .threshold = r.number("threshold", 0.0),
+                        .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -45,6 +46,14 @@ std::vector<SymbolicTensor> Reshape::call(CallContext&, const std::vector<Symbol
   }
   target.insert(target.begin(), -1);
   return {ops::reshape(x, target)};  // (batch, target_shape...)
+}
+
+nlohmann::json Reshape::get_config() const { return layer_config(*this, {{"target_shape", ints_to_json(target_shape_)}}); }
+
+LayerPtr Reshape::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Reshape");
+  r.check_common();
+  return r.finish(Reshape(r.ints("target_shape"), {.name = r.name()}));
 }
 
 }  // namespace tower::layers

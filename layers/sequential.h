@@ -21,6 +21,10 @@ class Sequential : public Model {
   // Keras's Sequential.layers: the stacked layers, without the InputLayer.
   std::vector<LayerPtr> layers() const override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Sequential>(*this); }
+  // A Sequential config of any Keras version (defined in io/model_config.cpp): a list of layers
+  // (Keras <= 2.2.2) or {"name", "layers"}, with or without an InputLayer first (else the first
+  // layer's batch_input_shape, or Keras 3's build_input_shape, gives the input).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   void build_from_data(const std::vector<Tensor>& x) override;

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -16,6 +17,12 @@ void Subtract::check_shapes(const std::vector<Shape>& shapes) const {
     raise<ValueError>("{}: needs exactly 2 inputs (it computes input 0 - input 1), got {}", describe(*this),
                       shapes.size());
   Merge::check_shapes(shapes);
+}
+
+LayerPtr Subtract::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Subtract");
+  r.check_common();
+  return r.finish(Subtract({.name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -11,6 +11,8 @@ class Subtract : public Merge {
   explicit Subtract(const MergeOptions& options = {}) : Merge("Subtract", options) {}
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<Subtract>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
   void check_shapes(const std::vector<Shape>& shapes) const override;

@@ -1,11 +1,13 @@
 // Model's training API: compile, fit, evaluate, predict and the *_on_batch steps. Each builds (once
 // per label layout) an engine graph from the model: forward, losses, metrics and, for training,
-// gradients and the optimizer's updates; the Executor caches one plan per batch shape.
+// gradients and the optimizer's updates; the Executor caches one plan per batch shape. The loops read
+// batches through a DataAdapter (layers/data_adapter.h): arrays or a dataset (docs/data.md).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "core/autodiff.h"
 #include "core/error.h"
@@ -41,41 +43,12 @@ std::int64_t num_samples(const std::vector<Tensor>& arrays, const std::string& w
   return n;
 }
 
-// Copies rows idx[0..n) of a host array into `out`, (re)allocating it only when its shape differs.
-void gather_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n, Tensor& out) {
-  auto dims = src.shape().dims();
-  dims[0] = n;
-  if (!out.defined() || out.shape() != Shape(dims) || out.dtype() != src.dtype()) out = Tensor::zeros(Shape(dims), src.dtype());
-  const std::size_t row = src.shape()[0] == 0 ? 0 : src.nbytes() / static_cast<std::size_t>(src.shape()[0]);
-  auto* from = static_cast<const char*>(src.raw_data());
-  auto* to = static_cast<char*>(out.raw_data());
-  for (std::int64_t i = 0; i < n; ++i) std::memcpy(to + i * row, from + idx[i] * row, row);
-}
-
 // Rows idx[0..n) of a host array, as a new (n, ...) array.
 Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n) {
   Tensor out;
   gather_rows(src, idx, n, out);
   return out;
 }
-
-// Batches of rows of several host arrays, gathered into buffers kept per batch size, so that steps
-// in a loop allocate nothing (the plan reads the fed buffers; the next step refills them).
-class Batcher {
- public:
-  explicit Batcher(std::vector<Tensor> arrays) : arrays_(std::move(arrays)) {}
-  // Rows idx[0..n) of every array; valid until the next take() of the same size.
-  const std::vector<Tensor>& take(const std::int64_t* idx, std::int64_t n) {
-    auto& out = buffers_[n];
-    out.resize(arrays_.size());
-    for (std::size_t i = 0; i < arrays_.size(); ++i) gather_rows(arrays_[i], idx, n, out[i]);
-    return out;
-  }
-
- private:
-  std::vector<Tensor> arrays_;
-  std::map<std::int64_t, std::vector<Tensor>> buffers_;
-};
 
 // A host copy of `t` converted to `dtype` (Keras casts inputs to the model's dtypes).
 Tensor to_dtype(const Tensor& t, DType dtype) {
@@ -310,18 +283,106 @@ std::vector<double> scalars(const std::vector<Tensor>& values) {
 }
 
 // One optimizer step on a batch: feeds the learning rate and the 1-based step number, runs the
-// updates, counts the step. Returns the batch's loss and metric means.
+// updates, counts the step. Random ops (Dropout) draw with counter = the optimizer's step count, so
+// step k's masks are the same in a run resumed from a checkpoint (docs/data.md). Returns the batch's
+// loss and metric means.
 std::vector<double> train_step(Model::Function& f, optimizers::Optimizer& optimizer, const std::vector<Tensor>& x,
                                const std::vector<Tensor>& y, const Tensor& sample_weight) {
   auto feeds = feeds_for(f, x, y, sample_weight);
   feeds.emplace_back(f.learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
   feeds.emplace_back(f.iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
+  f.graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
   auto values = scalars(f.executor->run(feeds, f.fetches, f.targets));
   optimizer.finish_step();
   return values;
 }
 
+// Multiplies each sample's weight by the class_weight of its label (class ids, or the argmax of
+// one-hot rows). weights: (n,) float32, changed in place; labels: (n,) or (n, classes).
+void apply_class_weight(const std::map<std::int64_t, double>& class_weight, const Tensor& y, Tensor& weights) {
+  const std::int64_t n = weights.shape()[0];
+  auto labels = to_dtype(y, DType::float64);
+  const std::int64_t per = labels.shape().rank() > 1 && n ? labels.num_elements() / n : 1;
+  const double* l = labels.data<double>();
+  float* w = weights.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t cls = per == 1 ? static_cast<std::int64_t>(l[i])
+                                : std::max_element(l + i * per, l + (i + 1) * per) - (l + i * per);
+    auto it = class_weight.find(cls);
+    if (it != class_weight.end()) w[i] *= static_cast<float>(it->second);
+  }
+}
+
+// A batch from an adapter as the graph takes it: inputs in the model's dtypes, labels normalized,
+// float32 weights (ones when the batch has none).
+struct StepBatch {
+  std::vector<Tensor> x, y;
+  Tensor sample_weight;  // (size,)
+  std::int64_t size = 0;
+};
+
+class StepBatches {
+ public:
+  // where: "fit", "evaluate", ...; class_weight: applied to batches from datasets (arrays have them
+  // in their weights already).
+  StepBatches(const std::vector<KerasTensor>& inputs, std::string where, bool labels,
+              const std::map<std::int64_t, double>* class_weight = nullptr)
+      : inputs_(inputs), where_(std::move(where)), labels_(labels), class_weight_(class_weight) {}
+
+  StepBatch make(const DataElement& e) {
+    StepBatch b;
+    b.x = prepare_inputs(e.x, inputs_);
+    if (labels_) b.y = prepare_labels(e.y);
+    std::vector<Tensor> all = b.x;
+    all.insert(all.end(), b.y.begin(), b.y.end());
+    b.size = num_samples(all, where_ + ": a batch");
+    if (!labels_) return b;
+    if (e.sample_weight) {
+      b.sample_weight = to_dtype(*e.sample_weight, DType::float32);
+      if (b.sample_weight.shape() != Shape{b.size})
+        raise<ShapeError>("{}: a batch of {} samples has sample weights of shape {}; expected ({},)", where_, b.size,
+                          b.sample_weight.shape().to_string(), b.size);
+    }
+    if (class_weight_ && !class_weight_->empty()) {
+      if (b.y.size() != 1) raise<ValueError>("{}: class_weight needs a model with one output, got {}", where_, b.y.size());
+      b.sample_weight = b.sample_weight.defined() ? b.sample_weight.clone() : Tensor::full({b.size}, 1.0);
+      apply_class_weight(*class_weight_, b.y[0], b.sample_weight);
+    }
+    if (!b.sample_weight.defined()) {
+      auto& ones = ones_[b.size];
+      if (!ones.defined()) ones = Tensor::full({b.size}, 1.0);
+      b.sample_weight = ones;
+    }
+    return b;
+  }
+
+ private:
+  const std::vector<KerasTensor>& inputs_;
+  std::string where_;
+  bool labels_;
+  const std::map<std::int64_t, double>* class_weight_;
+  std::map<std::int64_t, Tensor> ones_;
+};
+
+CallbackList make_callbacks(Model* model, bool progress, const std::vector<CallbackPtr>& user, const CallbackParams& params) {
+  CallbackList callbacks;
+  if (progress) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
+  callbacks.all.insert(callbacks.all.end(), user.begin(), user.end());
+  callbacks.each([&](Callback& cb) {
+    cb.set_model(model);
+    cb.set_params(params);
+  });
+  return callbacks;
+}
+
 }  // namespace
+
+void Model::set_initial_position(int epoch, std::int64_t step) {
+  if (epoch < 0 || step < 0)
+    raise<ValueError>("Model \"{}\": set_initial_position({}, {}): the epoch and the step must be >= 0", name(), epoch,
+                      step);
+  data_->initial_position = std::make_pair(epoch, step);
+}
 
 // ---- fit ---------------------------------------------------------------------------------------------
 
@@ -335,6 +396,8 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   if (options.batch_size <= 0) raise<ValueError>("fit: batch_size must be positive, got {}", options.batch_size);
   if (options.validation_split < 0.0 || options.validation_split >= 1.0)
     raise<ValueError>("fit: validation_split must be in [0, 1), got {}", options.validation_split);
+  if (options.validation_data && options.validation_dataset)
+    raise<ValueError>("fit: give validation_data or validation_dataset, not both");
   auto x = prepare_inputs(x_in, data_->inputs);
   auto y = prepare_labels(y_in);
   std::vector<Tensor> all = x;
@@ -348,7 +411,10 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
     val_x = prepare_inputs(options.validation_data->first, data_->inputs);
     val_y = prepare_labels(options.validation_data->second);
     check_inputs(val_x, "fit(validation_data)");
-  } else if (options.validation_split > 0.0) {
+    std::vector<Tensor> val_all = val_x;
+    val_all.insert(val_all.end(), val_y.begin(), val_y.end());
+    num_samples(val_all, "fit(validation data)");
+  } else if (options.validation_split > 0.0 && !options.validation_dataset) {
     n = static_cast<std::int64_t>(static_cast<double>(total) * (1.0 - options.validation_split));
     std::vector<std::int64_t> rows(static_cast<std::size_t>(total - n));
     std::iota(rows.begin(), rows.end(), n);
@@ -367,63 +433,99 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   }
   if (!options.class_weight.empty()) {
     if (y.size() != 1) raise<ValueError>("fit: class_weight needs a model with one output, got {}", y.size());
-    auto labels = to_dtype(y[0], DType::float64);
-    const std::int64_t per = labels.shape().rank() > 1 ? labels.num_elements() / total : 1;
-    const double* l = labels.data<double>();
-    float* w = sample_weights.data<float>();
-    for (std::int64_t i = 0; i < total; ++i) {
-      std::int64_t cls = per == 1 ? static_cast<std::int64_t>(l[i])
-                                  : std::max_element(l + i * per, l + (i + 1) * per) - (l + i * per);
-      auto it = options.class_weight.find(cls);
-      if (it != options.class_weight.end()) w[i] *= static_cast<float>(it->second);
-    }
+    apply_class_weight(options.class_weight, y[0], sample_weights);
   }
 
+  // The seed is drawn before anything else can draw one, so a resumed run draws the same (docs/data.md).
+  // The training rows are the first n (validation_split keeps the last ones).
+  const std::uint64_t seed = options.seed ? options.seed : next_seed();
+  ArrayDataAdapter train(x, y, sample_weights, options.batch_size, options.shuffle, seed, n);
+  std::unique_ptr<DataAdapter> validation;
+  if (options.validation_dataset) {
+    validation = options.validation_dataset->make_adapter();
+  } else if (!val_x.empty()) {
+    validation = std::make_unique<ArrayDataAdapter>(
+        val_x, val_y, Tensor(), options.validation_batch_size ? options.validation_batch_size : options.batch_size);
+  }
+  return run_fit(train, validation.get(), options, false, &y);
+}
+
+History Model::fit(const DataSource& data, const FitOptions& options) {
+  const FitOptions defaults;
+  if (options.batch_size != defaults.batch_size || options.validation_split != 0.0 || options.sample_weight ||
+      options.validation_batch_size != 0 || !options.shuffle || options.seed != 0)
+    raise<ValueError>("fit(dataset): batch_size, validation_split, sample_weight, validation_batch_size, shuffle and "
+                      "seed are for arrays; batch, split, weight and shuffle the dataset instead (docs/data.md)");
+  if (options.validation_data && options.validation_dataset)
+    raise<ValueError>("fit: give validation_data or validation_dataset, not both");
+  auto train = data.make_adapter();
+  if (!has_graph()) build_from_data(train->peek_x());
+  std::unique_ptr<DataAdapter> validation;
+  if (options.validation_dataset) {
+    validation = options.validation_dataset->make_adapter();
+  } else if (options.validation_data) {
+    auto val_x = prepare_inputs(options.validation_data->first, data_->inputs);
+    check_inputs(val_x, "fit(validation_data)");
+    validation = std::make_unique<ArrayDataAdapter>(val_x, prepare_labels(options.validation_data->second), Tensor(),
+                                                    defaults.batch_size);
+  }
+  return run_fit(*train, validation.get(), options, true, nullptr);
+}
+
+History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOptions& options, bool dataset,
+                       const std::vector<Tensor>* y_layout) {
+  auto& d = *data_;
+  if (!d.compiled) raise<ValueError>("Model \"{}\": call compile() before fit, evaluate or *_on_batch", name());
   auto history = std::make_shared<History>();
-  CallbackList callbacks;
-  if (options.verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  callbacks.all.insert(callbacks.all.end(), options.callbacks.begin(), options.callbacks.end());
-  callbacks.all.push_back(history);
-  const std::int64_t steps = (n + options.batch_size - 1) / options.batch_size;
-  callbacks.each([&](Callback& cb) {
-    cb.set_model(this);
-    cb.set_params({.epochs = options.epochs, .steps = steps, .verbose = options.verbose});
-  });
-
-  data_->stop_training = false;
-  Function& f = function(data_->train_fn, &y, true);
-  auto& optimizer = *data_->optimizer;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  Generator shuffler(options.seed ? options.seed : next_seed());
-  Batcher x_batches(x), y_batches(y), w_batches({sample_weights});
-
+  const std::int64_t steps = train.steps_per_epoch();
+  std::vector<CallbackPtr> user = options.callbacks;
+  user.push_back(history);
+  CallbackList callbacks = make_callbacks(this, options.verbose != 0, user,
+                                          {.epochs = options.epochs, .steps = std::max<std::int64_t>(steps, 0),
+                                           .verbose = options.verbose});
+  d.stop_training = false;
+  // First the callbacks (BackupAndRestore restores the weights, the optimizer state and the position
+  // here), then the training graph, whose random counters start at the restored step count.
   callbacks.each([&](Callback& cb) { cb.on_train_begin({}); });
+  int first_epoch = options.initial_epoch;
+  std::int64_t first_step = 0;
+  if (d.initial_position) {
+    std::tie(first_epoch, first_step) = *d.initial_position;
+    d.initial_position.reset();
+  }
+  if (y_layout) function(d.train_fn, y_layout, true);
+  auto& optimizer = *d.optimizer;
+  StepBatches batches(d.inputs, "fit", true, dataset ? &options.class_weight : nullptr);
+  DataElement element;
   Logs epoch_logs;
-  for (int epoch = options.initial_epoch; epoch < options.epochs && !data_->stop_training; ++epoch) {
-    if (options.shuffle)  // Fisher-Yates with the seeded generator
-      for (std::int64_t i = n - 1; i > 0; --i)
-        std::swap(order[static_cast<std::size_t>(i)], order[shuffler.next_u32() % static_cast<std::uint64_t>(i + 1)]);
+  for (int epoch = first_epoch; epoch < options.epochs && !d.stop_training; ++epoch) {
+    const std::int64_t skip = epoch == first_epoch ? first_step : 0;
+    train.begin_epoch(epoch, skip);
     callbacks.each([&](Callback& cb) { cb.on_epoch_begin(epoch, {}); });
     Averages averages;
-    for (std::int64_t step = 0; step < steps && !data_->stop_training; ++step) {
-      const std::int64_t begin = step * options.batch_size;
-      const std::int64_t size = std::min(options.batch_size, n - begin);
-      const std::int64_t* rows = order.data() + begin;
-      const auto& bx = x_batches.take(rows, size);
-      const auto& by = y_batches.take(rows, size);
-      const auto& bw = w_batches.take(rows, size)[0];
+    std::int64_t step = skip;
+    for (; !d.stop_training && train.next(element); ++step) {
+      if (dataset) {
+        if (element.y.empty())
+          raise<ValueError>("Model \"{}\": fit: the dataset's elements have no labels (y); make it with labels, "
+                            "e.g. Dataset::from_tensor_slices({{x}}, {{y}})", name());
+        check_inputs(element.x, "fit");
+      }
+      auto batch = batches.make(element);
+      Function& f = function(d.train_fn, &batch.y, true);
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
-      auto values = train_step(f, optimizer, bx, by, bw);
-      averages.add(f.names, values, size);
+      auto values = train_step(f, optimizer, batch.x, batch.y, batch.sample_weight);
+      averages.add(f.names, values, batch.size);
       auto logs = averages.logs();
       callbacks.each([&](Callback& cb) { cb.on_train_batch_end(step, logs); });
     }
+    train.end_epoch();
+    if (step == 0 && !d.stop_training)
+      raise<ValueError>("Model \"{}\": fit: the training data gave no batches in epoch {} (an empty dataset, or "
+                        "batch(n, drop_remainder = true) of fewer than n samples)", name(), epoch);
     epoch_logs = averages.logs();
-    if (!val_x.empty() && !data_->stop_training) {
-      auto val = run_test_loop(val_x, val_y, std::nullopt,
-                               options.validation_batch_size ? options.validation_batch_size : options.batch_size, 0,
-                               {}, true);
+    if (validation && !d.stop_training) {
+      auto val = run_test(*validation, 0, {}, true, dataset || options.validation_dataset != nullptr, nullptr);
       for (const auto& [key, value] : val.entries()) epoch_logs.set("val_" + key, value);
     }
     callbacks.each([&](Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
@@ -442,44 +544,62 @@ Logs Model::evaluate(const std::vector<Tensor>& x_in, const std::vector<Tensor>&
   build_from_data(x_in);
   check_inputs(x_in, "evaluate");
   if (options.batch_size <= 0) raise<ValueError>("evaluate: batch_size must be positive, got {}", options.batch_size);
-  return run_test_loop(prepare_inputs(x_in, data_->inputs), prepare_labels(y_in), options.sample_weight,
-                       options.batch_size, options.verbose, options.callbacks, false);
-}
-
-Logs Model::run_test_loop(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sw,
-                          std::int64_t batch_size, int verbose, const std::vector<CallbackPtr>& user_callbacks,
-                          bool for_fit) {
+  auto x = prepare_inputs(x_in, data_->inputs);
+  auto y = prepare_labels(y_in);
   std::vector<Tensor> all = x;
   all.insert(all.end(), y.begin(), y.end());
-  const std::int64_t n = num_samples(all, for_fit ? "fit(validation data)" : "evaluate(x, y)");
-  Tensor weights = sw ? to_dtype(*sw, DType::float32) : Tensor::full({n}, 1.0);
+  const std::int64_t n = num_samples(all, "evaluate(x, y)");
+  Tensor weights = options.sample_weight ? to_dtype(*options.sample_weight, DType::float32) : Tensor::full({n}, 1.0);
   if (weights.shape() != Shape{n})
     raise<ShapeError>("evaluate: sample_weight must have shape ({},), got {}", n, weights.shape().to_string());
-  Function& f = function(data_->test_fn, &y, false);
-  const std::int64_t steps = (n + batch_size - 1) / batch_size;
-  CallbackList callbacks;
-  if (verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  callbacks.all.insert(callbacks.all.end(), user_callbacks.begin(), user_callbacks.end());
-  callbacks.each([&](Callback& cb) {
-    cb.set_model(this);
-    cb.set_params({.epochs = 1, .steps = steps, .verbose = verbose});
-  });
+  ArrayDataAdapter data(x, y, weights, options.batch_size);
+  return run_test(data, options.verbose, options.callbacks, false, false, &y);
+}
+
+Logs Model::evaluate(const DataSource& source, const EvaluateOptions& options) {
+  const EvaluateOptions defaults;
+  if (options.batch_size != defaults.batch_size || options.sample_weight)
+    raise<ValueError>("evaluate(dataset): batch_size and sample_weight are for arrays; batch and weight the dataset "
+                      "instead (docs/data.md)");
+  auto data = source.make_adapter();
+  if (!has_graph()) build_from_data(data->peek_x());
+  return run_test(*data, options.verbose, options.callbacks, false, true, nullptr);
+}
+
+Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackPtr>& user_callbacks, bool for_fit,
+                     bool dataset, const std::vector<Tensor>* y_layout) {
+  auto& d = *data_;
+  if (y_layout) function(d.test_fn, y_layout, false);
+  else if (!d.compiled) raise<ValueError>("Model \"{}\": call compile() before fit, evaluate or *_on_batch", name());
+  const std::int64_t steps = data.steps_per_epoch();
+  CallbackList callbacks =
+      make_callbacks(this, verbose != 0, user_callbacks, {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = verbose});
+  const char* where = for_fit ? "fit(validation data)" : "evaluate";
   callbacks.each([&](Callback& cb) { cb.on_test_begin({}); });
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
   Averages averages;
-  Batcher x_batches(x), y_batches(y), w_batches({weights});
-  for (std::int64_t step = 0; step < steps; ++step) {
-    const std::int64_t begin = step * batch_size;
-    const std::int64_t size = std::min(batch_size, n - begin);
-    const std::int64_t* rows = order.data() + begin;
+  StepBatches batches(d.inputs, where, true);
+  DataElement element;
+  data.begin_epoch(0, 0);
+  std::int64_t step = 0;
+  for (; data.next(element); ++step) {
+    if (dataset) {
+      if (element.y.empty())
+        raise<ValueError>("Model \"{}\": {}: the dataset's elements have no labels (y); make it with labels, e.g. "
+                          "Dataset::from_tensor_slices({{x}}, {{y}})", name(), where);
+      check_inputs(element.x, where);
+    }
+    auto batch = batches.make(element);
+    Function& f = function(d.test_fn, &batch.y, false);
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    auto feeds = feeds_for(f, x_batches.take(rows, size), y_batches.take(rows, size), w_batches.take(rows, size)[0]);
-    auto values = scalars(f.executor->run(feeds, f.fetches));
-    averages.add(f.names, values, size);
+    auto values = scalars(f.executor->run(feeds_for(f, batch.x, batch.y, batch.sample_weight), f.fetches));
+    averages.add(f.names, values, batch.size);
     auto logs = averages.logs();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_end(step, logs); });
   }
+  data.end_epoch();
+  if (step == 0 && dataset)
+    raise<ValueError>("Model \"{}\": {}: the dataset gave no batches (it is empty, or batch(n, drop_remainder = "
+                      "true) of fewer than n samples)", name(), where);
   auto logs = averages.logs();
   callbacks.each([&](Callback& cb) { cb.on_test_end(logs); });
   return logs;
@@ -500,37 +620,83 @@ std::vector<Tensor> Model::predict(const std::vector<Tensor>& x_in, const Predic
   check_inputs(x_in, "predict");
   if (options.batch_size <= 0) raise<ValueError>("predict: batch_size must be positive, got {}", options.batch_size);
   auto x = prepare_inputs(x_in, data_->inputs);
-  const std::int64_t n = num_samples(x, "predict(x)");
+  num_samples(x, "predict(x)");
+  ArrayDataAdapter data(x, {}, Tensor(), options.batch_size);
+  return run_predict(data, options, false);
+}
+
+std::vector<Tensor> Model::predict(const DataSource& source, const PredictOptions& options) {
+  if (options.batch_size != PredictOptions{}.batch_size)
+    raise<ValueError>("predict(dataset): batch_size is for arrays; batch the dataset instead (docs/data.md)");
+  auto data = source.make_adapter();
+  if (!has_graph()) build_from_data(data->peek_x());
+  return run_predict(*data, options, true);
+}
+
+std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& options, bool dataset) {
   Function& f = function(data_->predict_fn, nullptr, false);
-  const std::int64_t steps = (n + options.batch_size - 1) / options.batch_size;
-  CallbackList callbacks;
-  if (options.verbose != 0) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
-  callbacks.all.insert(callbacks.all.end(), options.callbacks.begin(), options.callbacks.end());
-  callbacks.each([&](Callback& cb) {
-    cb.set_model(this);
-    cb.set_params({.epochs = 1, .steps = steps, .verbose = options.verbose});
-  });
+  const std::int64_t steps = data.steps_per_epoch();
+  const std::int64_t n = data.num_samples();  // -1: concatenate the batches at the end
+  CallbackList callbacks = make_callbacks(this, options.verbose != 0, options.callbacks,
+                                          {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose});
   callbacks.each([&](Callback& cb) { cb.on_predict_begin({}); });
-  std::vector<Tensor> results;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  Batcher x_batches(x);
-  for (std::int64_t step = 0; step < steps; ++step) {
-    const std::int64_t begin = step * options.batch_size;
-    const std::int64_t size = std::min(options.batch_size, n - begin);
+  std::vector<Tensor> results;                   // (n, ...) per output, when n is known
+  std::vector<std::vector<Tensor>> pieces;       // per output, the batches' outputs, when it is not
+  std::int64_t begin = 0;
+  StepBatches batches(data_->inputs, "predict", false);
+  DataElement element;
+  data.begin_epoch(0, 0);
+  std::int64_t step = 0;
+  for (; data.next(element); ++step) {
+    if (dataset) check_inputs(element.x, "predict");
+    auto batch = batches.make(element);
+    const std::int64_t size = batch.size;
     callbacks.each([&](Callback& cb) { cb.on_predict_batch_begin(step, {}); });
-    auto outs = f.executor->run(feeds_for(f, x_batches.take(order.data() + begin, size), {}, Tensor()), f.fetches);
+    auto outs = f.executor->run(feeds_for(f, batch.x, {}, Tensor()), f.fetches);
     for (std::size_t k = 0; k < outs.size(); ++k) {
       Tensor out = outs[k].to(cpu_device());
+      if (n < 0) {
+        if (pieces.size() <= k) pieces.emplace_back();
+        pieces[k].push_back(out);
+        continue;
+      }
       if (results.size() <= k) {  // allocate (n, ...) once the first batch shows the output shape
         auto dims = out.shape().dims();
         dims[0] = n;
         results.push_back(Tensor::zeros(Shape(dims), out.dtype()));
       }
+      if (begin + size > n)
+        raise<ValueError>("Model \"{}\": predict: the data gave more than the {} samples it announced", name(), n);
       const std::size_t row = size ? out.nbytes() / static_cast<std::size_t>(size) : 0;
       std::memcpy(static_cast<char*>(results[k].raw_data()) + begin * row, out.raw_data(), out.nbytes());
     }
+    begin += size;
     callbacks.each([&](Callback& cb) { cb.on_predict_batch_end(step, {}); });
+  }
+  data.end_epoch();
+  if (step == 0 && dataset)
+    raise<ValueError>("Model \"{}\": predict: the dataset gave no batches (it is empty, or batch(n, drop_remainder = "
+                      "true) of fewer than n samples)", name());
+  if (n < 0) {
+    for (auto& parts : pieces) {
+      auto dims = parts[0].shape().dims();
+      dims[0] = begin;
+      Tensor all = Tensor::zeros(Shape(dims), parts[0].dtype());
+      std::size_t offset = 0;
+      auto tail = [](const Tensor& t) {
+        auto d = t.shape().dims();
+        d.erase(d.begin());
+        return d;
+      };
+      for (const auto& p : parts) {
+        if (tail(p) != tail(parts[0]) || p.dtype() != parts[0].dtype())
+          raise<ShapeError>("Model \"{}\": predict: the batches' outputs differ: {} and {}", name(),
+                            parts[0].shape().to_string(), p.shape().to_string());
+        std::memcpy(static_cast<char*>(all.raw_data()) + offset, p.raw_data(), p.nbytes());
+        offset += p.nbytes();
+      }
+      results.push_back(all);
+    }
   }
   callbacks.each([&](Callback& cb) { cb.on_predict_end({}); });
   return results;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/ops.h"
+#include "layers/layer_config.h"
 #include "layers/layer_utils.h"
 
 namespace tower::layers {
@@ -36,6 +37,27 @@ std::vector<SymbolicTensor> ZeroPadding2D::call(CallContext&, const std::vector<
   const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, c)
   expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
   return {ops::pad(x, {0, 0, padding_[0], padding_[1], padding_[2], padding_[3], 0, 0})};
+}
+
+nlohmann::json ZeroPadding2D::get_config() const {
+  return layer_config(*this, {{"padding", {{padding_[0], padding_[1]}, {padding_[2], padding_[3]}}},
+                              {"data_format", "channels_last"}});
+}
+
+LayerPtr ZeroPadding2D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "ZeroPadding2D");
+  r.check_common();
+  ZeroPadding2DOptions options{.name = r.name()};
+  if (!r.has("padding")) return r.finish(ZeroPadding2D(1, options));
+  const auto& p = config["padding"];
+  if (p.is_number_integer()) return r.finish(ZeroPadding2D(p.get<std::int64_t>(), options));
+  if (p.is_array() && p.size() == 2 && p[0].is_array() && p[1].is_array())  // ((top, bottom), (left, right))
+    return r.finish(ZeroPadding2D(p.get<std::vector<std::vector<std::int64_t>>>(), options));
+  auto flat = r.ints("padding");
+  if (flat.size() == 2) return r.finish(ZeroPadding2D(flat, options));
+  if (flat.size() == 4)  // Keras 1: (top, bottom, left, right)
+    return r.finish(ZeroPadding2D(std::vector<std::vector<std::int64_t>>{{flat[0], flat[1]}, {flat[2], flat[3]}}, options));
+  r.fail("field \"padding\" must be an integer, (height, width) or ((top, bottom), (left, right)), got " + p.dump());
 }
 
 }  // namespace tower::layers

@@ -24,6 +24,9 @@ class ZeroPadding2D : public Layer {
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<ZeroPadding2D>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
   std::string class_name() const override { return "ZeroPadding2D"; }
 
   const std::vector<std::int64_t>& padding() const { return padding_; }  // (top, bottom, left, right)

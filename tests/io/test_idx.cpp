@@ -3,6 +3,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -64,11 +65,12 @@ TEST_CASE("read_idx: bad files name the file and the problem") {
   auto magic = write_file(dir / "magic", "\x12\x34\x08\x01\0\0\0\0");
   CHECK(contains(message_of<ValueError>([&] { io::read_idx(magic); }), "bad magic number"));
   auto type = write_file(dir / "type", idx_bytes({2}, 2, 0x0d));
-  CHECK(contains(message_of<ValueError>([&] { io::read_idx(type); }), "0x0d is not supported"));
+  CHECK(contains(message_of<ValueError>([&] { io::read_idx(type); }), "0x0d (float32) is not supported"));
   auto truncated = write_file(dir / "truncated", idx_bytes({10, 28, 28}, 7000));
   auto msg = message_of<ValueError>([&] { io::read_idx(truncated); });
   CHECK(contains(msg, "7840 bytes of data but the file holds 7000"));
   CHECK(contains(msg, "truncated"));  // the file name is in the message
+  CHECK(contains(msg, "(it is truncated)"));
   auto header = write_file(dir / "header", std::string("\0\0\x08\x03\0\0", 6));
   CHECK(contains(message_of<ValueError>([&] { io::read_idx(header); }), "truncated header"));
   auto corrupt = write_file(dir / "corrupt.gz", idx_bytes({100}, 100), true);
@@ -111,4 +113,62 @@ TEST_CASE("to_categorical and to_float") {
   auto x = io::to_float(Tensor::from_vector<std::uint8_t>({2, 2}, {0, 51, 102, 255}), 1.0 / 255, {-1, 4});
   CHECK(x.shape() == Shape{1, 4});
   CHECK(x.to_vector<float>()[1] == doctest::Approx(0.2f));
+}
+
+TEST_CASE("read_idx: the size must be exactly header + data; every dimension and type is checked") {
+  auto dir = temp_dir();
+  for (bool gzip : {false, true}) {
+    CAPTURE(gzip);
+    auto trailing = write_file(dir / (gzip ? "trailing.gz" : "trailing"), idx_bytes({4, 2}, 9), gzip);
+    auto msg = message_of<ValueError>([&] { io::read_idx(trailing); });
+    CHECK(contains(msg, "announces 8 bytes of data but the file holds 9 (trailing bytes after the data)"));
+    auto short_file = write_file(dir / (gzip ? "short.gz" : "short"), idx_bytes({4, 2}, 7), gzip);
+    CHECK(contains(message_of<ValueError>([&] { io::read_idx(short_file); }), "holds 7 (it is truncated)"));
+    auto exact = write_file(dir / (gzip ? "exact.gz" : "exact"), idx_bytes({4, 2}, 8), gzip);
+    CHECK(io::read_idx(exact).shape() == Shape{4, 2});
+  }
+  auto zero = write_file(dir / "zero", idx_bytes({3, 0, 28}, 0));
+  CHECK(contains(message_of<ValueError>([&] { io::read_idx(zero); }), "dimension 1 of (3, 0, 28) is 0"));
+  for (auto [code, name] : {std::pair<unsigned char, const char*>{0x09, "signed byte"}, {0x0b, "int16"}, {0x0c, "int32"},
+                            {0x0d, "float32"}, {0x0e, "float64"}}) {
+    auto path = write_file(dir / "typed", idx_bytes({2}, 2, code));
+    auto msg = message_of<ValueError>([&] { io::read_idx(path); });
+    CHECK(contains(msg, name));
+    CHECK(contains(msg, "only unsigned bytes, 0x08"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("KMNIST and EMNIST files: the same IDX format, other counts and classes") {
+  auto dir = temp_dir();
+  // KMNIST uses MNIST's names (train-*, t10k-*), gzip; 10 classes.
+  write_file(dir / "train-images-idx3-ubyte.gz", idx_bytes({6, 28, 28}, 6 * 784), true);
+  write_file(dir / "train-labels-idx1-ubyte.gz", idx_bytes({6}, 6), true);
+  write_file(dir / "t10k-images-idx3-ubyte.gz", idx_bytes({2, 28, 28}, 2 * 784), true);
+  write_file(dir / "t10k-labels-idx1-ubyte.gz", idx_bytes({2}, 2), true);
+  auto [train, test] = io::load_mnist(dir.string());
+  CHECK(train.first.shape() == Shape{6, 28, 28});
+  CHECK(test.second.shape() == Shape{2});
+  // EMNIST balanced: 47 classes, labels 0..46; raw files this time.
+  std::string labels = idx_bytes({47}, 0);
+  for (int i = 0; i < 47; ++i) labels += static_cast<char>(i);
+  write_file(dir / "emnist-balanced-train-images-idx3-ubyte", idx_bytes({47, 28, 28}, 47 * 784));
+  write_file(dir / "emnist-balanced-train-labels-idx1-ubyte", labels);
+  write_file(dir / "emnist-balanced-test-images-idx3-ubyte.gz", idx_bytes({3, 28, 28}, 3 * 784), true);
+  write_file(dir / "emnist-balanced-test-labels-idx1-ubyte.gz", idx_bytes({3}, 3), true);
+  auto [etrain, etest] = io::load_emnist(dir.string(), "balanced");
+  CHECK(etrain.first.shape() == Shape{47, 28, 28});
+  auto ids = etrain.second.to_vector<std::uint8_t>();
+  CHECK(*std::max_element(ids.begin(), ids.end()) == 46);
+  CHECK(io::to_categorical(etrain.second, 47).shape() == Shape{47, 47});
+  CHECK(etest.first.shape() == Shape{3, 28, 28});
+  CHECK(contains(message_of<ValueError>([&] { io::load_emnist(dir.string(), "weird"); }), "unknown split"));
+  CHECK(contains(message_of<NotFoundError>([&] { io::load_emnist(dir.string(), "byclass"); }),
+                 "emnist-byclass-train-images-idx3-ubyte"));
+  // Labels with images' rank: the magic numbers are named.
+  write_file(dir / "emnist-digits-train-images-idx3-ubyte", idx_bytes({2, 28, 28}, 2 * 784));
+  write_file(dir / "emnist-digits-train-labels-idx1-ubyte", idx_bytes({2, 1, 1}, 2));
+  auto msg = message_of<ValueError>([&] { io::read_idx_split(dir.string(), "emnist-digits-train"); });
+  CHECK(contains(msg, "magic numbers 0x00000803 and 0x00000803"));
+  std::filesystem::remove_all(dir);
 }

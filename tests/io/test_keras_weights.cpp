@@ -23,9 +23,8 @@ namespace h5 = tower::io::hdf5;
 
 namespace {
 
-const fs::path kRepo = fs::path(__FILE__).parent_path().parent_path().parent_path();
-const fs::path kGoldenFiles = kRepo / "tests/golden/files";
-const fs::path kKerasFiles = kRepo / "../shared/keras-files";
+const fs::path kGoldenFiles = fs::path(TOWER_GOLDEN_DIR) / "files";
+const fs::path kKerasFiles = fs::path(TOWER_SHARED_DIR) / "keras-files";
 
 // A fresh directory, removed with everything in it at the end of the test.
 struct TempDir {

@@ -295,3 +295,59 @@ TEST_CASE("fit: bad data gets clear errors") {
   auto arity = message_of<ValueError>([&] { model.fit(std::vector<Tensor>{x, x}, std::vector<Tensor>{x}, {.verbose = 0}); });
   CHECK(contains(arity, "expects 1 input arrays, got 2"));
 }
+
+TEST_CASE("fit honours set_initial_position set in on_train_begin (BackupAndRestore's hook)") {
+  clear_session();
+  auto [x, y] = linear_data(20, 3);
+  struct Resume : Callback {
+    Resume(int epoch, std::int64_t step) : epoch_(epoch), step_(step) {}
+    void on_train_begin(const Logs&) override { model().set_initial_position(epoch_, step_); }
+    void on_epoch_begin(int epoch, const Logs&) override { epochs.push_back(epoch); }
+    void on_train_batch_begin(std::int64_t batch, const Logs&) override { batches.push_back(batch); }
+    int epoch_;
+    std::int64_t step_;
+    std::vector<int> epochs;
+    std::vector<std::int64_t> batches;
+  };
+  Sequential model({layers::Input({3}), layers::Dense(1)});
+  model.compile("sgd", "mse");
+  auto resume = std::make_shared<Resume>(1, 2);
+  auto history = model.fit(x, y, {.batch_size = 5, .epochs = 3, .verbose = 0, .callbacks = {resume}});
+  CHECK(resume->epochs == std::vector<int>{1, 2});
+  CHECK(resume->batches == std::vector<std::int64_t>{2, 3, 0, 1, 2, 3});
+  CHECK(model.optimizer().iterations() == 6);
+  CHECK(history.epoch == std::vector<int>{1, 2});
+  // A position at the end of an epoch trains none of it and goes on with the next.
+  auto at_end = std::make_shared<Resume>(0, 4);
+  model.fit(x, y, {.batch_size = 5, .epochs = 2, .verbose = 0, .callbacks = {at_end}});
+  CHECK(at_end->batches == std::vector<std::int64_t>{0, 1, 2, 3});
+  CHECK(model.optimizer().iterations() == 10);
+}
+
+TEST_CASE("fit on arrays: each epoch's order is epoch_permutation(n, seed, epoch)") {
+  clear_session();
+  // y = the sample id and a model that predicts 0 and never learns (learning rate 0): the loss of a
+  // batch of one sample is its squared id, so the running averages tell which sample came when.
+  auto ids = Tensor::from_vector<float>({6, 1}, {0, 1, 2, 3, 4, 5});
+  Sequential model({layers::Input({1}), layers::Dense(1, {.kernel_initializer = "zeros"})});
+  model.compile(optimizers::SGD(0.0), "mse");
+  struct Losses : Callback {
+    void on_train_batch_end(std::int64_t, const Logs& logs) override { running.push_back(logs.at("loss")); }
+    std::vector<double> running;
+  };
+  auto seen = std::make_shared<Losses>();
+  model.fit(ids, ids, {.batch_size = 1, .epochs = 2, .verbose = 0, .callbacks = {seen}, .seed = 17});
+  // The running average after batch k times (k + 1), minus the sum before it: sample k's squared id.
+  std::vector<std::int64_t> order;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < seen->running.size(); ++i) {
+    const std::size_t k = i % 6;
+    if (k == 0) sum = 0.0;
+    const double total = seen->running[i] * static_cast<double>(k + 1);
+    order.push_back(std::llround(std::sqrt(total - sum)));
+    sum = total;
+  }
+  auto e0 = epoch_permutation(6, 17, 0), e1 = epoch_permutation(6, 17, 1);
+  CHECK(std::vector<std::int64_t>(order.begin(), order.begin() + 6) == e0);
+  CHECK(std::vector<std::int64_t>(order.begin() + 6, order.end()) == e1);
+}

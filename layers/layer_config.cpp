@@ -1,0 +1,207 @@
+// ConfigReader and the config writers shared by every layer.
+#include "layers/layer_config.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+#include "layers/activations.h"
+
+namespace tower::layers {
+
+ConfigReader::ConfigReader(const nlohmann::json& config, std::string class_name)
+    : config_(config), class_name_(std::move(class_name)) {
+  if (!config_.is_object())
+    raise<ValueError>("{}: its \"config\" must be an object, got {}", class_name_, config_.dump().substr(0, 200));
+}
+
+std::string ConfigReader::name() const {
+  if (config_.contains("name") && config_["name"].is_string()) return config_["name"].get<std::string>();
+  return "";
+}
+
+std::string ConfigReader::where() const {
+  std::string n = name();
+  return n.empty() ? class_name_ : class_name_ + " \"" + n + "\"";
+}
+
+void ConfigReader::fail(const std::string& what) const { raise<ValueError>("{}: {}", where(), what); }
+
+bool ConfigReader::has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
+
+const nlohmann::json& ConfigReader::at(const char* key) const {
+  if (!has(key)) fail(fmt::format("the config has no field \"{}\", which this layer needs", key));
+  return config_[key];
+}
+
+std::int64_t ConfigReader::integer(const char* key) const {
+  const auto& v = at(key);
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<std::int64_t>(v.get<double>())))
+    return static_cast<std::int64_t>(v.get<double>());
+  fail(fmt::format("field \"{}\" must be an integer, got {}", key, v.dump()));
+}
+
+std::int64_t ConfigReader::integer(const char* key, std::int64_t fallback) const {
+  return has(key) ? integer(key) : fallback;
+}
+
+double ConfigReader::number(const char* key, double fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = config_[key];
+  if (!v.is_number()) fail(fmt::format("field \"{}\" must be a number, got {}", key, v.dump()));
+  return v.get<double>();
+}
+
+std::optional<double> ConfigReader::optional_number(const char* key) const {
+  if (!has(key)) return std::nullopt;
+  return number(key, 0.0);
+}
+
+bool ConfigReader::boolean(const char* key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = config_[key];
+  if (!v.is_boolean()) fail(fmt::format("field \"{}\" must be true or false, got {}", key, v.dump()));
+  return v.get<bool>();
+}
+
+std::string ConfigReader::string(const char* key, const std::string& fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = config_[key];
+  if (!v.is_string()) fail(fmt::format("field \"{}\" must be a string, got {}", key, v.dump()));
+  return v.get<std::string>();
+}
+
+std::vector<std::int64_t> ConfigReader::ints(const char* key) const {
+  const auto& v = at(key);
+  std::vector<std::int64_t> out;
+  if (v.is_number_integer()) return {v.get<std::int64_t>()};
+  if (!v.is_array()) fail(fmt::format("field \"{}\" must be an integer or a list of integers, got {}", key, v.dump()));
+  for (const auto& e : v) {
+    if (!e.is_number_integer())
+      fail(fmt::format("field \"{}\" must be an integer or a list of integers, got {}", key, v.dump()));
+    out.push_back(e.get<std::int64_t>());
+  }
+  return out;
+}
+
+std::vector<std::int64_t> ConfigReader::ints(const char* key, const std::vector<std::int64_t>& fallback) const {
+  return has(key) ? ints(key) : fallback;
+}
+
+std::vector<std::int64_t> ConfigReader::shape(const char* key) const {
+  const auto& v = at(key);
+  if (!v.is_array()) fail(fmt::format("field \"{}\" must be a shape list such as [null, 28, 28, 1], got {}", key, v.dump()));
+  std::vector<std::int64_t> out;
+  for (const auto& e : v) {
+    if (e.is_null()) {
+      out.push_back(-1);
+    } else if (e.is_number_integer() && e.get<std::int64_t>() >= 0) {
+      out.push_back(e.get<std::int64_t>());
+    } else {
+      fail(fmt::format("field \"{}\" must be a shape list such as [null, 28, 28, 1], got {}", key, v.dump()));
+    }
+  }
+  return out;
+}
+
+Initializer ConfigReader::initializer(const char* key, const Initializer& fallback) const {
+  if (!has(key)) return fallback;
+  try {
+    return Initializer::from_config(config_[key]);
+  } catch (const ValueError& e) {
+    fail(fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+Regularizer ConfigReader::regularizer(const char* key) const {
+  if (!has(key)) return {};
+  try {
+    return Regularizer::from_config(config_[key]);
+  } catch (const ValueError& e) {
+    fail(fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+std::string ConfigReader::activation(const char* key) const {
+  if (!has(key)) return "";
+  try {
+    return activation_from_config(config_[key]);
+  } catch (const ValueError& e) {
+    fail(fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+void ConfigReader::expect(const char* key, const nlohmann::json& allowed, const char* why) const {
+  if (!has(key) || config_[key] == allowed) return;
+  // 1 and 1.0, [1, 1] and 1 are the same to Keras.
+  if (allowed.is_number() && config_[key].is_number() && allowed.get<double>() == config_[key].get<double>()) return;
+  fail(fmt::format("field \"{}\" = {} is not supported ({}); tower needs {}", key, config_[key].dump(), why,
+                   allowed.dump()));
+}
+
+std::string ConfigReader::padding(const char* key) const {
+  std::string p = string(key, "valid");
+  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (p != "valid" && p != "same")
+    fail(fmt::format("field \"{}\" = \"{}\" is not supported; tower supports \"valid\" and \"same\"", key, p));
+  return p;
+}
+
+void ConfigReader::check_common() const {
+  if (has("dtype")) {
+    const auto& d = config_["dtype"];
+    std::string dtype;
+    if (d.is_string()) dtype = d.get<std::string>();
+    else if (d.is_object() && d.contains("config") && d["config"].is_object() && d["config"].contains("name"))
+      dtype = d["config"]["name"].get<std::string>();  // Keras 3: {"class_name": "DTypePolicy", "config": {"name": ...}}
+    else if (d.is_object() && d.contains("name") && d["name"].is_string())
+      dtype = d["name"].get<std::string>();
+    if (dtype != "float32")
+      fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32", d.dump()));
+  }
+  if (has("data_format") && string("data_format", "") != "channels_last")
+    fail(fmt::format("field \"data_format\" = \"{}\" is not supported; tower works in channels_last (NHWC): "
+                     "rebuild the model with data_format=\"channels_last\" in Keras",
+                     string("data_format", "")));
+  if (has("activity_regularizer"))
+    fail("field \"activity_regularizer\" is not supported (tower has no activity regularizers); remove it in Keras "
+         "before saving");
+  for (const auto& [key, value] : config_.items())
+    if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null())
+      fail(fmt::format("field \"{}\" is not supported (tower has no weight constraints); remove it in Keras before "
+                       "saving",
+                       key));
+}
+
+DType dtype_from_name(const ConfigReader& reader, const std::string& name) {
+  for (DType d : {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8})
+    if (dtype_name(d) == name) return d;
+  reader.fail(fmt::format("field \"dtype\" = \"{}\" is not supported; inputs can be float32, float64, int32, "
+                          "int64 or uint8",
+                          name));
+}
+
+// ---- writing ---------------------------------------------------------------------------------------
+
+double float32_value(double value) { return static_cast<double>(static_cast<float>(value)); }
+
+nlohmann::json shape_to_json(const Shape& shape) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto d : shape.dims()) out.push_back(d < 0 ? nlohmann::json(nullptr) : nlohmann::json(d));
+  return out;
+}
+
+nlohmann::json ints_to_json(const std::vector<std::int64_t>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto v : values) out.push_back(v);
+  return out;
+}
+
+nlohmann::json layer_config(const Layer& layer, nlohmann::json fields) {
+  nlohmann::json config = layer.Layer::get_config();
+  for (auto& [key, value] : fields.items()) config[key] = std::move(value);
+  return config;
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,78 @@
+// Layer configs: reading Keras's get_config() dicts of every version (Keras 1.2 to Keras 3) and the
+// helpers that write tf.keras 2's spelling.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "layers/layer.h"
+
+namespace tower::layers {
+
+// Reads one layer's "config" object. Every error names the layer (`Dense "dense_1"`) and the field,
+// and says what tower accepts.
+class ConfigReader {
+ public:
+  ConfigReader(const nlohmann::json& config, std::string class_name);
+
+  const nlohmann::json& json() const { return config_; }
+  std::string name() const;   // "" when the config has none (then the layer gets a default name)
+  std::string where() const;  // `Dense "dense_1"`
+
+  bool has(const char* key) const;  // present and not null
+  std::int64_t integer(const char* key) const;  // required
+  std::int64_t integer(const char* key, std::int64_t fallback) const;
+  double number(const char* key, double fallback) const;
+  std::optional<double> optional_number(const char* key) const;
+  bool boolean(const char* key, bool fallback) const;
+  std::string string(const char* key, const std::string& fallback) const;
+  // An integer or a list of integers (Keras's tuples); required / with a fallback.
+  std::vector<std::int64_t> ints(const char* key) const;
+  std::vector<std::int64_t> ints(const char* key, const std::vector<std::int64_t>& fallback) const;
+  // `(None, 28, 28, 1)` -> dims with -1 for None.
+  std::vector<std::int64_t> shape(const char* key) const;
+  Initializer initializer(const char* key, const Initializer& fallback) const;
+  Regularizer regularizer(const char* key) const;
+  std::string activation(const char* key) const;  // "" (linear) when absent
+
+  // Throws ValueError ("... is not supported") unless `key` is absent, null, or equal to `allowed`.
+  void expect(const char* key, const nlohmann::json& allowed, const char* why) const;
+  // "padding": "valid" or "same" (any case), with the field named on error.
+  std::string padding(const char* key) const;
+  // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), data_format
+  // channels_last, no activity regularizer and no weight constraints (they are not implemented).
+  void check_common() const;
+  // Applies what every layer has: trainable. Returns `layer` as a LayerPtr.
+  template <typename L>
+  LayerPtr finish(L&& layer) const {
+    auto ptr = layer.share();
+    if (config_.contains("trainable") && config_["trainable"].is_boolean() && !config_["trainable"].get<bool>())
+      ptr->set_trainable(false);
+    return ptr;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  const nlohmann::json& at(const char* key) const;
+  const nlohmann::json& config_;
+  std::string class_name_;
+};
+
+// "float32", "int32", ... -> DType (an InputLayer's dtype); throws naming the layer for others.
+DType dtype_from_name(const ConfigReader& reader, const std::string& name);
+
+// ---- writing (tf.keras 2's spelling) ---------------------------------------------------------------
+// A value Keras keeps as float32 (alpha, regularizer factors) as it writes it: float(np.float32(x)).
+double float32_value(double value);
+// (-1, 28, 28, 1) -> [null, 28, 28, 1].
+nlohmann::json shape_to_json(const Shape& shape);
+nlohmann::json ints_to_json(const std::vector<std::int64_t>& values);
+// The base config (name, trainable, dtype) merged with `fields`.
+nlohmann::json layer_config(const Layer& layer, nlohmann::json fields);
+
+}  // namespace tower::layers
