@@ -23,45 +23,17 @@
 #include "layers/input_layer.h"
 #include "layers/sequential.h"
 #include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tower;
+using tower::testing::read_bytes;
+using tower::testing::TempDir;
 using tower::testing::contains;
 using tower::testing::message_of;
 namespace fs = std::filesystem;
 namespace h5 = tower::io::hdf5;
 
 namespace {
-
-// A fresh directory, removed with everything in it at the end of the test (write permission is
-// restored first, so that a test that made it read-only still cleans up).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("tower_test_bad_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string write_bytes(const std::string& path, const std::string& bytes, bool gzip = false) {
   if (gzip) {
@@ -114,7 +86,7 @@ std::vector<std::vector<float>> values(const Model& m) {
 // ---- IDX ----------------------------------------------------------------------------------------
 
 TEST_CASE("bad IDX files: each error names the file and the problem") {
-  TempDir dir;
+  TempDir dir("bad");
   SUBCASE("empty file") {
     auto path = write_bytes(dir / "empty-idx1-ubyte", "");
     CHECK(contains(error_naming<ValueError>(path, [&] { io::read_idx(path); }), "empty"));
@@ -172,7 +144,7 @@ TEST_CASE("bad IDX files: each error names the file and the problem") {
 }
 
 TEST_CASE("read_idx_split: image and label counts must agree, and both files must be there") {
-  TempDir dir;
+  TempDir dir("bad");
   write_bytes(dir / "train-images-idx3-ubyte", idx_bytes({5, 2, 2}, 20));
   write_bytes(dir / "train-labels-idx1-ubyte.gz", idx_bytes({6}, 6), /*gzip=*/true);
   auto msg = error_naming<ValueError>(dir.path.string(), [&] { io::read_idx_split(dir.path.string(), "train"); });
@@ -190,7 +162,7 @@ TEST_CASE("read_idx_split: image and label counts must agree, and both files mus
 
 TEST_CASE("bad HDF5 weight files: FileError naming the file; the model keeps its weights") {
   clear_session();
-  TempDir dir;
+  TempDir dir("bad");
   Sequential good = small_model(3, 0.5f);
   const auto path = dir / "good.h5";
   good.save_weights(path);
@@ -276,7 +248,7 @@ TEST_CASE("bad HDF5 weight files: FileError naming the file; the model keeps its
 
 TEST_CASE("a weight file from another model: the layer count or the shapes differ") {
   clear_session();
-  TempDir dir;
+  TempDir dir("bad");
   Sequential m = small_model(3, 1.0f);
   const auto before = values(m);
 
@@ -320,7 +292,7 @@ TEST_CASE("labels out of range for the model's output: label 10 on a 10-unit sof
 
 TEST_CASE("save_weights where it cannot write: a clear error, the old file intact, no temporary left") {
   clear_session();
-  TempDir dir;
+  TempDir dir("bad");
   Sequential old_model = small_model(3, 0.25f);
   Sequential m = small_model(3, 5.0f);
   const auto path = dir / "w.h5";
@@ -408,7 +380,7 @@ TEST_CASE("save_weights where it cannot write: a clear error, the old file intac
 }
 
 TEST_CASE("write_file_atomically: a writer that throws midway leaves the previous file byte-identical") {
-  TempDir dir;
+  TempDir dir("bad");
   const auto path = dir / "ckpt.h5";
   h5::write_file_atomically(path, "test", [](h5::File& f) { f.write_dataset("x", Tensor::full({100}, 1.0f)); });
   const auto good = read_bytes(path);

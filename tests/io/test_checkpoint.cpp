@@ -20,36 +20,16 @@
 #include "io/model_checkpoint.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
 using namespace tower;
+using tower::testing::read_bytes;
+using tower::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("tower_test_ckpt_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-std::vector<std::string> files_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 Model make_model(std::uint64_t seed) {
   clear_session();
@@ -111,7 +91,7 @@ TEST_CASE("ModelCheckpoint: every epoch, best only, weights only, every N batche
     Model m = make_model(1);
     auto cb = std::make_shared<callbacks::ModelCheckpoint>(dir.file("m-{epoch:02d}-{loss:.3f}.h5"));
     m.fit(x, y, {.batch_size = 16, .epochs = 3, .verbose = 0, .callbacks = {cb}});
-    CHECK(files_in(dir.path).size() == 3);
+    CHECK(dir.files().size() == 3);
     Model loaded = models::load_model(cb->last_saved());
     CHECK(same_weights(loaded, m));
     CHECK(loaded.optimizer().iterations() == 12);
@@ -136,7 +116,7 @@ TEST_CASE("ModelCheckpoint: every epoch, best only, weights only, every N batche
     auto cb = std::make_shared<callbacks::ModelCheckpoint>(
         dir.file("w-{epoch}-{batch}.h5"), callbacks::ModelCheckpointOptions{.save_weights_only = true, .save_freq = 3});
     m.fit(x, y, {.batch_size = 16, .epochs = 3, .verbose = 0, .callbacks = {cb}});  // 12 batches
-    CHECK(files_in(dir.path) == std::vector<std::string>{"w-1-3.h5", "w-2-2.h5", "w-3-1.h5", "w-3-4.h5"});
+    CHECK(dir.files() == std::vector<std::string>{"w-1-3.h5", "w-2-2.h5", "w-3-1.h5", "w-3-4.h5"});
     auto f = io::hdf5::File::open(dir.file("w-3-4.h5"));
     CHECK(f.has_string_array_attr("layer_names"));
     CHECK_FALSE(f.has_attr("model_config"));
@@ -153,7 +133,7 @@ TEST_CASE("ModelCheckpoint: every epoch, best only, weights only, every N batche
     auto taken = std::make_shared<callbacks::ModelCheckpoint>(dir.file("taken.h5"));
     CHECK_THROWS_AS(m.fit(x, y, {.batch_size = 16, .epochs = 1, .verbose = 0, .callbacks = {taken}}), io::FileError);
     CHECK(read_bytes(dir.file("good.h5")) == before);
-    CHECK(files_in(dir.path) == std::vector<std::string>{"good.h5", "taken.h5"});  // no temporary left behind
+    CHECK(dir.files() == std::vector<std::string>{"good.h5", "taken.h5"});  // no temporary left behind
   }
   SUBCASE("bad options") {
     CHECK_THROWS_AS(callbacks::ModelCheckpoint("m.keras"), ValueError);

@@ -12,27 +12,16 @@
 #include "io/keras_model.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tower;
+using tower::testing::read_bytes;
+using tower::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kModels = std::string(TOWER_GOLDEN_DIR) + "/files/models/";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("tower_test_model_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-};
 
 std::vector<double> values(const Tensor& t) {
   Tensor d = t.to(cpu_device());
@@ -115,7 +104,7 @@ std::pair<Tensor, Tensor> small_batch() {
 }  // namespace
 
 TEST_CASE("save and load_model: architecture, weights, compile arguments and optimizer state") {
-  TempDir dir;
+  TempDir dir("model");
   auto [x, y] = small_batch();
   for (const char* optimizer : {"adam", "sgd", "rmsprop", "adagrad", "adadelta", "adamw"}) {
     SUBCASE(optimizer) {
@@ -147,7 +136,7 @@ TEST_CASE("save and load_model: architecture, weights, compile arguments and opt
 }
 
 TEST_CASE("save: the file has Keras's full-model layout") {
-  TempDir dir;
+  TempDir dir("model");
   clear_session();
   Model model = small_model();
   model.compile(optimizers::Adam(0.005), losses::SparseCategoricalCrossentropy({.from_logits = false}), {"accuracy"});
@@ -226,7 +215,7 @@ TEST_CASE("load_model: Keras 1.2's layout (list config, output_dim, dense_1_W, l
 }
 
 TEST_CASE("load_model: clear errors") {
-  TempDir dir;
+  TempDir dir("model");
   clear_session();
   Model model = small_model();
   model.save_weights(dir.file("weights.h5"));

@@ -14,8 +14,11 @@
 #include "layers/input_layer.h"
 #include "layers/model.h"
 #include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tower;
+using tower::testing::read_bytes;
+using tower::testing::TempDir;
 using tower::testing::contains;
 using tower::testing::message_of;
 namespace fs = std::filesystem;
@@ -25,27 +28,6 @@ namespace {
 
 const fs::path kGoldenFiles = fs::path(TOWER_GOLDEN_DIR) / "files";
 const fs::path kKerasFiles = fs::path(TOWER_SHARED_DIR) / "keras-files";
-
-// A fresh directory, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int n = 0;
-    path = fs::temp_directory_path() / ("tower_test_io_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    return out;
-  }
-};
 
 // Sets every weight to distinct values start, start + 0.01, ... so that a mix-up shows.
 void fill(const std::vector<VariablePtr>& weights, float start) {
@@ -100,7 +82,7 @@ class Float16Layer : public Layer {
 // ---- hdf5 wrappers ------------------------------------------------------------------------------
 
 TEST_CASE("hdf5: datasets of every dtype round-trip, with groups created on the way") {
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "t.h5";
   {
     auto f = h5::File::create(path);
@@ -150,7 +132,7 @@ TEST_CASE("hdf5: datasets of every dtype round-trip, with groups created on the 
 }
 
 TEST_CASE("hdf5: string attributes, fixed-length (h5py 2) and variable-length (h5py 3)") {
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "s.h5";
   {
     // Fixed-length NULL-padded strings written with the C API, as h5py 2 wrote Keras's attributes.
@@ -210,7 +192,7 @@ TEST_CASE("hdf5: string attributes, fixed-length (h5py 2) and variable-length (h
 }
 
 TEST_CASE("hdf5: string lists over 64512 bytes split into name0, name1, ... as Keras does") {
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "split.h5";
   // 3000 names of 30 bytes: 90000 bytes as a fixed-length array, so numpy.array_split into 2 parts
   // of 1500 (45000 bytes each); 5000 names: 150000 bytes, 3 parts of 1667, 1667, 1666.
@@ -246,7 +228,7 @@ TEST_CASE("hdf5: string lists over 64512 bytes split into name0, name1, ... as K
 }
 
 TEST_CASE("hdf5: missing, corrupt and truncated files give FileError naming the file") {
-  TempDir dir;
+  TempDir dir("io");
   CHECK(contains(message_of<io::FileError>([&] { h5::File::open(dir / "none.h5"); }), "none.h5\": no such file"));
   {
     std::ofstream(dir / "text.h5") << "this is not HDF5";
@@ -272,7 +254,7 @@ TEST_CASE("save_weights: Keras's legacy layout, and load_weights restores every 
   clear_session();
   Model m = mlp("a");
   fill(m.weights(), 0.5f);
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "w.h5";
   m.save_weights(path);
   {
@@ -315,7 +297,7 @@ TEST_CASE("save_weights: a nested model is one group holding all its weights, tr
   auto x = layers::Input({4}, {.name = "x"});
   Model outer(x, inner(layers::Dense(5, {.name = "d1"})(x)), "outer");
   fill(outer.weights(), 0.1f);
-  TempDir dir;
+  TempDir dir("io");
   outer.save_weights(dir / "nested.h5");
   auto f = h5::File::open(dir / "nested.h5");
   CHECK(f.read_string_array_attr("layer_names") == std::vector<std::string>{"x", "d1", "inner"});
@@ -329,7 +311,7 @@ TEST_CASE("save_weights: a nested model is one group holding all its weights, tr
 
 TEST_CASE("save_weights: atomic; a failed save leaves the old file, and a missing directory is named") {
   clear_session();
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "w.h5";
   auto a = dense(4, 3, "a"), b = dense(3, 2, "b");
   fill(all_weights({a, b}), 1.0f);
@@ -359,7 +341,7 @@ TEST_CASE("save_weights: atomic; a failed save leaves the old file, and a missin
 
 TEST_CASE("load_weights: another architecture is refused, naming the layer and shapes, and nothing changes") {
   clear_session();
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "a.h5";
   Model a = mlp("a", 2);
   fill(a.weights(), 0.3f);
@@ -394,7 +376,7 @@ TEST_CASE("load_weights: another architecture is refused, naming the layer and s
 
 TEST_CASE("load_weights by_name: layers take their namesake's weights, others are left alone") {
   clear_session();
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "w.h5";
   auto p = dense(4, 3, "p"), q = dense(3, 2, "q");
   fill(all_weights({p, q}), 0.2f);
@@ -425,7 +407,7 @@ TEST_CASE("load_weights by_name: layers take their namesake's weights, others ar
 
 TEST_CASE("load_weights: a model.save() file is read from its model_weights group") {
   clear_session();
-  TempDir dir;
+  TempDir dir("io");
   const auto path = dir / "model.h5";
   auto p = dense(4, 3, "p");
   fill(p->weights(), 0.7f);
