@@ -1,11 +1,7 @@
 // ModelCheckpoint and BackupAndRestore, and the proof that a training process killed with SIGKILL in
 // the middle of an epoch and started again ends with the same weights as an uninterrupted run.
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -20,12 +16,14 @@
 #include "io/model_checkpoint.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
-
-extern char** environ;
 
 using namespace tower;
 using tower::testing::read_bytes;
+using tower::testing::spawn;
+using tower::testing::wait_for;
+using tower::testing::write_idx_set;
 using tower::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -179,53 +177,6 @@ TEST_CASE("BackupAndRestore: a crashed fit resumes at its epoch and batch and en
 // ---- SIGKILL -----------------------------------------------------------------------------------------
 
 namespace {
-
-// Writes n random 28x28 images and labels as IDX files (train and t10k) into dir.
-void write_idx_set(const fs::path& dir, std::uint32_t n_train, std::uint32_t n_test) {
-  auto write = [&](const std::string& name, std::uint32_t magic, std::vector<std::uint32_t> dims) {
-    std::ofstream out(dir / name, std::ios::binary);
-    auto be = [&](std::uint32_t v) {
-      const unsigned char b[4] = {static_cast<unsigned char>(v >> 24), static_cast<unsigned char>(v >> 16),
-                                  static_cast<unsigned char>(v >> 8), static_cast<unsigned char>(v)};
-      out.write(reinterpret_cast<const char*>(b), 4);
-    };
-    be(magic);
-    std::size_t count = 1;
-    for (auto d : dims) {
-      be(d);
-      count *= d;
-    }
-    Generator g(magic + dims[0]);
-    for (std::size_t i = 0; i < count; ++i) {
-      const char byte = magic == 0x801 ? static_cast<char>(g.next_u32() % 10) : static_cast<char>(g.next_u32() % 256);
-      out.put(byte);
-    }
-  };
-  write("train-images-idx3-ubyte", 0x803, {n_train, 28, 28});
-  write("train-labels-idx1-ubyte", 0x801, {n_train});
-  write("t10k-images-idx3-ubyte", 0x803, {n_test, 28, 28});
-  write("t10k-labels-idx1-ubyte", 0x801, {n_test});
-}
-
-pid_t spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE_MESSAGE(rc == 0, "cannot start " << args[0] << ": " << std::strerror(rc));
-  return pid;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return status;
-}
 
 // The backup's training_metadata, or an empty object while there is none.
 nlohmann::json backup_position(const std::string& path) {

@@ -1,0 +1,141 @@
+// apps/train_mnist as a user meets it: --help, bad values (a message and exit code 2), bad data and
+// files (a message and exit code 1, never a crash), --save then --epochs 0 --load evaluating only.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+using tower::testing::ProcessResult;
+using tower::testing::run_process;
+using tower::testing::TempDir;
+using tower::testing::write_idx_set;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+ProcessResult train_mnist(std::vector<std::string> args, const TempDir& dir) {
+  args.insert(args.begin(), TOWER_TRAIN_MNIST);
+  return run_process(args, dir);
+}
+
+// The number printed after `label` ("Test loss: 2.30163" -> "2.30163").
+std::string value_after(const std::string& output, const std::string& label) {
+  const auto at = output.find(label);
+  if (at == std::string::npos) return "";
+  const auto start = at + label.size();
+  return output.substr(start, output.find('\n', start) - start);
+}
+
+}  // namespace
+
+TEST_CASE("train_mnist --help lists every option with its default") {
+  TempDir dir("app");
+  const auto r = train_mnist({"--help"}, dir);
+  CHECK(r.exit_code == 0);
+  for (const char* option : {"--model arg (=mlp)", "--epochs arg (=5)", "--batch-size arg (=128)",
+                             "--optimizer arg (=adam)", "--lr arg (=0)", "--data arg", "--gpus arg",
+                             "--cpu-devices arg (=1)", "--seed arg (=1)", "--save arg", "--load arg", "--resume arg",
+                             "--backup-every arg (=0)", "--train-samples arg (=0)", "--verbose arg (=1)"})
+    CHECK_MESSAGE(contains(r.output, option), option << " is not in:\n" << r.output);
+}
+
+TEST_CASE("train_mnist: bad values end with a message naming the option and exit code 2") {
+  TempDir dir("app");
+  write_idx_set(dir.path, 64, 16);
+  const std::string data = dir.path.string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--model", "resnet"}, "--model must be mlp or cnn, got resnet"},
+      {{"--epochs", "-1"}, "--epochs must be >= 0, got -1"},
+      {{"--epochs", "two"}, "epochs"},
+      {{"--batch-size", "0"}, "--batch-size must be > 0"},
+      {{"--optimizer", "adamax2"}, "--optimizer"},
+      {{"--lr", "-0.1"}, "--lr must be >= 0"},
+      {{"--verbose", "3"}, "--verbose must be 0, 1 or 2"},
+      {{"--cpu-devices", "0"}, "--cpu-devices must be >= 1"},
+      {{"--data", data + "/missing"}, "no such directory"},
+      {{"--data", (dir.path / "..").string()}, "lacks the four IDX files"},
+      {{"--load", dir / "none.h5"}, "--load " + (dir / "none.h5") + ": no such file"},
+      {{"--save", dir / "no/such/dir/m.h5"}, "does not exist"},
+      {{"--epochs", "0"}, "--epochs 0 evaluates a model: give it with --load FILE"},
+      {{"--backup-every", "5"}, "--backup-every needs --resume DIR"},
+      {{"--gpus", "two"}, "--gpus takes a count or a list of GPU ids"},
+      {{"--no-such-option"}, "unrecognised option"},
+  };
+  for (const auto& c : cases) {
+    auto args = c.args;
+    if (args[0] != "--data") args.insert(args.end(), {"--data", data});
+    const auto r = train_mnist(args, dir);
+    CAPTURE(args[0]);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(contains(r.output, c.message), "expected \"" << c.message << "\" in:\n" << r.output);
+  }
+}
+
+TEST_CASE("train_mnist: bad data and bad files end with a message and exit code 1, never a crash") {
+  TempDir dir("app");
+  write_idx_set(dir.path, 64, 16);
+  const std::vector<std::string> quick = {"--data", dir.path.string(), "--epochs", "1", "--verbose", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = quick;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+
+  SUBCASE("a truncated image file") {
+    fs::resize_file(dir.path / "train-images-idx3-ubyte", 1000);
+    const auto r = train_mnist(quick, dir);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(contains(r.output, "train-images-idx3-ubyte"), r.output);
+  }
+  SUBCASE("a label out of range for the 10-unit softmax") {
+    std::fstream labels(dir.path / "train-labels-idx1-ubyte", std::ios::in | std::ios::out | std::ios::binary);
+    labels.seekp(8 + 3);  // the fourth label, after the 8-byte header
+    labels.put(static_cast<char>(12));
+    labels.close();
+    const auto r = train_mnist(quick, dir);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(contains(r.output, "label 12"), r.output);
+  }
+  SUBCASE("--load of a file that is not HDF5") {
+    std::ofstream(dir / "text.h5") << "not a model";
+    const auto r = train_mnist(with({"--load", dir / "text.h5"}), dir);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(contains(r.output, "is not an HDF5 file"), r.output);
+  }
+  SUBCASE("--load of a cnn model's weights into the mlp") {
+    REQUIRE(train_mnist(with({"--model", "cnn", "--train-samples", "8", "--save", dir / "cnn.h5"}), dir).exit_code ==
+            0);
+    const auto r = train_mnist(with({"--model", "mlp", "--load", dir / "cnn.h5"}), dir);
+    CHECK(r.exit_code == 0);  // a full-model file brings its own architecture: the cnn, whatever --model says
+    CHECK(contains(r.output, "Loading the model from"));
+  }
+}
+
+TEST_CASE("train_mnist --save, then --epochs 0 --load evaluates the saved model without training") {
+  TempDir dir("app");
+  write_idx_set(dir.path, 256, 64);
+  const std::string model = dir / "m.h5";
+  const auto trained =
+      train_mnist({"--data", dir.path.string(), "--epochs", "1", "--verbose", "0", "--save", model}, dir);
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.output);
+  CHECK(contains(trained.output, "Data: " + dir.path.string() + " (256 training, 64 test samples)"));
+  CHECK(contains(trained.output, "Saved the model to " + model));
+
+  const auto evaluated =
+      train_mnist({"--data", dir.path.string(), "--epochs", "0", "--verbose", "0", "--load", model}, dir);
+  REQUIRE_MESSAGE(evaluated.exit_code == 0, evaluated.output);
+  CHECK(value_after(trained.output, "Test loss: ") != "");
+  CHECK(value_after(evaluated.output, "Test loss: ") == value_after(trained.output, "Test loss: "));
+  CHECK(value_after(evaluated.output, "Test accuracy: ") == value_after(trained.output, "Test accuracy: "));
+}
