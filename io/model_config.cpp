@@ -396,6 +396,13 @@ Model model_from_config(const json& config) {
   if (!config.contains("config"))
     raise<ValueError>("model_config of a {}: \"config\" is missing", class_name);
   auto model = std::dynamic_pointer_cast<Model>(layers::layer_from_config(config));
+  // A Sequential whose config gives no input shape builds on its first data, which only the
+  // Sequential object itself can do: not the Model this function returns.
+  if (model->inputs().empty())
+    raise<ValueError>("model_config: Sequential \"{}\" gives no input shape (no InputLayer, batch_input_shape or "
+                      "build_input_shape), so it cannot be rebuilt as a Model; use layers::layer_from_config(config), "
+                      "whose Sequential builds on the first data it sees, or add an InputLayer to the config",
+                      model->name());
   return *model;
 }
 

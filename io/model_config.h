@@ -22,7 +22,9 @@ nlohmann::json model_to_config(const Model& model);
 // Functional as "Model" or "Functional"; inbound_nodes in the legacy list form (Keras 1's three-entry
 // [name, node, tensor] too) and Keras 3's {"args": [{"class_name": "__keras_tensor__", ...}],
 // "kwargs": {}} form; nested models; shared layers; several inputs and outputs. A returned
-// Sequential keeps its identity (class_name() "Sequential", layers() without the InputLayer).
+// Sequential keeps its identity (class_name() "Sequential", layers() without the InputLayer). A
+// Sequential config with no input shape at all throws ValueError: layers::layer_from_config gives a
+// Sequential that builds on its first data instead.
 // Errors (ValueError, NotFoundError for unknown classes) name the layer and the field.
 Model model_from_config(const nlohmann::json& config);
 

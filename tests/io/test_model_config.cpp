@@ -224,6 +224,8 @@ TEST_CASE("model_config: Sequential keeps its identity and every Sequential form
   REQUIRE(unbuilt);
   CHECK(unbuilt->inputs().empty());
   CHECK(unbuilt->predict(Tensor::zeros({1, 5})).shape() == Shape({1, 2}));
+  // model_from_config returns a Model, which cannot build itself later: it says so.
+  CHECK(contains(message_of<ValueError>([&] { io::model_from_config(lazy); }), "Sequential \"lazy\" gives no input shape"));
 
   // to_json adds keras_version and backend; from_json(to_json(m)) gives the same config.
   json written = json::parse(seq.to_json());
