@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "core/random.h"
+#include "io/dataset.h"
 #include "io/datasets.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
@@ -40,7 +41,7 @@ Tensor head(const Tensor& t, std::int64_t rows) {
 
 int main(int argc, char** argv) try {
   namespace po = boost::program_options;
-  std::string kind = "mlp", data = io::kFashionMnistDir;
+  std::string kind = "mlp", data = io::kFashionMnistDir, input = "arrays";
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
@@ -48,7 +49,9 @@ int main(int argc, char** argv) try {
       "batch-size", po::value(&batch_size)->default_value(batch_size), "samples per step")(
       "samples", po::value(&samples)->default_value(samples), "training samples per epoch (0 = all)")(
       "epochs", po::value(&epochs)->default_value(epochs), "timed epochs")(
-      "data", po::value(&data)->default_value(data), "directory with the IDX files");
+      "data", po::value(&data)->default_value(data), "directory with the IDX files")(
+      "input", po::value(&input)->default_value(input),
+      "arrays (fit(x, y)) or dataset (fit on io::Dataset from_tensor_slices.shuffle.batch.prefetch)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);
@@ -57,6 +60,7 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
+  if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
 
   auto [train, test] = io::load_mnist(data);
   Shape shape = kind == "mlp" ? Shape{-1, 784} : Shape{-1, 28, 28, 1};
@@ -78,11 +82,16 @@ int main(int argc, char** argv) try {
   model.train_on_batch({head(x, batch_size)}, {head(y, batch_size)});
   if (n % batch_size) model.train_on_batch({head(x, n % batch_size)}, {head(y, n % batch_size)});
   auto start = std::chrono::steady_clock::now();
-  auto history = model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0});
+  auto history = input == "arrays" ? model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0})
+                                   : model.fit(io::Dataset::from_tensor_slices({x}, {y})
+                                                   .shuffle(io::Dataset::kAll, 1)
+                                                   .batch(batch_size)
+                                                   .prefetch(2),
+                                               {.epochs = epochs, .verbose = 0});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::cout << "tower " << kind << " batch " << batch_size << ": " << static_cast<double>(n * epochs) / seconds
+  std::cout << "tower " << kind << " (" << input << ") batch " << batch_size << ": " << static_cast<double>(n * epochs) / seconds
             << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB, loss " << history.history.at("loss").back()
             << "\n";
   return 0;
