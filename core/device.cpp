@@ -33,8 +33,13 @@ void Device::deallocate(void* ptr, std::size_t bytes) {
 }
 
 MemoryStats Device::memory_stats() const {
-  std::lock_guard lock(stats_mutex_);
-  return stats_;
+  MemoryStats stats;
+  {
+    std::lock_guard lock(stats_mutex_);
+    stats = stats_;
+  }
+  if (auto reserved = reserved_bytes()) stats.reserved = *reserved;
+  return stats;
 }
 
 void copy_between(Device& to, void* dst, Device& from, const void* src, std::size_t bytes) {

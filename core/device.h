@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,14 @@ class Device {
   virtual void copy_within(void* dst, const void* src, std::size_t bytes) = 0;
   // Waits until all work queued on this device has finished.
   virtual void synchronize() {}
+  // Returns the memory a caching allocator keeps for reuse to the system (torch.cuda.empty_cache);
+  // nothing on devices that do not cache.
+  virtual void empty_cache() {}
 
  protected:
+  // Bytes held from the system, for devices with a caching allocator (memory_stats().reserved);
+  // nullopt: reserved is the peak of in_use.
+  virtual std::optional<std::size_t> reserved_bytes() const { return std::nullopt; }
   virtual void* do_allocate(std::size_t bytes) = 0;
   virtual void do_deallocate(void* ptr, std::size_t bytes) = 0;
 

@@ -25,35 +25,57 @@ int visible_gpu_count() {
   return count;
 }
 
-CudaDevice::CudaDevice(int index) : Device(DeviceKind::cuda, index), ordinal_(index) {
+namespace {
+
+// cudaMalloc/cudaFree on one GPU for its CachingAllocator: out of memory is nullptr (the allocator
+// retries and then reports it); other failures throw.
+CachingAllocator::System cuda_system(int ordinal) {
+  return {.allocate =
+              [ordinal](std::size_t bytes) -> void* {
+                CUDA_CHECK(cudaSetDevice(ordinal));
+                void* p = nullptr;
+                const cudaError_t status = cudaMalloc(&p, bytes);
+                if (status == cudaErrorMemoryAllocation) {
+                  (void)cudaGetLastError();  // not sticky: clear it
+                  return nullptr;
+                }
+                CUDA_CHECK(status);
+                return p;
+              },
+          .free =
+              [ordinal](void* p) {
+                cudaSetDevice(ordinal);
+                cudaFree(p);  // never throws: called from destructors
+              },
+          .describe =
+              [ordinal] {
+                std::size_t free_bytes = 0, total = 0;
+                if (cudaSetDevice(ordinal) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess)
+                  return std::string("an unknown amount free");
+                return format_bytes(free_bytes) + " free of " + format_bytes(total);
+              }};
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int index, std::size_t memory_budget)
+    : Device(DeviceKind::cuda, index),
+      ordinal_(index),
+      allocator_(name(), cuda_system(index), memory_budget) {
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
 
 CudaDevice::~CudaDevice() {
-  if (stream_) cudaStreamDestroy(stream_);
-}
-
-void* CudaDevice::do_allocate(std::size_t bytes) {
-  CUDA_CHECK(cudaSetDevice(ordinal_));
-  void* p = nullptr;
-  cudaError_t status = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
-  if (status == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
-    std::size_t free_bytes = 0, total = 0;
-    cudaMemGetInfo(&free_bytes, &total);
-    raise<OutOfMemoryError>("{}: out of memory allocating {} bytes ({} in use by tower, {} free of {}); use a smaller "
-                            "batch size or give this device a smaller share (ratios)",
-                            name(), bytes, memory_stats().in_use, free_bytes, total);
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
   }
-  CUDA_CHECK(status);
-  return p;
 }
 
-void CudaDevice::do_deallocate(void* ptr, std::size_t) {
-  cudaSetDevice(ordinal_);
-  cudaFree(ptr);  // never throws from a destructor path
-}
+void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(bytes); }
+
+void CudaDevice::do_deallocate(void* ptr, std::size_t) { allocator_.deallocate(ptr); }
 
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));

@@ -1,16 +1,18 @@
-// CudaDevice: one visible GPU as a tower Device (memory through cudaMalloc, a compute stream,
-// copies to and from the host and between GPUs).
+// CudaDevice: one visible GPU as a tower Device (memory through a caching allocator over cudaMalloc,
+// a compute stream, copies to and from the host and between GPUs).
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include "core/caching_allocator.h"
 #include "core/device.h"
 
 namespace tower::cuda {
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(int index);
+  // memory_budget: the most bytes this device may hold (0: all the GPU has).
+  explicit CudaDevice(int index, std::size_t memory_budget = 0);
   ~CudaDevice() override;
 
   bool host_accessible() const override { return false; }
@@ -18,17 +20,23 @@ class CudaDevice final : public Device {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
   void synchronize() override;
+  void empty_cache() override { allocator_.empty_cache(); }
+  CachingAllocatorStats allocator_stats() const { return allocator_.stats(); }
 
   int ordinal() const { return ordinal_; }  // the CUDA device number
   cudaStream_t stream() const { return stream_; }
 
  protected:
   void* do_allocate(std::size_t bytes) override;
+  // Blocks go back to the cache at once: work queued on the compute stream that still reads a freed
+  // block runs before any later work that reuses it, as both are on that one stream.
   void do_deallocate(void* ptr, std::size_t bytes) override;
+  std::optional<std::size_t> reserved_bytes() const override { return allocator_.stats().reserved; }
 
  private:
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  CachingAllocator allocator_;
 };
 
 // Visible GPUs; 0 when there is no driver or no device (never throws).

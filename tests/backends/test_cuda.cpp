@@ -45,3 +45,19 @@ TEST_CASE("cuda: fill_like, scale and add match the CPU, with copies in and out"
   check_close(r[1].to(cpu_device()), r[0], 1e-6, 1e-6);
   CHECK(executor.plan(feeds, {on_gpu}).num_copies() == 1);
 }
+
+TEST_CASE("cuda: the caching allocator reuses freed blocks and reports reserved memory") {
+  Device& gpu = device("cuda:0");
+  gpu.empty_cache();
+  const auto before = gpu.memory_stats();
+  {
+    Tensor a(Shape{1024, 1024}, DType::float32, gpu);  // 4 MiB
+    CHECK(gpu.memory_stats().in_use >= before.in_use + a.nbytes());
+  }
+  const auto freed = gpu.memory_stats();
+  CHECK(freed.reserved >= before.reserved + 4 * 1024 * 1024);  // cached, not returned
+  Tensor b(Shape{1024, 1024}, DType::float32, gpu);            // the same block again
+  CHECK(gpu.memory_stats().reserved == freed.reserved);
+  gpu.empty_cache();
+  CHECK(gpu.memory_stats().reserved == before.reserved + 4 * 1024 * 1024);  // only b's block is left
+}
