@@ -47,6 +47,7 @@ void copy_between(Device& to, void* dst, Device& from, const void* src, std::siz
   if (&to == &from) return to.copy_within(dst, src, bytes);
   if (to.host_accessible()) return from.copy_to_host(dst, src, bytes);
   if (from.host_accessible()) return to.copy_from_host(dst, src, bytes);
+  if (to.copy_from_peer(dst, from, src, bytes)) return;
   // Two accelerators without a direct path: stage through the host.
   std::vector<unsigned char> staging(bytes);
   from.copy_to_host(staging.data(), src, bytes);
@@ -59,6 +60,7 @@ struct Registry {
   std::mutex mutex;
   std::map<DeviceKind, DeviceFactory> factories;
   std::map<std::pair<DeviceKind, int>, std::unique_ptr<Device>> devices;
+  std::map<int, std::vector<LogicalDeviceConfiguration>> logical_gpus;  // physical GPU -> its split
 };
 
 Registry& registry() {
@@ -89,12 +91,59 @@ void register_device_factory(DeviceKind kind, DeviceFactory factory) {
   r.factories[kind] = std::move(factory);
 }
 
+namespace {
+
+// Under r.mutex: the devices `kind` can have, logical ones counted.
+int count_locked(Registry& r, DeviceKind kind) {
+  auto it = r.factories.find(kind);
+  if (it == r.factories.end()) return 0;
+  const int physical = it->second.count();
+  if (!it->second.make_logical || physical < 0) return physical;
+  return static_cast<int>(logical_gpu_layout(physical, r.logical_gpus).size());
+}
+
+}  // namespace
+
 int device_count(DeviceKind kind) {
   ensure_backends_registered();
   auto& r = registry();
   std::lock_guard lock(r.mutex);
-  auto it = r.factories.find(kind);
-  return it == r.factories.end() ? 0 : it->second.count();
+  return count_locked(r, kind);
+}
+
+std::vector<LogicalGpu> logical_gpu_layout(int physical_count,
+                                           const std::map<int, std::vector<LogicalDeviceConfiguration>>& split) {
+  std::vector<LogicalGpu> layout;
+  for (int gpu = 0; gpu < physical_count; ++gpu) {
+    auto it = split.find(gpu);
+    if (it == split.end()) {
+      layout.push_back({gpu, 0});
+      continue;
+    }
+    for (const auto& logical : it->second) layout.push_back({gpu, logical.memory_limit});
+  }
+  return layout;
+}
+
+void set_logical_device_configuration(int gpu, std::vector<LogicalDeviceConfiguration> logical) {
+  ensure_backends_registered();
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.factories.find(DeviceKind::cuda);
+  const int physical = it == r.factories.end() ? 0 : it->second.count();
+  if (gpu < 0 || gpu >= physical)
+    raise<NotFoundError>("set_logical_device_configuration: GPU {} does not exist; {}", gpu,
+                         it == r.factories.end() ? "tower was built without CUDA"
+                         : physical == 0         ? "no GPU is visible"
+                                                 : fmt::format("GPUs 0 to {} are visible", physical - 1));
+  if (logical.empty())
+    raise<ValueError>("set_logical_device_configuration(GPU {}): give at least one LogicalDeviceConfiguration", gpu);
+  for (const auto& [key, dev] : r.devices)
+    if (key.first == DeviceKind::cuda)
+      raise<Error>("set_logical_device_configuration(GPU {}): {} is in use already, and GPUs cannot be split once "
+                   "used; call it at the start of the program, before any GPU work",
+                   gpu, dev->name());
+  r.logical_gpus[gpu] = std::move(logical);
 }
 
 static Device& get_device(DeviceKind kind, int index) {
@@ -104,14 +153,17 @@ static Device& get_device(DeviceKind kind, int index) {
   auto key = std::make_pair(kind, index);
   if (auto it = r.devices.find(key); it != r.devices.end()) return *it->second;
   auto f = r.factories.find(kind);
-  int count = f == r.factories.end() ? 0 : f->second.count();
+  const int count = count_locked(r, kind);
   if (index < 0 || (count >= 0 && index >= count)) {
     lock.unlock();
     raise<NotFoundError>("device {}:{} does not exist; visible: {}", device_kind_name(kind), index,
                          visible_devices_text());
   }
   auto& slot = r.devices[key];
-  slot = f->second.make(index);
+  if (f->second.make_logical)
+    slot = f->second.make_logical(index, logical_gpu_layout(f->second.count(), r.logical_gpus).at(index));
+  else
+    slot = f->second.make(index);
   return *slot;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,10 @@ class Device {
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_within(void* dst, const void* src, std::size_t bytes) = 0;
+  // Copies from another device of the same kind without going through the host (GPU to GPU, or
+  // between logical GPUs of one GPU); false when there is no such path (copy_between then stages
+  // through the host).
+  virtual bool copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) { return false; }
   // Waits until all work queued on this device has finished.
   virtual void synchronize() {}
   // Returns the memory a caching allocator keeps for reuse to the system (torch.cuda.empty_cache);
@@ -78,14 +83,40 @@ Device& device(std::string_view name);
 Device& cpu_device(int index = 0);
 // The devices of one kind that exist now (CPU: those created so far; CUDA: all visible GPUs).
 std::vector<Device*> list_devices(DeviceKind kind);
-// How many devices of `kind` can exist (CPU: unbounded, reported as -1; CUDA: visible GPUs).
+// How many devices of `kind` can exist (CPU: unbounded, reported as -1; CUDA: logical GPUs, which
+// are the visible GPUs unless set_logical_device_configuration split them).
 int device_count(DeviceKind kind);
 
-// A backend registers how to make its devices: `count` returns how many can exist (-1: any),
-// `make` builds device `index`. Called once per kind by the backends' registration function.
+// --- logical GPUs ------------------------------------------------------------------------------
+
+// One logical GPU carved out of a physical one (tf.config.LogicalDeviceConfiguration).
+struct LogicalDeviceConfiguration {
+  std::size_t memory_limit = 0;  // the most bytes it may hold; 0: no limit of its own
+};
+
+// Splits physical GPU `gpu` into logical GPUs, each with its own stream, handles and memory limit
+// (tf.config.set_logical_device_configuration), to test several towers on one GPU. cuda:0, cuda:1, ...
+// then number the logical GPUs, those of physical GPU 0 first. Call it before any GPU is used:
+// afterwards it throws, as TensorFlow does. An unknown GPU throws NotFoundError.
+void set_logical_device_configuration(int gpu, std::vector<LogicalDeviceConfiguration> logical);
+
+// Where a logical GPU lives: its physical GPU and its memory limit (0: none).
+struct LogicalGpu {
+  int physical = 0;
+  std::size_t memory_limit = 0;
+};
+// The cuda:N layout of `physical_count` GPUs split as `split` says (GPUs not in it stay whole):
+// element i is cuda:i.
+std::vector<LogicalGpu> logical_gpu_layout(int physical_count,
+                                           const std::map<int, std::vector<LogicalDeviceConfiguration>>& split);
+
+// A backend registers how to make its devices: `count` returns how many physical devices can exist
+// (-1: any), `make` builds device `index`. A kind that can be split into logical devices (CUDA) gives
+// make_logical instead of make: logical device `index` on physical device `physical`.
 struct DeviceFactory {
   std::function<int()> count;
   std::function<std::unique_ptr<Device>(int index)> make;
+  std::function<std::unique_ptr<Device>(int index, LogicalGpu where)> make_logical = nullptr;
 };
 void register_device_factory(DeviceKind kind, DeviceFactory factory);
 

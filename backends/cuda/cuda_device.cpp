@@ -58,10 +58,11 @@ CachingAllocator::System cuda_system(int ordinal) {
 
 }  // namespace
 
-CudaDevice::CudaDevice(int index, std::size_t memory_budget)
+CudaDevice::CudaDevice(int index, LogicalGpu where)
     : Device(DeviceKind::cuda, index),
-      ordinal_(index),
-      allocator_(name(), cuda_system(index), memory_budget) {
+      ordinal_(where.physical),
+      allocator_(index == where.physical ? name() : fmt::format("{} (a logical GPU on GPU {})", name(), where.physical),
+                 cuda_system(where.physical), where.memory_limit) {
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -91,6 +92,15 @@ void CudaDevice::copy_within(void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
+bool CudaDevice::copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) {
+  auto* source = dynamic_cast<CudaDevice*>(&from);
+  if (!source) return false;
+  source->synchronize();
+  CUDA_CHECK(cudaSetDevice(ordinal_));
+  CUDA_CHECK(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream_));
+  return true;
+}
+
 void CudaDevice::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 }  // namespace tower::cuda
@@ -98,12 +108,12 @@ void CudaDevice::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 namespace tower {
 
 void register_cuda_backend() {
-  register_device_factory(DeviceKind::cuda, DeviceFactory{
-                                                [] { return cuda::visible_gpu_count(); },
-                                                [](int index) -> std::unique_ptr<Device> {
-                                                  return std::make_unique<cuda::CudaDevice>(index);
-                                                },
-                                            });
+  register_device_factory(DeviceKind::cuda,
+                          DeviceFactory{.count = [] { return cuda::visible_gpu_count(); },
+                                        .make = nullptr,
+                                        .make_logical = [](int index, LogicalGpu where) -> std::unique_ptr<Device> {
+                                          return std::make_unique<cuda::CudaDevice>(index, where);
+                                        }});
   cuda::register_elementwise_kernels();
 }
 

@@ -11,19 +11,23 @@ namespace tower::cuda {
 
 class CudaDevice final : public Device {
  public:
-  // memory_budget: the most bytes this device may hold (0: all the GPU has).
-  explicit CudaDevice(int index, std::size_t memory_budget = 0);
+  // cuda:<index>, a logical GPU on physical GPU where.physical holding at most where.memory_limit
+  // bytes (0: all the GPU has). Without logical devices, index == where.physical.
+  CudaDevice(int index, LogicalGpu where);
   ~CudaDevice() override;
 
   bool host_accessible() const override { return false; }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
+  // From another CudaDevice: cudaMemcpyPeerAsync (direct with peer access, else staged by the driver)
+  // after the source's stream has finished what it queued.
+  bool copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) override;
   void synchronize() override;
   void empty_cache() override { allocator_.empty_cache(); }
   CachingAllocatorStats allocator_stats() const { return allocator_.stats(); }
 
-  int ordinal() const { return ordinal_; }  // the CUDA device number
+  int ordinal() const { return ordinal_; }  // the CUDA device number of the physical GPU
   cudaStream_t stream() const { return stream_; }
 
  protected:
