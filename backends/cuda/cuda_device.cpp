@@ -1,4 +1,4 @@
-// CudaDevice, the CUDA error helper and the CUDA backend's registration.
+// CudaDevice and the CUDA backend's registration.
 #include "backends/cuda/cuda_device.h"
 
 #include <memory>
@@ -8,13 +8,6 @@
 #include "backends/cuda/kernels.h"
 
 namespace tower::cuda {
-
-void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
-  std::string msg = fmt::format("{} failed at {}:{}: {} ({})", call, file, line, cudaGetErrorString(status),
-                                cudaGetErrorName(status));
-  if (status == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
-  throw DeviceError(msg);
-}
 
 int visible_gpu_count() {
   int count = 0;
