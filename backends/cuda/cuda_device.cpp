@@ -61,10 +61,23 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
 }
 
 CudaDevice::~CudaDevice() {
+  if (cublas_) cublasDestroy(cublas_);
   if (stream_) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
+}
+
+void CudaDevice::make_current() const { CUDA_CHECK(cudaSetDevice(ordinal_)); }
+
+cublasHandle_t CudaDevice::cublas() {
+  if (!cublas_) {
+    make_current();
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  }
+  return cublas_;
 }
 
 void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(bytes); }
@@ -108,6 +121,7 @@ void register_cuda_backend() {
                                           return std::make_unique<cuda::CudaDevice>(index, where);
                                         }});
   cuda::register_elementwise_kernels();
+  cuda::register_math_kernels();
 }
 
 }  // namespace tower

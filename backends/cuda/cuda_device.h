@@ -2,6 +2,7 @@
 // a compute stream, copies to and from the host and between GPUs).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "core/caching_allocator.h"
@@ -29,6 +30,11 @@ class CudaDevice final : public Device {
 
   int ordinal() const { return ordinal_; }  // the CUDA device number of the physical GPU
   cudaStream_t stream() const { return stream_; }
+  // Makes this device's GPU the calling thread's current one (cudaSetDevice): kernels launch there.
+  void make_current() const;
+  // This device's cuBLAS handle, bound to its stream (created on first use). FP32 GEMMs run in full
+  // FP32 (no TF32), so results match the CPU within 1e-5.
+  cublasHandle_t cublas();
 
  protected:
   void* do_allocate(std::size_t bytes) override;
@@ -40,6 +46,7 @@ class CudaDevice final : public Device {
  private:
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
 };
 

@@ -1,15 +1,14 @@
 // The CUDA kernel table entries of the first elementwise ops: KernelContext in, launchers out.
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_device.h"
 #include "backends/cuda/elementwise_launchers.h"
+#include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
-#include "core/op_registry.h"
 
 namespace tower::cuda {
 
 namespace {
 
-cudaStream_t stream_of(KernelContext& ctx) { return static_cast<CudaDevice&>(ctx.device).stream(); }
+cudaStream_t stream_of(KernelContext& ctx) { return gpu_of(ctx).stream(); }
 
 // identity and stop_gradient alias their input; the plan makes the view.
 void alias_kernel(KernelContext&) {}

@@ -3,4 +3,5 @@
 
 namespace tower::cuda {
 void register_elementwise_kernels();  // elementwise_ops.cpp + elementwise_kernels.cu
+void register_math_kernels();         // math_ops.cpp + math_kernels.cu: matmul (cuBLAS), bias_add
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <functional>
 
 #include "core/executor.h"
 #include "core/ops.h"
@@ -60,4 +61,50 @@ TEST_CASE("cuda: the caching allocator reuses freed blocks and reports reserved 
   CHECK(gpu.memory_stats().reserved == freed.reserved);
   gpu.empty_cache();
   CHECK(gpu.memory_stats().reserved == before.reserved + 4 * 1024 * 1024);  // only b's block is left
+}
+
+namespace {
+
+// Builds the same ops on the CPU and on cuda:0 from `build` and compares their results.
+void check_parity(const std::vector<Tensor>& inputs, const std::function<SymbolicTensor(std::vector<SymbolicTensor>)>& build,
+                  double rtol = 1e-5, double atol = 1e-6) {
+  Graph g;
+  std::vector<SymbolicTensor> xs;
+  FeedMap feeds;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    xs.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "x" + std::to_string(i)));
+    feeds.emplace_back(xs.back(), inputs[i]);
+  }
+  SymbolicTensor on_cpu = build(xs), on_gpu;
+  {
+    Graph::DeviceScope scope(g, "cuda:0");
+    on_gpu = build(xs);
+  }
+  Executor executor;
+  auto r = executor.run(feeds, {on_cpu, on_gpu});
+  REQUIRE(r[1].device().kind() == DeviceKind::cuda);
+  check_close(r[1].to(cpu_device()), r[0], rtol, atol);
+}
+
+}  // namespace
+
+TEST_CASE("cuda: matmul (cuBLAS) matches the CPU for every transpose, in float32 and float64") {
+  for (DType dtype : {DType::float32, DType::float64})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(ta);
+        CAPTURE(tb);
+        const std::int64_t m = 37, k = 129, n = 65;
+        Tensor a = testing::random_tensor(ta ? Shape{k, m} : Shape{m, k}, 11, 0.1, 1, false, dtype);
+        Tensor b = testing::random_tensor(tb ? Shape{n, k} : Shape{k, n}, 12, 0.1, 1, false, dtype);
+        check_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::matmul(x[0], x[1], ta, tb); });
+      }
+}
+
+TEST_CASE("cuda: bias_add and bias_add_grad match the CPU") {
+  Tensor x = testing::random_tensor({300, 7, 33}, 13, 0.1, 1, false, DType::float32);
+  Tensor bias = testing::random_tensor({33}, 14, 0.1, 1, false, DType::float32);
+  check_parity({x, bias}, [](std::vector<SymbolicTensor> v) { return ops::bias_add(v[0], v[1]); });
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::bias_add_grad(v[0]); }, 1e-5, 1e-4);
 }

@@ -1,0 +1,67 @@
+// CUDA kernels of bias_add and bias_add_grad, and their launchers.
+#include <algorithm>
+
+#include "backends/cuda/math_launchers.h"
+
+namespace tower::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
+}
+
+template <typename T>
+__global__ void bias_add_kernel(const T* x, const T* bias, T* y, std::int64_t n, std::int64_t c) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    y[i] = x[i] + bias[i % c];
+}
+
+// One block per column: its threads sum strided rows, then a shared-memory tree adds the partial
+// sums (deterministic: the same order every run).
+template <typename T>
+__global__ void column_sum_kernel(const T* dy, T* db, std::int64_t rows, std::int64_t c) {
+  __shared__ T partial[kThreads];
+  for (std::int64_t col = blockIdx.x; col < c; col += gridDim.x) {
+    T sum = 0;
+    for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += dy[r * c + col];
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) db[col] = partial[0];
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, cudaStream_t stream) {
+  const std::int64_t n = rows * c;
+  if (n == 0) return cudaSuccess;
+  bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, bias, y, n, c);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_bias_add_grad(const T* dy, T* db, std::int64_t rows, std::int64_t c, cudaStream_t stream) {
+  if (c == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(c, 65535));
+  column_sum_kernel<T><<<blocks, kThreads, 0, stream>>>(dy, db, rows, c);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_bias_add<float>(const float*, const float*, float*, std::int64_t, std::int64_t,
+                                            cudaStream_t);
+template cudaError_t launch_bias_add<double>(const double*, const double*, double*, std::int64_t, std::int64_t,
+                                             cudaStream_t);
+template cudaError_t launch_bias_add_grad<float>(const float*, float*, std::int64_t, std::int64_t, cudaStream_t);
+template cudaError_t launch_bias_add_grad<double>(const double*, double*, std::int64_t, std::int64_t, cudaStream_t);
+
+}  // namespace tower::cuda
