@@ -122,6 +122,7 @@ void register_cuda_backend() {
                                         }});
   cuda::register_elementwise_kernels();
   cuda::register_math_kernels();
+  cuda::register_activation_kernels();
 }
 
 }  // namespace tower

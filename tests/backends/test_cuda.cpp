@@ -108,3 +108,35 @@ TEST_CASE("cuda: bias_add and bias_add_grad match the CPU") {
   check_parity({x, bias}, [](std::vector<SymbolicTensor> v) { return ops::bias_add(v[0], v[1]); });
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::bias_add_grad(v[0]); }, 1e-5, 1e-4);
 }
+
+TEST_CASE("cuda: unary math ops, activations and their gradients match the CPU") {
+  using Unary = std::function<SymbolicTensor(const SymbolicTensor&)>;
+  const std::vector<std::pair<const char*, Unary>> unary = {
+      {"negative", [](auto& x) { return ops::negative(x); }},
+      {"exp", [](auto& x) { return ops::exp(x); }},
+      {"log", [](auto& x) { return ops::log(ops::abs(x)); }},
+      {"sqrt", [](auto& x) { return ops::sqrt(ops::abs(x)); }},
+      {"square", [](auto& x) { return ops::square(x); }},
+      {"sign", [](auto& x) { return ops::sign(x); }},
+      {"relu", [](auto& x) { return ops::relu(x); }},
+      {"leaky_relu", [](auto& x) { return ops::leaky_relu(x, 0.3); }},
+      {"elu", [](auto& x) { return ops::elu(x, 0.7); }},
+      {"sigmoid", [](auto& x) { return ops::sigmoid(x); }},
+      {"tanh", [](auto& x) { return ops::tanh(x); }},
+  };
+  for (DType dtype : {DType::float32, DType::float64}) {
+    // Values of both signs, never zero (random_tensor's min_abs), up to 3 in size.
+    Tensor x = testing::random_tensor({129, 31}, 21, 0.1, 3, false, dtype);
+    Tensor dy = testing::random_tensor({129, 31}, 22, 0.1, 1, false, dtype);
+    for (const auto& [name, f] : unary) {
+      CAPTURE(name);
+      CAPTURE(dtype_name(dtype));
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return f(v[0]); });
+    }
+    check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::relu_grad(v[0], ops::relu(v[1])); });
+    check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::leaky_relu_grad(v[0], v[1], 0.3); });
+    check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::elu_grad(v[0], v[1], 0.7); });
+    check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::sigmoid_grad(v[0], ops::sigmoid(v[1])); });
+    check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::tanh_grad(v[0], ops::tanh(v[1])); });
+  }
+}
