@@ -48,4 +48,16 @@ std::string Shape::to_string() const {
   return s + ")";
 }
 
+std::vector<std::int64_t> broadcast_strides(const Shape& shape, const Shape& target) {
+  const int rank = target.rank();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(rank), 0);
+  std::int64_t stride = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    const int t = rank - shape.rank() + d;
+    strides[static_cast<std::size_t>(t)] = (shape[d] == 1 && target[t] != 1) ? 0 : stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
 }  // namespace tower

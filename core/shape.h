@@ -40,4 +40,8 @@ class Shape {
   std::vector<std::int64_t> dims_;
 };
 
+// Row-major strides of `shape` laid against `target` (right-aligned, NumPy broadcasting): 0 along
+// the axes where `shape` has size 1 (or is missing) and `target` does not. Result has target's rank.
+std::vector<std::int64_t> broadcast_strides(const Shape& shape, const Shape& target);
+
 }  // namespace tower

@@ -5,18 +5,6 @@
 
 namespace tower::cpu {
 
-Dims broadcast_strides(const Shape& shape, const Shape& target) {
-  const int rank = target.rank();
-  Dims strides(static_cast<std::size_t>(rank), 0);
-  std::int64_t stride = 1;
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    int t = rank - shape.rank() + d;
-    strides[static_cast<std::size_t>(t)] = (shape[d] == 1 && target[t] != 1) ? 0 : stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
-
 ReduceLayout reduce_layout(const Shape& in, const std::vector<int>& axes) {
   ReduceLayout layout;
   auto is_reduced = [&](int d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };

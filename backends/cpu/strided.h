@@ -12,9 +12,7 @@ namespace tower::cpu {
 
 using Dims = std::vector<std::int64_t>;
 
-// Row-major strides of `shape` laid against `target` (right-aligned, NumPy broadcasting): 0 along
-// the axes where `shape` has size 1 (or is missing) and `target` does not. Result has target's rank.
-Dims broadcast_strides(const Shape& shape, const Shape& target);
+// broadcast_strides (core/shape.h) gives the strides of a broadcast operand.
 
 // Calls fn(row_offsets, length) for rows [row_begin, row_end) of an iteration over `dims`, where a
 // row runs along the last dimension. row_offsets[k] is operand k's element offset at the row start

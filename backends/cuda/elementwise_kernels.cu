@@ -1,4 +1,4 @@
-// CUDA kernels of the first elementwise ops (fill, scale, add of equal shapes) and their launchers.
+// CUDA kernels of fill, scale and the broadcasting binary arithmetic, and their launchers.
 #include <algorithm>
 
 #include "backends/cuda/elementwise_launchers.h"
@@ -6,6 +6,12 @@
 namespace tower::cuda {
 
 namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
+}
 
 // Grid-stride loops: any n with a bounded grid.
 template <typename T>
@@ -22,47 +28,85 @@ __global__ void scale_kernel(const T* x, T* y, std::int64_t n, T factor) {
     y[i] = x[i] * factor;
 }
 
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    y[i] = a[i] + b[i];
+template <BinaryOp op, typename T>
+__device__ T apply_binary(T a, T b) {
+  if constexpr (op == BinaryOp::add) return a + b;
+  else if constexpr (op == BinaryOp::subtract) return a - b;
+  else if constexpr (op == BinaryOp::multiply) return a * b;
+  else if constexpr (op == BinaryOp::divide) return a / b;
+  else if constexpr (op == BinaryOp::maximum) return a >= b ? a : b;
+  else return a <= b ? a : b;
 }
 
-constexpr int kThreads = 256;
-unsigned blocks_for(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535));
+template <BinaryOp op, typename T>
+__global__ void binary_same_shape_kernel(const T* a, const T* b, T* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    y[i] = apply_binary<op>(a[i], b[i]);
+}
+
+// Output element i's coordinates, last axis fastest, give each operand's offset.
+template <BinaryOp op, typename T>
+__global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64_t n, BroadcastLayout layout) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t rest = i, offset_a = 0, offset_b = 0;
+    for (int d = layout.rank - 1; d >= 0; --d) {
+      const std::int64_t coordinate = rest % layout.dims[d];
+      rest /= layout.dims[d];
+      offset_a += coordinate * layout.strides_a[d];
+      offset_b += coordinate * layout.strides_b[d];
+    }
+    y[i] = apply_binary<op>(a[offset_a], b[offset_b]);
+  }
+}
+
+template <BinaryOp op, typename T>
+void start_binary(const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout, cudaStream_t stream) {
+  if (layout)
+    binary_broadcast_kernel<op, T><<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n, *layout);
+  else
+    binary_same_shape_kernel<op, T><<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
 }
 
 }  // namespace
 
 template <typename T>
 cudaError_t launch_fill(T* y, std::int64_t n, T value, cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
+  if (n == 0) return cudaSuccess;
   fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(y, n, value);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_scale(const T* x, T* y, std::int64_t n, T factor, cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
+  if (n == 0) return cudaSuccess;
   scale_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, factor);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_add(const T* a, const T* b, T* y, std::int64_t n, cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout,
+                          cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (op) {
+    case BinaryOp::add: start_binary<BinaryOp::add>(a, b, y, n, layout, stream); break;
+    case BinaryOp::subtract: start_binary<BinaryOp::subtract>(a, b, y, n, layout, stream); break;
+    case BinaryOp::multiply: start_binary<BinaryOp::multiply>(a, b, y, n, layout, stream); break;
+    case BinaryOp::divide: start_binary<BinaryOp::divide>(a, b, y, n, layout, stream); break;
+    case BinaryOp::maximum: start_binary<BinaryOp::maximum>(a, b, y, n, layout, stream); break;
+    case BinaryOp::minimum: start_binary<BinaryOp::minimum>(a, b, y, n, layout, stream); break;
+  }
   return cudaGetLastError();
 }
 
-#define TOWER_INSTANTIATE(T)                                                                \
-  template cudaError_t launch_fill<T>(T*, std::int64_t, T, cudaStream_t);                   \
-  template cudaError_t launch_scale<T>(const T*, T*, std::int64_t, T, cudaStream_t);        \
-  template cudaError_t launch_add<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);
-TOWER_INSTANTIATE(float)
-TOWER_INSTANTIATE(double)
-#undef TOWER_INSTANTIATE
+template cudaError_t launch_fill<float>(float*, std::int64_t, float, cudaStream_t);
+template cudaError_t launch_fill<double>(double*, std::int64_t, double, cudaStream_t);
+template cudaError_t launch_scale<float>(const float*, float*, std::int64_t, float, cudaStream_t);
+template cudaError_t launch_scale<double>(const double*, double*, std::int64_t, double, cudaStream_t);
+template cudaError_t launch_binary<float>(BinaryOp, const float*, const float*, float*, std::int64_t,
+                                          const BroadcastLayout*, cudaStream_t);
+template cudaError_t launch_binary<double>(BinaryOp, const double*, const double*, double*, std::int64_t,
+                                           const BroadcastLayout*, cudaStream_t);
 
 }  // namespace tower::cuda

@@ -13,7 +13,21 @@ template <typename T>
 cudaError_t launch_fill(T* y, std::int64_t n, T value, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_scale(const T* x, T* y, std::int64_t n, T factor, cudaStream_t stream);
+
+enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum };
+
+// How two operands broadcast against the output (NumPy rules), passed to the kernel by value.
+struct BroadcastLayout {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  std::int64_t dims[kMaxRank] = {};      // the output's
+  std::int64_t strides_a[kMaxRank] = {};  // 0 along broadcast axes
+  std::int64_t strides_b[kMaxRank] = {};
+};
+
+// y = op(a, b); layout null: a, b and y have the same shape.
 template <typename T>
-cudaError_t launch_add(const T* a, const T* b, T* y, std::int64_t n, cudaStream_t stream);
+cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout,
+                          cudaStream_t stream);
 
 }  // namespace tower::cuda

@@ -140,3 +140,26 @@ TEST_CASE("cuda: unary math ops, activations and their gradients match the CPU")
     check_parity({dy, x}, [](std::vector<SymbolicTensor> v) { return ops::tanh_grad(v[0], ops::tanh(v[1])); });
   }
 }
+
+TEST_CASE("cuda: broadcasting binary arithmetic matches the CPU") {
+  using Binary = std::function<SymbolicTensor(const SymbolicTensor&, const SymbolicTensor&)>;
+  const std::vector<std::pair<const char*, Binary>> binary = {
+      {"add", [](auto& a, auto& b) { return ops::add(a, b); }},
+      {"subtract", [](auto& a, auto& b) { return ops::subtract(a, b); }},
+      {"multiply", [](auto& a, auto& b) { return ops::multiply(a, b); }},
+      {"divide", [](auto& a, auto& b) { return ops::divide(a, b); }},
+      {"maximum", [](auto& a, auto& b) { return ops::maximum(a, b); }},
+      {"minimum", [](auto& a, auto& b) { return ops::minimum(a, b); }},
+  };
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{40, 33}, {40, 33}}, {{40, 33}, {33}}, {{40, 1}, {1, 33}}, {{7, 1, 5, 3}, {6, 1, 3}}, {{40, 33}, {1}}};
+  for (const auto& [shape_a, shape_b] : shapes)
+    for (const auto& [name, f] : binary) {
+      CAPTURE(name);
+      CAPTURE(shape_a.to_string());
+      CAPTURE(shape_b.to_string());
+      Tensor a = testing::random_tensor(shape_a, 31, 0.1, 2, false, DType::float32);
+      Tensor b = testing::random_tensor(shape_b, 32, 0.1, 2, false, DType::float32);
+      check_parity({a, b}, [&](std::vector<SymbolicTensor> v) { return f(v[0], v[1]); });
+    }
+}
