@@ -123,6 +123,7 @@ void register_cuda_backend() {
   cuda::register_elementwise_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();
+  cuda::register_reduce_kernels();
 }
 
 }  // namespace tower

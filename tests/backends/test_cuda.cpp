@@ -163,3 +163,17 @@ TEST_CASE("cuda: broadcasting binary arithmetic matches the CPU") {
       check_parity({a, b}, [&](std::vector<SymbolicTensor> v) { return f(v[0], v[1]); });
     }
 }
+
+TEST_CASE("cuda: reduce_sum, reduce_mean, reduce_max over any axes, and sum_to, match the CPU") {
+  Tensor x = testing::random_tensor({6, 5, 4, 3}, 41, 0.1, 2, false, DType::float32);
+  for (const ops::Ints& axes : std::vector<ops::Ints>{{}, {0}, {3}, {1, 2}, {0, 2}, {-1}, {0, 1, 2, 3}})
+    for (bool keepdims : {false, true}) {
+      CAPTURE(axes.size());
+      CAPTURE(keepdims);
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::reduce_sum(v[0], axes, keepdims); }, 1e-5, 1e-5);
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::reduce_mean(v[0], axes, keepdims); });
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::reduce_max(v[0], axes, keepdims); }, 0, 0);
+    }
+  Tensor like = testing::random_tensor({5, 1, 3}, 42, 0.1, 2, false, DType::float32);
+  check_parity({x, like}, [](std::vector<SymbolicTensor> v) { return ops::sum_to(v[0], v[1]); }, 1e-5, 1e-5);
+}

@@ -1,0 +1,83 @@
+// The CUDA kernel table entries of reduce_sum, reduce_mean, reduce_max and sum_to.
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_context.h"
+#include "backends/cuda/kernels.h"
+#include "backends/cuda/reduce_launchers.h"
+#include "core/ops/shape_utils.h"
+
+namespace tower::cuda {
+
+namespace {
+
+// x's axes split into kept and reduced ones, with x's row-major strides.
+ReduceAxes reduce_axes(const KernelContext& ctx, const Shape& x, const std::vector<int>& reduced) {
+  if (x.rank() > ReduceAxes::kMaxRank)
+    raise<ShapeError>("{} on {}: reductions on the GPU handle up to {} axes, got {}", ctx.node.op(), ctx.device.name(),
+                      ReduceAxes::kMaxRank, x.to_string());
+  ReduceAxes axes;
+  std::int64_t stride = 1;
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(x.rank()));
+  for (int d = x.rank() - 1; d >= 0; --d) {
+    strides[static_cast<std::size_t>(d)] = stride;
+    stride *= x[d];
+  }
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool is_reduced = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
+    if (is_reduced) {
+      axes.reduced_dims[axes.reduced_rank] = x[d];
+      axes.reduced_strides[axes.reduced_rank++] = strides[static_cast<std::size_t>(d)];
+      axes.reduced *= x[d];
+    } else {
+      axes.kept_dims[axes.kept_rank] = x[d];
+      axes.kept_strides[axes.kept_rank++] = strides[static_cast<std::size_t>(d)];
+      axes.outputs *= x[d];
+    }
+  }
+  return axes;
+}
+
+void run_reduce(KernelContext& ctx, ReduceOp op, const std::vector<int>& reduced) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const ReduceAxes axes = reduce_axes(ctx, x.shape(), reduced);
+  dispatch_floating(x.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
+    CUDA_CHECK(launch_reduce<T>(op, x.data<T>(), y.data<T>(), axes, gpu.stream()));
+  });
+}
+
+std::vector<int> axes_of(const KernelContext& ctx) {
+  return normalize_axes(ctx.attrs().get_ints("axes"), ctx.inputs[0].shape().rank());
+}
+
+void reduce_sum_kernel(KernelContext& ctx) { run_reduce(ctx, ReduceOp::sum, axes_of(ctx)); }
+void reduce_mean_kernel(KernelContext& ctx) { run_reduce(ctx, ReduceOp::mean, axes_of(ctx)); }
+void reduce_max_kernel(KernelContext& ctx) {
+  if (ctx.inputs[0].num_elements() == 0)
+    raise<ValueError>("reduce_max of an empty tensor of shape {}", ctx.inputs[0].shape().to_string());
+  run_reduce(ctx, ReduceOp::max, axes_of(ctx));
+}
+
+// y (like's shape) = x summed over the axes along which like was broadcast.
+void sum_to_kernel(KernelContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape();
+  const Shape& like = ctx.outputs[0].shape();
+  std::vector<int> axes;
+  const int lead = x.rank() - like.rank();
+  for (int d = 0; d < x.rank(); ++d)
+    if (d < lead || (like[d - lead] == 1 && x[d] != 1)) axes.push_back(d);
+  run_reduce(ctx, ReduceOp::sum, axes);
+}
+
+}  // namespace
+
+void register_reduce_kernels() {
+  register_kernel("reduce_sum", DeviceKind::cuda, reduce_sum_kernel);
+  register_kernel("reduce_mean", DeviceKind::cuda, reduce_mean_kernel);
+  register_kernel("reduce_max", DeviceKind::cuda, reduce_max_kernel);
+  register_kernel("sum_to", DeviceKind::cuda, sum_to_kernel);
+}
+
+}  // namespace tower::cuda
