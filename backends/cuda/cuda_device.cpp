@@ -124,6 +124,7 @@ void register_cuda_backend() {
   cuda::register_math_kernels();
   cuda::register_activation_kernels();
   cuda::register_reduce_kernels();
+  cuda::register_softmax_kernels();
 }
 
 }  // namespace tower

@@ -61,6 +61,19 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64
   }
 }
 
+template <typename T>
+__global__ void broadcast_kernel(const T* x, T* y, std::int64_t n, BroadcastLayout layout, T factor) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t rest = i, offset = 0;
+    for (int d = layout.rank - 1; d >= 0; --d) {
+      offset += (rest % layout.dims[d]) * layout.strides_a[d];
+      rest /= layout.dims[d];
+    }
+    y[i] = x[offset] * factor;
+  }
+}
+
 template <BinaryOp op, typename T>
 void start_binary(const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout, cudaStream_t stream) {
   if (layout)
@@ -100,6 +113,18 @@ cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t launch_broadcast(const T* x, T* y, std::int64_t n, const BroadcastLayout& layout, T factor,
+                             cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  broadcast_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, layout, factor);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_broadcast<float>(const float*, float*, std::int64_t, const BroadcastLayout&, float,
+                                             cudaStream_t);
+template cudaError_t launch_broadcast<double>(const double*, double*, std::int64_t, const BroadcastLayout&, double,
+                                              cudaStream_t);
 template cudaError_t launch_fill<float>(float*, std::int64_t, float, cudaStream_t);
 template cudaError_t launch_fill<double>(double*, std::int64_t, double, cudaStream_t);
 template cudaError_t launch_scale<float>(const float*, float*, std::int64_t, float, cudaStream_t);

@@ -30,4 +30,10 @@ template <typename T>
 cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout,
                           cudaStream_t stream);
 
+// y = x * factor with x broadcast to y's shape through layout.strides_a (broadcast_like,
+// broadcast_reduced).
+template <typename T>
+cudaError_t launch_broadcast(const T* x, T* y, std::int64_t n, const BroadcastLayout& layout, T factor,
+                             cudaStream_t stream);
+
 }  // namespace tower::cuda

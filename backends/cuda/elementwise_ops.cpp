@@ -3,6 +3,7 @@
 #include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
+#include "core/ops/shape_utils.h"
 
 namespace tower::cuda {
 
@@ -30,6 +31,25 @@ void scale_kernel(KernelContext& ctx) {
   });
 }
 
+// How `from` broadcasts against `to`: to's dims, from's strides in strides_a (strides_b for a second
+// operand when given).
+BroadcastLayout broadcast_layout(const KernelContext& ctx, const Shape& to, const Shape& from,
+                                 const Shape* second = nullptr) {
+  if (to.rank() > BroadcastLayout::kMaxRank)
+    raise<ShapeError>("{} on {}: broadcasting on the GPU handles up to {} axes, got {}", ctx.node.op(),
+                      ctx.device.name(), BroadcastLayout::kMaxRank, to.to_string());
+  BroadcastLayout layout;
+  layout.rank = to.rank();
+  const auto sa = broadcast_strides(from, to);
+  const auto sb = second ? broadcast_strides(*second, to) : std::vector<std::int64_t>(sa.size(), 0);
+  for (int d = 0; d < layout.rank; ++d) {
+    layout.dims[d] = to[d];
+    layout.strides_a[d] = sa[static_cast<std::size_t>(d)];
+    layout.strides_b[d] = sb[static_cast<std::size_t>(d)];
+  }
+  return layout;
+}
+
 // y = op(a, b) with NumPy broadcasting (up to BroadcastLayout::kMaxRank axes).
 template <BinaryOp op>
 void binary_kernel(KernelContext& ctx) {
@@ -37,24 +57,41 @@ void binary_kernel(KernelContext& ctx) {
   const Tensor& b = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  BroadcastLayout layout;
   const bool same_shape = a.shape() == b.shape();
-  if (!same_shape) {
-    if (y.shape().rank() > BroadcastLayout::kMaxRank)
-      raise<ShapeError>("{} on {}: broadcasting on the GPU handles up to {} axes, got {}", ctx.node.op(),
-                        ctx.device.name(), BroadcastLayout::kMaxRank, y.shape().to_string());
-    layout.rank = y.shape().rank();
-    const auto sa = broadcast_strides(a.shape(), y.shape()), sb = broadcast_strides(b.shape(), y.shape());
-    for (int d = 0; d < layout.rank; ++d) {
-      layout.dims[d] = y.shape()[d];
-      layout.strides_a[d] = sa[static_cast<std::size_t>(d)];
-      layout.strides_b[d] = sb[static_cast<std::size_t>(d)];
-    }
-  }
+  BroadcastLayout layout;
+  if (!same_shape) layout = broadcast_layout(ctx, y.shape(), a.shape(), &b.shape());
   dispatch_floating(y.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
     CUDA_CHECK(launch_binary<T>(op, a.data<T>(), b.data<T>(), y.data<T>(), y.num_elements(),
                                 same_shape ? nullptr : &layout, gpu.stream()));
   });
+}
+
+void run_broadcast(KernelContext& ctx, const Shape& x_as, double factor) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const BroadcastLayout layout = broadcast_layout(ctx, y.shape(), x_as);
+  dispatch_floating(y.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
+    CUDA_CHECK(launch_broadcast<T>(x.data<T>(), y.data<T>(), y.num_elements(), layout, static_cast<T>(factor),
+                                   gpu.stream()));
+  });
+}
+
+// y (like's shape) = x broadcast.
+void broadcast_like_kernel(KernelContext& ctx) { run_broadcast(ctx, ctx.inputs[0].shape(), 1.0); }
+
+// out (x's shape) = dy, the reduction of x over `axes`, broadcast back (and divided by the count
+// for a mean): dy is seen with keepdims, size 1 along the reduced axes.
+void broadcast_reduced_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Shape& out = ctx.outputs[0].shape();
+  const auto axes = normalize_axes(ctx.attrs().get_ints("axes"), out.rank());
+  auto kept = out.dims();
+  for (int axis : axes) kept[static_cast<std::size_t>(axis)] = 1;
+  const double factor = ctx.attrs().get_bool("mean") ? static_cast<double>(dy.num_elements()) /
+                                                           static_cast<double>(std::max<std::int64_t>(1, out.num_elements()))
+                                                     : 1.0;
+  run_broadcast(ctx, Shape(kept), factor);
 }
 
 }  // namespace
@@ -68,6 +105,8 @@ void register_elementwise_kernels() {
   register_kernel("subtract", DeviceKind::cuda, binary_kernel<BinaryOp::subtract>);
   register_kernel("multiply", DeviceKind::cuda, binary_kernel<BinaryOp::multiply>);
   register_kernel("divide", DeviceKind::cuda, binary_kernel<BinaryOp::divide>);
+  register_kernel("broadcast_like", DeviceKind::cuda, broadcast_like_kernel);
+  register_kernel("broadcast_reduced", DeviceKind::cuda, broadcast_reduced_kernel);
   register_kernel("maximum", DeviceKind::cuda, binary_kernel<BinaryOp::maximum>);
   register_kernel("minimum", DeviceKind::cuda, binary_kernel<BinaryOp::minimum>);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "core/autodiff.h"
 #include "core/executor.h"
 #include "core/ops.h"
 #include "tests/support/grad_check.h"
@@ -176,4 +177,40 @@ TEST_CASE("cuda: reduce_sum, reduce_mean, reduce_max over any axes, and sum_to, 
     }
   Tensor like = testing::random_tensor({5, 1, 3}, 42, 0.1, 2, false, DType::float32);
   check_parity({x, like}, [](std::vector<SymbolicTensor> v) { return ops::sum_to(v[0], v[1]); }, 1e-5, 1e-5);
+}
+
+TEST_CASE("cuda: softmax, log_softmax, their gradients and the softmax cross-entropies match the CPU") {
+  Tensor x = testing::random_tensor({64, 10}, 51, 0.1, 4, false, DType::float32);
+  Tensor dy = testing::random_tensor({64, 10}, 52, 0.1, 1, false, DType::float32);
+  for (int axis : {-1, 0}) {
+    CAPTURE(axis);
+    check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::softmax(v[0], axis); });
+    check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::log_softmax(v[0], axis); });
+    check_parity({dy, x}, [&](std::vector<SymbolicTensor> v) { return ops::softmax_grad(v[0], ops::softmax(v[1], axis), axis); });
+    check_parity({dy, x},
+                 [&](std::vector<SymbolicTensor> v) { return ops::log_softmax_grad(v[0], ops::log_softmax(v[1], axis), axis); });
+  }
+  std::vector<std::int32_t> classes;
+  for (int i = 0; i < 64; ++i) classes.push_back((i * 7) % 10);
+  Tensor labels = Tensor::from_vector<std::int32_t>({64}, classes);
+  Tensor one_hot = testing::random_tensor({64, 10}, 53, 0.1, 1, false, DType::float32);  // soft labels
+  check_parity({x, labels}, [](std::vector<SymbolicTensor> v) { return ops::sparse_softmax_cross_entropy(v[0], v[1]); });
+  check_parity({x, one_hot}, [](std::vector<SymbolicTensor> v) { return ops::softmax_cross_entropy(v[0], v[1]); });
+  // The gradients through the fused backprop output.
+  check_parity({x, labels}, [](std::vector<SymbolicTensor> v) {
+    auto loss = ops::reduce_mean(ops::sparse_softmax_cross_entropy(v[0], v[1]));
+    return gradients(loss, {v[0]})[0];
+  });
+}
+
+TEST_CASE("cuda: broadcast_like and broadcast_reduced (the gradients of sums and means) match the CPU") {
+  Tensor x = testing::random_tensor({5, 1, 3}, 61, 0.1, 2, false, DType::float32);
+  Tensor like = testing::random_tensor({6, 5, 4, 3}, 62, 0.1, 2, false, DType::float32);
+  check_parity({x, like}, [](std::vector<SymbolicTensor> v) { return ops::broadcast_like(v[0], v[1]); });
+  for (const ops::Ints& axes : std::vector<ops::Ints>{{}, {1, 2}, {0, 3}}) {
+    CAPTURE(axes.size());
+    check_parity({like}, [&](std::vector<SymbolicTensor> v) {
+      return gradients(ops::reduce_mean(ops::multiply(v[0], v[0]), axes), {v[0]})[0];
+    });
+  }
 }
