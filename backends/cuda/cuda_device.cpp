@@ -125,6 +125,7 @@ void register_cuda_backend() {
   cuda::register_activation_kernels();
   cuda::register_reduce_kernels();
   cuda::register_softmax_kernels();
+  cuda::register_optimizer_kernels();
 }
 
 }  // namespace tower

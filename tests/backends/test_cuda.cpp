@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <tuple>
 
 #include "core/autodiff.h"
 #include "core/executor.h"
@@ -212,5 +213,51 @@ TEST_CASE("cuda: broadcast_like and broadcast_reduced (the gradients of sums and
     check_parity({like}, [&](std::vector<SymbolicTensor> v) {
       return gradients(ops::reduce_mean(ops::multiply(v[0], v[0]), axes), {v[0]})[0];
     });
+  }
+}
+
+TEST_CASE("cuda: optimizer updates match the CPU over several steps, variables and slots alike") {
+  using Vars = std::vector<SymbolicTensor>;
+  using Build = std::function<Node*(const Vars&, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                                    const SymbolicTensor& iteration)>;
+  const std::vector<std::tuple<const char*, int, Build>> updates = {
+      {"sgd nesterov", 1, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_sgd(v[0], g, lr, v[1], 0.9, true); }},
+      {"rmsprop centered momentum", 3,
+       [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_rmsprop(v[0], g, lr, v[1], v[2], v[3], 0.9, 0.5, 1e-7, true); }},
+      {"adam amsgrad adamw", 3,
+       [](auto& v, auto& g, auto& lr, auto& t) {
+         return ops::apply_adam(v[0], g, lr, t, v[1], v[2], v[3], 0.9, 0.999, 1e-7, true, 0.01);
+       }},
+      {"adagrad", 1, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_adagrad(v[0], g, lr, v[1]); }},
+      {"adadelta", 2, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_adadelta(v[0], g, lr, v[1], v[2]); }},
+  };
+  const Shape shape{37, 11};
+  for (const auto& [name, slots, build] : updates) {
+    CAPTURE(name);
+    Graph g;
+    std::vector<VariablePtr> on_cpu, on_gpu;
+    for (int k = 0; k <= slots; ++k) {
+      Tensor init = k == 0 ? testing::random_tensor(shape, 71, 0.1, 1, false, DType::float32) : Tensor::full(shape, 0.1);
+      on_cpu.push_back(make_variable("c" + std::to_string(k), init.clone(), false));
+      on_gpu.push_back(make_variable("g" + std::to_string(k), init.to(device("cuda:0")), false));
+    }
+    auto grad = g.placeholder(shape, DType::float32, "grad");
+    auto iteration = g.placeholder({}, DType::float32, "iteration");
+    auto lr = g.constant(Tensor::scalar(0.01, DType::float32), "lr");
+    Vars cpu_reads, gpu_reads;
+    for (auto& v : on_cpu) cpu_reads.push_back(g.variable(v));
+    Node* cpu_update = build(cpu_reads, grad, lr, iteration);
+    Node* gpu_update = nullptr;
+    {
+      Graph::DeviceScope scope(g, "cuda:0");
+      for (auto& v : on_gpu) gpu_reads.push_back(g.variable(v));
+      gpu_update = build(gpu_reads, grad, lr, iteration);
+    }
+    Executor executor;
+    for (int step = 1; step <= 3; ++step) {
+      Tensor gv = testing::random_tensor(shape, 80 + static_cast<std::uint64_t>(step), 0.1, 1, false, DType::float32);
+      executor.run({{grad, gv}, {iteration, Tensor::scalar(step, DType::float32)}}, {}, {cpu_update, gpu_update});
+      for (int k = 0; k <= slots; ++k) check_close(on_gpu[k]->value().to(cpu_device()), on_cpu[k]->value(), 1e-5, 1e-6);
+    }
   }
 }
