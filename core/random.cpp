@@ -6,24 +6,13 @@
 #include <numbers>
 #include <vector>
 
+#include "core/philox.h"
+
 namespace tower {
 
 namespace {
 
-// Random123's constants for Philox4x32: the round multipliers and the Weyl key increments.
-constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u;
-constexpr std::uint32_t kPhiloxM1 = 0xCD9E8D57u;
-constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u;  // golden ratio
-constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;  // sqrt(3) - 1
-
-inline void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
-  std::uint64_t p = static_cast<std::uint64_t>(a) * b;
-  hi = static_cast<std::uint32_t>(p >> 32);
-  lo = static_cast<std::uint32_t>(p);
-}
-
-// 2^-32: maps a 32-bit word to [0, 1).
-constexpr double kInv2Pow32 = 1.0 / 4294967296.0;
+constexpr double kInv2Pow32 = kPhiloxInv2Pow32;
 
 std::mutex seed_mutex;
 std::uint64_t global_seed = 0;
@@ -59,19 +48,8 @@ Tensor fill_on_host(const Shape& shape, DType dtype, std::uint64_t seed, Device&
 }  // namespace
 
 std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t counter_lo) {
-  // Word 0 is the least significant, as in Random123's ctr[0] / key[0].
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter_lo), c1 = static_cast<std::uint32_t>(counter_lo >> 32);
-  std::uint32_t c2 = static_cast<std::uint32_t>(counter_hi), c3 = static_cast<std::uint32_t>(counter_hi >> 32);
-  std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) k0 += kPhiloxW0, k1 += kPhiloxW1;
-    std::uint32_t hi0, lo0, hi1, lo1;
-    mulhilo(kPhiloxM0, c0, hi0, lo0);
-    mulhilo(kPhiloxM1, c2, hi1, lo1);
-    std::uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
-    c0 = n0, c1 = lo1, c2 = n2, c3 = lo0;
-  }
-  return {c0, c1, c2, c3};
+  const PhiloxBlock block = philox4x32_block(key, counter_hi, counter_lo);
+  return {block.word[0], block.word[1], block.word[2], block.word[3]};
 }
 
 double uniform_at(std::uint64_t seed, std::uint64_t counter, std::uint64_t index) {

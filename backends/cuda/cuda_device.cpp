@@ -126,6 +126,7 @@ void register_cuda_backend() {
   cuda::register_reduce_kernels();
   cuda::register_softmax_kernels();
   cuda::register_optimizer_kernels();
+  cuda::register_dropout_kernels();
 }
 
 }  // namespace tower

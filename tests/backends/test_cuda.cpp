@@ -261,3 +261,9 @@ TEST_CASE("cuda: optimizer updates match the CPU over several steps, variables a
     }
   }
 }
+
+TEST_CASE("cuda: dropout draws the CPU's masks, bit for bit") {
+  Tensor x = testing::random_tensor({123, 45}, 91, 0.1, 1, false, DType::float32);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.3, 42)[0]; }, 0, 0);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.5, 7)[1]; }, 0, 0);
+}
