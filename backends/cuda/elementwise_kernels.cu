@@ -28,6 +28,13 @@ __global__ void scale_kernel(const T* x, T* y, std::int64_t n, T factor) {
     y[i] = x[i] * factor;
 }
 
+template <typename S, typename D>
+__global__ void cast_kernel(const S* x, D* y, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    y[i] = static_cast<D>(x[i]);
+}
+
 template <BinaryOp op, typename T>
 __device__ T apply_binary(T a, T b) {
   if constexpr (op == BinaryOp::add) return a + b;
@@ -120,6 +127,26 @@ cudaError_t launch_broadcast(const T* x, T* y, std::int64_t n, const BroadcastLa
   broadcast_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, layout, factor);
   return cudaGetLastError();
 }
+
+template <typename S, typename D>
+cudaError_t launch_cast(const S* x, D* y, std::int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  cast_kernel<S, D><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+#define TOWER_CAST_FROM(S)                                                                              \
+  template cudaError_t launch_cast<S, float>(const S*, float*, std::int64_t, cudaStream_t);               \
+  template cudaError_t launch_cast<S, double>(const S*, double*, std::int64_t, cudaStream_t);             \
+  template cudaError_t launch_cast<S, std::int32_t>(const S*, std::int32_t*, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_cast<S, std::int64_t>(const S*, std::int64_t*, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_cast<S, std::uint8_t>(const S*, std::uint8_t*, std::int64_t, cudaStream_t);
+TOWER_CAST_FROM(float)
+TOWER_CAST_FROM(double)
+TOWER_CAST_FROM(std::int32_t)
+TOWER_CAST_FROM(std::int64_t)
+TOWER_CAST_FROM(std::uint8_t)
+#undef TOWER_CAST_FROM
 
 template cudaError_t launch_broadcast<float>(const float*, float*, std::int64_t, const BroadcastLayout&, float,
                                              cudaStream_t);

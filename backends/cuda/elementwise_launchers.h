@@ -14,6 +14,10 @@ cudaError_t launch_fill(T* y, std::int64_t n, T value, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_scale(const T* x, T* y, std::int64_t n, T factor, cudaStream_t stream);
 
+// y = static_cast<D>(x) for any pair of float32, float64, int32, int64 and uint8.
+template <typename S, typename D>
+cudaError_t launch_cast(const S* x, D* y, std::int64_t n, cudaStream_t stream);
+
 enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum };
 
 // How two operands broadcast against the output (NumPy rules), passed to the kernel by value.

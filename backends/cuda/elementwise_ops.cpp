@@ -77,6 +77,36 @@ void run_broadcast(KernelContext& ctx, const Shape& x_as, double factor) {
   });
 }
 
+void cast_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  dispatch_any(x.dtype(), "cast", [&]<typename S>() {
+    dispatch_any(y.dtype(), "cast", [&]<typename D>() {
+      const auto launch = launch_cast<S, D>;  // (the comma would split CUDA_CHECK's argument)
+      CUDA_CHECK(launch(x.data<S>(), y.data<D>(), x.num_elements(), gpu.stream()));
+    });
+  });
+}
+
+// var (input 0) = value (input 1), in place.
+void assign_kernel(KernelContext& ctx) {
+  CudaDevice& gpu = gpu_of(ctx);
+  CUDA_CHECK(cudaMemcpyAsync(ctx.inputs[0].raw_data(), ctx.inputs[1].raw_data(), ctx.inputs[0].nbytes(),
+                             cudaMemcpyDeviceToDevice, gpu.stream()));
+}
+
+// var (input 0) += value (input 1), in place (float32 and float64).
+void assign_add_kernel(KernelContext& ctx) {
+  Tensor& var = ctx.inputs[0];
+  const Tensor& value = ctx.inputs[1];
+  CudaDevice& gpu = gpu_of(ctx);
+  dispatch_floating(var.dtype(), "assign_add", [&]<typename T>() {
+    CUDA_CHECK(launch_binary<T>(BinaryOp::add, var.data<T>(), value.data<T>(), var.data<T>(), var.num_elements(),
+                                nullptr, gpu.stream()));
+  });
+}
+
 // y (like's shape) = x broadcast.
 void broadcast_like_kernel(KernelContext& ctx) { run_broadcast(ctx, ctx.inputs[0].shape(), 1.0); }
 
@@ -105,6 +135,9 @@ void register_elementwise_kernels() {
   register_kernel("subtract", DeviceKind::cuda, binary_kernel<BinaryOp::subtract>);
   register_kernel("multiply", DeviceKind::cuda, binary_kernel<BinaryOp::multiply>);
   register_kernel("divide", DeviceKind::cuda, binary_kernel<BinaryOp::divide>);
+  register_kernel("cast", DeviceKind::cuda, cast_kernel);
+  register_kernel("assign", DeviceKind::cuda, assign_kernel);
+  register_kernel("assign_add", DeviceKind::cuda, assign_add_kernel);
   register_kernel("broadcast_like", DeviceKind::cuda, broadcast_like_kernel);
   register_kernel("broadcast_reduced", DeviceKind::cuda, broadcast_reduced_kernel);
   register_kernel("maximum", DeviceKind::cuda, binary_kernel<BinaryOp::maximum>);

@@ -267,3 +267,14 @@ TEST_CASE("cuda: dropout draws the CPU's masks, bit for bit") {
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.3, 42)[0]; }, 0, 0);
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.5, 7)[1]; }, 0, 0);
 }
+
+TEST_CASE("cuda: cast between every pair of dtypes matches the CPU") {
+  const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
+  Tensor x = testing::random_tensor({17, 9}, 95, 0.1, 100, true, DType::float64);  // positive: uint8 too
+  for (DType from : dtypes)
+    for (DType to : dtypes) {
+      CAPTURE(dtype_name(from));
+      CAPTURE(dtype_name(to));
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::cast(ops::cast(v[0], from), to); }, 0, 0);
+    }
+}
