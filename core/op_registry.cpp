@@ -58,6 +58,16 @@ bool has_kernel(std::string_view op, DeviceKind kind) {
   return t.kernels.count({std::string(op), kind}) != 0;
 }
 
+std::vector<std::string> ops_with_kernel(DeviceKind kind) {
+  ensure_backends_registered();
+  auto& t = tables();
+  std::lock_guard lock(t.mutex);
+  std::vector<std::string> names;
+  for (const auto& [key, fn] : t.kernels)
+    if (key.second == kind) names.push_back(key.first);
+  return names;  // the map's order: sorted by name
+}
+
 KernelFn find_kernel(std::string_view op, DeviceKind kind) {
   ensure_backends_registered();
   auto& t = tables();

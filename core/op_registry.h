@@ -48,5 +48,7 @@ void register_kernel(std::string_view op, DeviceKind kind, KernelFn fn);
 // Throws NotFoundError ("no cuda kernel for op ...") when missing.
 KernelFn find_kernel(std::string_view op, DeviceKind kind);
 bool has_kernel(std::string_view op, DeviceKind kind);
+// The ops that have a kernel for `kind`, sorted.
+std::vector<std::string> ops_with_kernel(DeviceKind kind);
 
 }  // namespace tower
