@@ -3,16 +3,11 @@
 #include <algorithm>
 
 #include "backends/cuda/activation_launchers.h"
+#include "backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(std::int64_t n) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
-}
 
 template <UnaryOp op, typename T>
 __device__ T apply_unary(T x, T alpha) {
@@ -44,15 +39,13 @@ __device__ T apply_grad(T dy, T v, T alpha) {
 
 template <UnaryOp op, typename T>
 __global__ void unary_kernel(const T* x, T* y, std::int64_t n, T alpha) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     y[i] = apply_unary<op>(x[i], alpha);
 }
 
 template <GradOp op, typename T>
 __global__ void grad_kernel(const T* dy, const T* v, T* out, std::int64_t n, T alpha) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     out[i] = apply_grad<op>(dy[i], v[i], alpha);
 }
 

@@ -2,20 +2,18 @@
 #include <algorithm>
 
 #include "backends/cuda/dropout_launchers.h"
+#include "backends/cuda/launch.cuh"
 #include "core/philox.h"
 
 namespace tower::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T>
 __global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, double keep, T scale, std::uint64_t seed,
                                std::uint64_t counter) {
   const std::int64_t quads = (n + 3) / 4;
-  for (std::int64_t q = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; q < quads;
-       q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  TOWER_GRID_STRIDE(q, quads) {
     const PhiloxBlock block = philox4x32_block(seed, counter, static_cast<std::uint64_t>(q));
     for (int k = 0; k < 4 && 4 * q + k < n; ++k) {
       const std::int64_t i = 4 * q + k;

@@ -2,36 +2,28 @@
 #include <algorithm>
 
 #include "backends/cuda/elementwise_launchers.h"
+#include "backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(std::int64_t n) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
-}
-
 // Grid-stride loops: any n with a bounded grid.
 template <typename T>
 __global__ void fill_kernel(T* y, std::int64_t n, T value) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     y[i] = value;
 }
 
 template <typename T>
 __global__ void scale_kernel(const T* x, T* y, std::int64_t n, T factor) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     y[i] = x[i] * factor;
 }
 
 template <typename S, typename D>
 __global__ void cast_kernel(const S* x, D* y, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     y[i] = static_cast<D>(x[i]);
 }
 
@@ -47,16 +39,14 @@ __device__ T apply_binary(T a, T b) {
 
 template <BinaryOp op, typename T>
 __global__ void binary_same_shape_kernel(const T* a, const T* b, T* y, std::int64_t n) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+  TOWER_GRID_STRIDE(i, n)
     y[i] = apply_binary<op>(a[i], b[i]);
 }
 
 // Output element i's coordinates, last axis fastest, give each operand's offset.
 template <BinaryOp op, typename T>
 __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64_t n, BroadcastLayout layout) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  TOWER_GRID_STRIDE(i, n) {
     std::int64_t rest = i, offset_a = 0, offset_b = 0;
     for (int d = layout.rank - 1; d >= 0; --d) {
       const std::int64_t coordinate = rest % layout.dims[d];
@@ -70,8 +60,7 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64
 
 template <typename T>
 __global__ void broadcast_kernel(const T* x, T* y, std::int64_t n, BroadcastLayout layout, T factor) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  TOWER_GRID_STRIDE(i, n) {
     std::int64_t rest = i, offset = 0;
     for (int d = layout.rank - 1; d >= 0; --d) {
       offset += (rest % layout.dims[d]) * layout.strides_a[d];

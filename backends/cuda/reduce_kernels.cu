@@ -3,12 +3,11 @@
 #include <cfloat>
 
 #include "backends/cuda/reduce_launchers.h"
+#include "backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
 
 template <typename T>
 __device__ T lowest();

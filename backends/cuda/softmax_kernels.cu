@@ -4,20 +4,11 @@
 #include <cmath>
 
 #include "backends/cuda/softmax_launchers.h"
+#include "backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(std::int64_t n) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
-}
-
-#define TOWER_GRID_STRIDE(i, n)                                                                  \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
 
 template <typename T>
 __device__ T lane_max(const T* x, std::int64_t n, std::int64_t s) {

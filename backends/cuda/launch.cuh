@@ -1,0 +1,22 @@
+// What every .cu file launches with: the block size, a bounded grid for n elements, and the
+// grid-stride loop (any n with that grid). For nvcc only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace tower::cuda {
+
+constexpr int kThreads = 256;
+
+// Enough blocks of kThreads for n elements, at least 1 and at most 65535.
+inline unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
+}
+
+}  // namespace tower::cuda
+
+// for (i over [0, n)) spread over the whole grid.
+#define TOWER_GRID_STRIDE(i, n)                                                                  \
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
