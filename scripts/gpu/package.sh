@@ -5,7 +5,8 @@
 # tool and run scripts/gpu/run_tests.sh there. Usage: scripts/gpu/package.sh [targets...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-targets=("${@:-test_cuda}")
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
 ninja -C build-gpu "${targets[@]}"
