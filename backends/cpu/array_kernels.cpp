@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
+#include "core/ops/shape_utils.h"
 
 namespace tower::cpu {
 
@@ -118,13 +119,6 @@ void transpose_typed(KernelContext& ctx, const T* x, T* y, const Ints& x_dims, c
       }
     }
   });
-}
-
-Ints resolve_perm(const Ints& perm, int rank) {
-  if (!perm.empty()) return perm;
-  Ints out;
-  for (int i = rank - 1; i >= 0; --i) out.push_back(i);
-  return out;
 }
 
 void transpose_kernel(KernelContext& ctx) {

@@ -70,6 +70,18 @@ __global__ void broadcast_kernel(const T* x, T* y, std::int64_t n, BroadcastLayo
   }
 }
 
+template <typename U>
+__global__ void strided_copy_kernel(const U* x, U* y, std::int64_t n, BroadcastLayout layout) {
+  TOWER_GRID_STRIDE(i, n) {
+    std::int64_t rest = i, offset = 0;
+    for (int d = layout.rank - 1; d >= 0; --d) {
+      offset += (rest % layout.dims[d]) * layout.strides_a[d];
+      rest /= layout.dims[d];
+    }
+    y[i] = x[offset];
+  }
+}
+
 template <BinaryOp op, typename T>
 void start_binary(const T* a, const T* b, T* y, std::int64_t n, const BroadcastLayout* layout, cudaStream_t stream) {
   if (layout)
@@ -136,6 +148,22 @@ TOWER_CAST_FROM(std::int32_t)
 TOWER_CAST_FROM(std::int64_t)
 TOWER_CAST_FROM(std::uint8_t)
 #undef TOWER_CAST_FROM
+
+template <typename U>
+cudaError_t launch_strided_copy(const U* x, U* y, std::int64_t n, const BroadcastLayout& layout, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  strided_copy_kernel<U><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, layout);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_strided_copy<std::uint8_t>(const std::uint8_t*, std::uint8_t*, std::int64_t,
+                                                       const BroadcastLayout&, cudaStream_t);
+template cudaError_t launch_strided_copy<std::uint16_t>(const std::uint16_t*, std::uint16_t*, std::int64_t,
+                                                        const BroadcastLayout&, cudaStream_t);
+template cudaError_t launch_strided_copy<std::uint32_t>(const std::uint32_t*, std::uint32_t*, std::int64_t,
+                                                        const BroadcastLayout&, cudaStream_t);
+template cudaError_t launch_strided_copy<std::uint64_t>(const std::uint64_t*, std::uint64_t*, std::int64_t,
+                                                        const BroadcastLayout&, cudaStream_t);
 
 template cudaError_t launch_broadcast<float>(const float*, float*, std::int64_t, const BroadcastLayout&, float,
                                              cudaStream_t);

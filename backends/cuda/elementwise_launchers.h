@@ -40,4 +40,9 @@ template <typename T>
 cudaError_t launch_broadcast(const T* x, T* y, std::int64_t n, const BroadcastLayout& layout, T factor,
                              cudaStream_t stream);
 
+// y[i] = x[offset of y's element i through layout.strides_a]: a strided copy (transpose). U is the
+// unsigned integer of the element's size (1, 2, 4 or 8 bytes): bytes are moved, not interpreted.
+template <typename U>
+cudaError_t launch_strided_copy(const U* x, U* y, std::int64_t n, const BroadcastLayout& layout, cudaStream_t stream);
+
 }  // namespace tower::cuda

@@ -107,6 +107,35 @@ void assign_add_kernel(KernelContext& ctx) {
   });
 }
 
+// y = x with its axes permuted: y's axis d is x's axis perm[d].
+void transpose_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const auto perm = resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank());
+  if (x.shape().rank() > BroadcastLayout::kMaxRank)
+    raise<ShapeError>("transpose on {}: the GPU handles up to {} axes, got {}", ctx.device.name(),
+                      BroadcastLayout::kMaxRank, x.shape().to_string());
+  const auto x_strides = broadcast_strides(x.shape(), x.shape());  // row-major strides
+  BroadcastLayout layout;
+  layout.rank = y.shape().rank();
+  for (int d = 0; d < layout.rank; ++d) {
+    layout.dims[d] = y.shape()[d];
+    layout.strides_a[d] = x_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+  }
+  const auto copy = [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
+                                      y.num_elements(), layout, gpu.stream()));
+  };
+  switch (dtype_size(x.dtype())) {
+    case 1: copy.template operator()<std::uint8_t>(); break;
+    case 2: copy.template operator()<std::uint16_t>(); break;
+    case 4: copy.template operator()<std::uint32_t>(); break;
+    case 8: copy.template operator()<std::uint64_t>(); break;
+    default: raise<DTypeError>("transpose: dtype {} is not supported", dtype_name(x.dtype()));
+  }
+}
+
 // y (like's shape) = x broadcast.
 void broadcast_like_kernel(KernelContext& ctx) { run_broadcast(ctx, ctx.inputs[0].shape(), 1.0); }
 
@@ -129,6 +158,9 @@ void broadcast_reduced_kernel(KernelContext& ctx) {
 void register_elementwise_kernels() {
   register_kernel("identity", DeviceKind::cuda, alias_kernel);
   register_kernel("stop_gradient", DeviceKind::cuda, alias_kernel);
+  register_kernel("reshape", DeviceKind::cuda, alias_kernel);  // views: the plan aliases the input
+  register_kernel("reshape_like", DeviceKind::cuda, alias_kernel);
+  register_kernel("transpose", DeviceKind::cuda, transpose_kernel);
   register_kernel("fill_like", DeviceKind::cuda, fill_like_kernel);
   register_kernel("scale", DeviceKind::cuda, scale_kernel);
   register_kernel("add", DeviceKind::cuda, binary_kernel<BinaryOp::add>);

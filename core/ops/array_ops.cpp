@@ -120,23 +120,6 @@ std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, co
 
 // ---- transpose -----------------------------------------------------------------------------------
 
-Ints resolve_perm(const Ints& perm_attr, int rank) {
-  Ints perm = perm_attr;
-  if (perm.empty()) {  // NumPy's default: reverse the axes
-    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
-  }
-  if (static_cast<int>(perm.size()) != rank)
-    raise<ShapeError>("perm [{}] has {} entries for a tensor of rank {}", fmt::join(perm_attr, ", "), perm.size(),
-                      rank);
-  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
-  for (auto p : perm) {
-    if (p < 0 || p >= rank || seen[static_cast<std::size_t>(p)])
-      raise<ShapeError>("perm [{}] is not a permutation of 0..{}", fmt::join(perm_attr, ", "), rank - 1);
-    seen[static_cast<std::size_t>(p)] = true;
-  }
-  return perm;
-}
-
 std::vector<TensorSpec> transpose_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
   expect_num_inputs(in, 1);
   const Shape& x = in[0].shape;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/ranges.h>
+
 #include "core/error.h"
 
 namespace tower {
@@ -66,6 +68,23 @@ std::vector<int> normalize_axes(const std::vector<std::int64_t>& axes, int rank)
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+std::vector<std::int64_t> resolve_perm(const std::vector<std::int64_t>& perm_attr, int rank) {
+  std::vector<std::int64_t> perm = perm_attr;
+  if (perm.empty()) {  // NumPy's default: reverse the axes
+    for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  if (static_cast<int>(perm.size()) != rank)
+    raise<ShapeError>("perm [{}] has {} entries for a tensor of rank {}", fmt::join(perm_attr, ", "), perm.size(),
+                      rank);
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (auto p : perm) {
+    if (p < 0 || p >= rank || seen[static_cast<std::size_t>(p)])
+      raise<ShapeError>("perm [{}] is not a permutation of 0..{}", fmt::join(perm_attr, ", "), rank - 1);
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  return perm;
 }
 
 }  // namespace tower

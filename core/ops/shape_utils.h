@@ -20,6 +20,9 @@ void expect_num_inputs(const std::vector<TensorSpec>& inputs, std::size_t count)
 // Dimension equality where -1 (unknown) matches anything.
 bool dims_match(std::int64_t a, std::int64_t b);
 // Normalizes reduction axes (empty = all) to sorted, unique, non-negative axes.
+// transpose's perm attribute resolved: empty means the axes reversed (NumPy's default); anything but a
+// permutation of 0..rank-1 throws ShapeError.
+std::vector<std::int64_t> resolve_perm(const std::vector<std::int64_t>& perm_attr, int rank);
 std::vector<int> normalize_axes(const std::vector<std::int64_t>& axes, int rank);
 
 }  // namespace tower

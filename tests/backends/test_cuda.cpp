@@ -278,3 +278,14 @@ TEST_CASE("cuda: cast between every pair of dtypes matches the CPU") {
       check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::cast(ops::cast(v[0], from), to); }, 0, 0);
     }
 }
+
+TEST_CASE("cuda: transpose (any permutation, any dtype) and reshape match the CPU") {
+  Tensor x = testing::random_tensor({4, 5, 6, 3}, 97, 0.1, 100, true, DType::float64);
+  for (DType dtype : {DType::float32, DType::float64, DType::uint8, DType::int64})
+    for (const ops::Ints& perm : std::vector<ops::Ints>{{}, {0, 2, 1, 3}, {3, 0, 1, 2}, {1, 3, 0, 2}}) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(perm.size());
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::transpose(ops::cast(v[0], dtype), perm); }, 0, 0);
+    }
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::reshape(v[0], {20, 18}); }, 0, 0);
+}
