@@ -327,15 +327,19 @@ class StepBatches {
   // in their weights already).
   StepBatches(const std::vector<KerasTensor>& inputs, std::string where, bool labels,
               const std::map<std::int64_t, double>* class_weight = nullptr)
-      : inputs_(inputs), where_(std::move(where)), labels_(labels), class_weight_(class_weight) {}
+      : inputs_(inputs),
+        where_(std::move(where)),
+        batch_where_(where_ + ": a batch"),
+        labels_(labels),
+        class_weight_(class_weight) {}
 
   StepBatch make(const DataElement& e) {
     StepBatch b;
     b.x = prepare_inputs(e.x, inputs_);
     if (labels_) b.y = prepare_labels(e.y);
-    std::vector<Tensor> all = b.x;
-    all.insert(all.end(), b.y.begin(), b.y.end());
-    b.size = num_samples(all, where_ + ": a batch");
+    all_.assign(b.x.begin(), b.x.end());  // a member: its capacity is kept from step to step
+    all_.insert(all_.end(), b.y.begin(), b.y.end());
+    b.size = num_samples(all_, batch_where_);
     if (!labels_) return b;
     if (e.sample_weight) {
       b.sample_weight = to_dtype(*e.sample_weight, DType::float32);
@@ -358,10 +362,11 @@ class StepBatches {
 
  private:
   const std::vector<KerasTensor>& inputs_;
-  std::string where_;
+  std::string where_, batch_where_;
   bool labels_;
   const std::map<std::int64_t, double>* class_weight_;
   std::map<std::int64_t, Tensor> ones_;
+  std::vector<Tensor> all_;  // inputs and labels of the current batch, for num_samples
 };
 
 CallbackList make_callbacks(Model* model, bool progress, const std::vector<CallbackPtr>& user, const CallbackParams& params) {

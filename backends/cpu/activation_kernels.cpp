@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "core/ops/shape_utils.h"
 
 namespace tower::cpu {
 
@@ -160,26 +161,13 @@ void tanh_grad_kernel(KernelContext& ctx) {
 }
 
 // ---- softmax family ----------------------------------------------------------------------------
-// A tensor seen as (outer, n, inner) around the softmax axis: each of the outer * inner "lanes" is
-// n elements `inner` apart. The last axis (inner == 1) is the common, contiguous case.
-struct Lanes {
-  std::int64_t outer = 1, n = 1, inner = 1;
-};
-
-Lanes lanes_of(const Shape& shape, int axis_attr, const char* op) {
-  int axis = shape.normalize_axis(axis_attr, op);
-  Lanes l;
-  for (int i = 0; i < axis; ++i) l.outer *= shape[i];
-  l.n = shape[axis];
-  for (int i = axis + 1; i < shape.rank(); ++i) l.inner *= shape[i];
-  return l;
-}
+// Each kernel walks the lanes around the softmax axis (lanes_around, core/ops/shape_utils.h).
 
 // Calls lane(offset, stride) for every lane, lanes split over the pool. Lanes are numbered
 // outer-major so that neighbouring lanes of a non-last axis touch neighbouring memory. For the last
 // axis the stride is the compile-time constant 1, so the lane loops are contiguous.
 template <typename F>
-void for_each_lane(KernelContext& ctx, const Lanes& l, F lane) {
+void for_each_lane(KernelContext& ctx, const AxisLanes& l, F lane) {
   std::int64_t lanes = l.outer * l.inner;
   if (lanes == 0 || l.n == 0) return;
   std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / (4 * l.n));  // ~4 passes per element
@@ -208,7 +196,7 @@ T lane_max(const T* x, std::int64_t n, S s) {
 void softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];  // (..., n, ...)
   Tensor& y = ctx.outputs[0];       // x's shape
-  Lanes l = lanes_of(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax");
+  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax");
   dispatch_floating(x.dtype(), "softmax", [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
@@ -231,7 +219,7 @@ void softmax_kernel(KernelContext& ctx) {
 void log_softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];  // (..., n, ...)
   Tensor& y = ctx.outputs[0];       // x's shape
-  Lanes l = lanes_of(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax");
+  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax");
   dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
@@ -252,7 +240,7 @@ void softmax_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& y = ctx.inputs[1];  // softmax output
   Tensor& dx = ctx.outputs[0];
-  Lanes l = lanes_of(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax_grad");
+  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax_grad");
   dispatch_floating(dy.dtype(), "softmax_grad", [&]<typename T>() {
     const T* pd = dy.data<T>();
     const T* py = y.data<T>();
@@ -273,7 +261,7 @@ void log_softmax_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& y = ctx.inputs[1];  // log_softmax output
   Tensor& dx = ctx.outputs[0];
-  Lanes l = lanes_of(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax_grad");
+  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax_grad");
   dispatch_floating(dy.dtype(), "log_softmax_grad", [&]<typename T>() {
     const T* pd = dy.data<T>();
     const T* py = y.data<T>();

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/strided.h"
+#include "core/ops/shape_utils.h"
 
 namespace tower::cpu {
 
@@ -89,12 +90,7 @@ void scale_kernel(KernelContext& ctx) {
 // y (like's shape) = x summed over the axes along which like was broadcast.
 void sum_to_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
-  const Shape& like = ctx.outputs[0].shape();
-  std::vector<int> axes;
-  const int lead = x.shape().rank() - like.rank();
-  for (int d = 0; d < x.shape().rank(); ++d)
-    if (d < lead || (like[d - lead] == 1 && x.shape()[d] != 1)) axes.push_back(d);
-  sum_over_axes(ctx, x, axes, ctx.outputs[0]);
+  sum_over_axes(ctx, x, sum_to_axes(x.shape(), ctx.outputs[0].shape()), ctx.outputs[0]);
 }
 
 void broadcast_like_kernel(KernelContext& ctx) {

@@ -60,26 +60,12 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64
 
 template <typename T>
 __global__ void broadcast_kernel(const T* x, T* y, std::int64_t n, BroadcastLayout layout, T factor) {
-  TOWER_GRID_STRIDE(i, n) {
-    std::int64_t rest = i, offset = 0;
-    for (int d = layout.rank - 1; d >= 0; --d) {
-      offset += (rest % layout.dims[d]) * layout.strides_a[d];
-      rest /= layout.dims[d];
-    }
-    y[i] = x[offset] * factor;
-  }
+  TOWER_GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, layout.rank, layout.dims, layout.strides_a)] * factor; }
 }
 
 template <typename U>
 __global__ void strided_copy_kernel(const U* x, U* y, std::int64_t n, BroadcastLayout layout) {
-  TOWER_GRID_STRIDE(i, n) {
-    std::int64_t rest = i, offset = 0;
-    for (int d = layout.rank - 1; d >= 0; --d) {
-      offset += (rest % layout.dims[d]) * layout.strides_a[d];
-      rest /= layout.dims[d];
-    }
-    y[i] = x[offset];
-  }
+  TOWER_GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, layout.rank, layout.dims, layout.strides_a)]; }
 }
 
 template <BinaryOp op, typename T>

@@ -31,21 +31,20 @@ void scale_kernel(KernelContext& ctx) {
   });
 }
 
-// How `from` broadcasts against `to`: to's dims, from's strides in strides_a (strides_b for a second
-// operand when given).
-BroadcastLayout broadcast_layout(const KernelContext& ctx, const Shape& to, const Shape& from,
-                                 const Shape* second = nullptr) {
-  if (to.rank() > BroadcastLayout::kMaxRank)
-    raise<ShapeError>("{} on {}: broadcasting on the GPU handles up to {} axes, got {}", ctx.node.op(),
-                      ctx.device.name(), BroadcastLayout::kMaxRank, to.to_string());
+// The output's dims and the operands' element strides along them, for the strided kernels
+// (strides_b stays 0 when not given).
+BroadcastLayout strided_layout(const KernelContext& ctx, const Shape& out, const std::vector<std::int64_t>& strides_a,
+                               const std::vector<std::int64_t>& strides_b = {}) {
+  if (out.rank() > BroadcastLayout::kMaxRank)
+    raise<ShapeError>("{} on {}: the GPU kernels handle up to {} axes, got {}", ctx.node.op(), ctx.device.name(),
+                      BroadcastLayout::kMaxRank, out.to_string());
   BroadcastLayout layout;
-  layout.rank = to.rank();
-  const auto sa = broadcast_strides(from, to);
-  const auto sb = second ? broadcast_strides(*second, to) : std::vector<std::int64_t>(sa.size(), 0);
+  layout.rank = out.rank();
   for (int d = 0; d < layout.rank; ++d) {
-    layout.dims[d] = to[d];
-    layout.strides_a[d] = sa[static_cast<std::size_t>(d)];
-    layout.strides_b[d] = sb[static_cast<std::size_t>(d)];
+    const auto k = static_cast<std::size_t>(d);
+    layout.dims[d] = out[d];
+    layout.strides_a[d] = strides_a[k];
+    layout.strides_b[d] = strides_b.empty() ? 0 : strides_b[k];
   }
   return layout;
 }
@@ -59,7 +58,8 @@ void binary_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   const bool same_shape = a.shape() == b.shape();
   BroadcastLayout layout;
-  if (!same_shape) layout = broadcast_layout(ctx, y.shape(), a.shape(), &b.shape());
+  if (!same_shape)
+    layout = strided_layout(ctx, y.shape(), broadcast_strides(a.shape(), y.shape()), broadcast_strides(b.shape(), y.shape()));
   dispatch_floating(y.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
     CUDA_CHECK(launch_binary<T>(op, a.data<T>(), b.data<T>(), y.data<T>(), y.num_elements(),
                                 same_shape ? nullptr : &layout, gpu.stream()));
@@ -70,7 +70,7 @@ void run_broadcast(KernelContext& ctx, const Shape& x_as, double factor) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  const BroadcastLayout layout = broadcast_layout(ctx, y.shape(), x_as);
+  const BroadcastLayout layout = strided_layout(ctx, y.shape(), broadcast_strides(x_as, y.shape()));
   dispatch_floating(y.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
     CUDA_CHECK(launch_broadcast<T>(x.data<T>(), y.data<T>(), y.num_elements(), layout, static_cast<T>(factor),
                                    gpu.stream()));
@@ -113,16 +113,10 @@ void transpose_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const auto perm = resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank());
-  if (x.shape().rank() > BroadcastLayout::kMaxRank)
-    raise<ShapeError>("transpose on {}: the GPU handles up to {} axes, got {}", ctx.device.name(),
-                      BroadcastLayout::kMaxRank, x.shape().to_string());
   const auto x_strides = broadcast_strides(x.shape(), x.shape());  // row-major strides
-  BroadcastLayout layout;
-  layout.rank = y.shape().rank();
-  for (int d = 0; d < layout.rank; ++d) {
-    layout.dims[d] = y.shape()[d];
-    layout.strides_a[d] = x_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
-  }
+  std::vector<std::int64_t> permuted;
+  for (auto axis : perm) permuted.push_back(x_strides[static_cast<std::size_t>(axis)]);
+  const BroadcastLayout layout = strided_layout(ctx, y.shape(), permuted);
   const auto copy = [&]<typename U>() {
     CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
                                       y.num_elements(), layout, gpu.stream()));

@@ -14,6 +14,18 @@ inline unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + kThreads - 1) / kThreads, 65535)));
 }
 
+// The element offset of row-major index i over `dims` (rank of them) in an operand with `strides`
+// (0 along broadcast axes): how broadcasting, transposing and reducing kernels find their input.
+__device__ inline std::int64_t strided_offset(std::int64_t i, int rank, const std::int64_t* dims,
+                                              const std::int64_t* strides) {
+  std::int64_t offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += (i % dims[d]) * strides[d];
+    i /= dims[d];
+  }
+  return offset;
+}
+
 }  // namespace tower::cuda
 
 // for (i over [0, n)) spread over the whole grid.

@@ -27,20 +27,10 @@ __global__ void reduce_kernel(const T* x, T* y, ReduceAxes axes) {
   __shared__ T partial[kThreads];
   const T init = op == ReduceOp::max ? lowest<T>() : T(0);
   for (std::int64_t o = blockIdx.x; o < axes.outputs; o += gridDim.x) {
-    std::int64_t base = 0, rest = o;
-    for (int d = axes.kept_rank - 1; d >= 0; --d) {
-      base += (rest % axes.kept_dims[d]) * axes.kept_strides[d];
-      rest /= axes.kept_dims[d];
-    }
+    const std::int64_t base = strided_offset(o, axes.kept_rank, axes.kept_dims, axes.kept_strides);
     T acc = init;
-    for (std::int64_t r = threadIdx.x; r < axes.reduced; r += blockDim.x) {
-      std::int64_t offset = base, left = r;
-      for (int d = axes.reduced_rank - 1; d >= 0; --d) {
-        offset += (left % axes.reduced_dims[d]) * axes.reduced_strides[d];
-        left /= axes.reduced_dims[d];
-      }
-      acc = combine<op>(acc, x[offset]);
-    }
+    for (std::int64_t r = threadIdx.x; r < axes.reduced; r += blockDim.x)
+      acc = combine<op>(acc, x[base + strided_offset(r, axes.reduced_rank, axes.reduced_dims, axes.reduced_strides)]);
     partial[threadIdx.x] = acc;
     __syncthreads();
     for (int half = blockDim.x / 2; half > 0; half /= 2) {

@@ -62,13 +62,7 @@ void reduce_max_kernel(KernelContext& ctx) {
 
 // y (like's shape) = x summed over the axes along which like was broadcast.
 void sum_to_kernel(KernelContext& ctx) {
-  const Shape& x = ctx.inputs[0].shape();
-  const Shape& like = ctx.outputs[0].shape();
-  std::vector<int> axes;
-  const int lead = x.rank() - like.rank();
-  for (int d = 0; d < x.rank(); ++d)
-    if (d < lead || (like[d - lead] == 1 && x[d] != 1)) axes.push_back(d);
-  run_reduce(ctx, ReduceOp::sum, axes);
+  run_reduce(ctx, ReduceOp::sum, sum_to_axes(ctx.inputs[0].shape(), ctx.outputs[0].shape()));
 }
 
 }  // namespace

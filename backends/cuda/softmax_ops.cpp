@@ -4,18 +4,15 @@
 #include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/softmax_launchers.h"
+#include "core/ops/shape_utils.h"
 
 namespace tower::cuda {
 
 namespace {
 
 SoftmaxLanes lanes_of(const KernelContext& ctx, const Shape& shape) {
-  const int axis = shape.normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), ctx.node.op().c_str());
-  SoftmaxLanes l;
-  for (int i = 0; i < axis; ++i) l.outer *= shape[i];
-  l.n = shape[axis];
-  for (int i = axis + 1; i < shape.rank(); ++i) l.inner *= shape[i];
-  return l;
+  const AxisLanes l = lanes_around(shape, static_cast<int>(ctx.attrs().get_int("axis")), ctx.node.op().c_str());
+  return {l.outer, l.n, l.inner};
 }
 
 template <SoftmaxOp op>

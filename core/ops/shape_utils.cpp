@@ -87,4 +87,21 @@ std::vector<std::int64_t> resolve_perm(const std::vector<std::int64_t>& perm_att
   return perm;
 }
 
+std::vector<int> sum_to_axes(const Shape& x, const Shape& like) {
+  std::vector<int> axes;
+  const int lead = x.rank() - like.rank();
+  for (int d = 0; d < x.rank(); ++d)
+    if (d < lead || (like[d - lead] == 1 && x[d] != 1)) axes.push_back(d);
+  return axes;
+}
+
+AxisLanes lanes_around(const Shape& shape, int axis_attr, const char* op) {
+  const int axis = shape.normalize_axis(axis_attr, op);
+  AxisLanes l;
+  for (int i = 0; i < axis; ++i) l.outer *= shape[i];
+  l.n = shape[axis];
+  for (int i = axis + 1; i < shape.rank(); ++i) l.inner *= shape[i];
+  return l;
+}
+
 }  // namespace tower

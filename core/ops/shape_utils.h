@@ -25,4 +25,15 @@ bool dims_match(std::int64_t a, std::int64_t b);
 std::vector<std::int64_t> resolve_perm(const std::vector<std::int64_t>& perm_attr, int rank);
 std::vector<int> normalize_axes(const std::vector<std::int64_t>& axes, int rank);
 
+// sum_to's reduction: the axes of x along which `like` was broadcast (x's leading extra axes, and
+// those where like has size 1 and x does not).
+std::vector<int> sum_to_axes(const Shape& x, const Shape& like);
+
+// A tensor seen as (outer, n, inner) around one axis (softmax's): outer * inner "lanes" of n
+// elements, `inner` apart. The last axis (inner == 1) is the common, contiguous case.
+struct AxisLanes {
+  std::int64_t outer = 1, n = 1, inner = 1;
+};
+AxisLanes lanes_around(const Shape& shape, int axis_attr, const char* op);
+
 }  // namespace tower
