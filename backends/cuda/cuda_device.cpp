@@ -127,6 +127,8 @@ void register_cuda_backend() {
   cuda::register_softmax_kernels();
   cuda::register_optimizer_kernels();
   cuda::register_dropout_kernels();
+  cuda::register_array_kernels();
+  cuda::register_loss_kernels();
 }
 
 }  // namespace tower

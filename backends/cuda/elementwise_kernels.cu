@@ -34,7 +34,12 @@ __device__ T apply_binary(T a, T b) {
   else if constexpr (op == BinaryOp::multiply) return a * b;
   else if constexpr (op == BinaryOp::divide) return a / b;
   else if constexpr (op == BinaryOp::maximum) return a >= b ? a : b;
-  else return a <= b ? a : b;
+  else if constexpr (op == BinaryOp::minimum) return a <= b ? a : b;
+  else if constexpr (op == BinaryOp::equal) return T(a == b ? 1 : 0);
+  else if constexpr (op == BinaryOp::greater) return T(a > b ? 1 : 0);
+  else if constexpr (op == BinaryOp::greater_equal) return T(a >= b ? 1 : 0);
+  else if constexpr (op == BinaryOp::less) return T(a < b ? 1 : 0);
+  else return T(a <= b ? 1 : 0);
 }
 
 template <BinaryOp op, typename T>
@@ -61,11 +66,6 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, std::int64
 template <typename T>
 __global__ void broadcast_kernel(const T* x, T* y, std::int64_t n, BroadcastLayout layout, T factor) {
   TOWER_GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, layout.rank, layout.dims, layout.strides_a)] * factor; }
-}
-
-template <typename U>
-__global__ void strided_copy_kernel(const U* x, U* y, std::int64_t n, BroadcastLayout layout) {
-  TOWER_GRID_STRIDE(i, n) { y[i] = x[strided_offset(i, layout.rank, layout.dims, layout.strides_a)]; }
 }
 
 template <BinaryOp op, typename T>
@@ -103,6 +103,11 @@ cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_
     case BinaryOp::divide: start_binary<BinaryOp::divide>(a, b, y, n, layout, stream); break;
     case BinaryOp::maximum: start_binary<BinaryOp::maximum>(a, b, y, n, layout, stream); break;
     case BinaryOp::minimum: start_binary<BinaryOp::minimum>(a, b, y, n, layout, stream); break;
+    case BinaryOp::equal: start_binary<BinaryOp::equal>(a, b, y, n, layout, stream); break;
+    case BinaryOp::greater: start_binary<BinaryOp::greater>(a, b, y, n, layout, stream); break;
+    case BinaryOp::greater_equal: start_binary<BinaryOp::greater_equal>(a, b, y, n, layout, stream); break;
+    case BinaryOp::less: start_binary<BinaryOp::less>(a, b, y, n, layout, stream); break;
+    case BinaryOp::less_equal: start_binary<BinaryOp::less_equal>(a, b, y, n, layout, stream); break;
   }
   return cudaGetLastError();
 }
@@ -135,28 +140,15 @@ TOWER_CAST_FROM(std::int64_t)
 TOWER_CAST_FROM(std::uint8_t)
 #undef TOWER_CAST_FROM
 
-template <typename U>
-cudaError_t launch_strided_copy(const U* x, U* y, std::int64_t n, const BroadcastLayout& layout, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  strided_copy_kernel<U><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, layout);
-  return cudaGetLastError();
-}
-
-template cudaError_t launch_strided_copy<std::uint8_t>(const std::uint8_t*, std::uint8_t*, std::int64_t,
-                                                       const BroadcastLayout&, cudaStream_t);
-template cudaError_t launch_strided_copy<std::uint16_t>(const std::uint16_t*, std::uint16_t*, std::int64_t,
-                                                        const BroadcastLayout&, cudaStream_t);
-template cudaError_t launch_strided_copy<std::uint32_t>(const std::uint32_t*, std::uint32_t*, std::int64_t,
-                                                        const BroadcastLayout&, cudaStream_t);
-template cudaError_t launch_strided_copy<std::uint64_t>(const std::uint64_t*, std::uint64_t*, std::int64_t,
-                                                        const BroadcastLayout&, cudaStream_t);
-
 template cudaError_t launch_broadcast<float>(const float*, float*, std::int64_t, const BroadcastLayout&, float,
                                              cudaStream_t);
 template cudaError_t launch_broadcast<double>(const double*, double*, std::int64_t, const BroadcastLayout&, double,
                                               cudaStream_t);
 template cudaError_t launch_fill<float>(float*, std::int64_t, float, cudaStream_t);
 template cudaError_t launch_fill<double>(double*, std::int64_t, double, cudaStream_t);
+template cudaError_t launch_fill<std::int32_t>(std::int32_t*, std::int64_t, std::int32_t, cudaStream_t);
+template cudaError_t launch_fill<std::int64_t>(std::int64_t*, std::int64_t, std::int64_t, cudaStream_t);
+template cudaError_t launch_fill<std::uint8_t>(std::uint8_t*, std::int64_t, std::uint8_t, cudaStream_t);
 template cudaError_t launch_scale<float>(const float*, float*, std::int64_t, float, cudaStream_t);
 template cudaError_t launch_scale<double>(const double*, double*, std::int64_t, double, cudaStream_t);
 template cudaError_t launch_binary<float>(BinaryOp, const float*, const float*, float*, std::int64_t,

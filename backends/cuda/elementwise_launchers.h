@@ -18,7 +18,8 @@ cudaError_t launch_scale(const T* x, T* y, std::int64_t n, T factor, cudaStream_
 template <typename S, typename D>
 cudaError_t launch_cast(const S* x, D* y, std::int64_t n, cudaStream_t stream);
 
-enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum };
+// The compare ops give 1 where the comparison holds and 0 elsewhere (compare_mask).
+enum class BinaryOp { add, subtract, multiply, divide, maximum, minimum, equal, greater, greater_equal, less, less_equal };
 
 // How two operands broadcast against the output (NumPy rules), passed to the kernel by value.
 struct BroadcastLayout {
@@ -39,10 +40,5 @@ cudaError_t launch_binary(BinaryOp op, const T* a, const T* b, T* y, std::int64_
 template <typename T>
 cudaError_t launch_broadcast(const T* x, T* y, std::int64_t n, const BroadcastLayout& layout, T factor,
                              cudaStream_t stream);
-
-// y[i] = x[offset of y's element i through layout.strides_a]: a strided copy (transpose). U is the
-// unsigned integer of the element's size (1, 2, 4 or 8 bytes): bytes are moved, not interpreted.
-template <typename U>
-cudaError_t launch_strided_copy(const U* x, U* y, std::int64_t n, const BroadcastLayout& layout, cudaStream_t stream);
 
 }  // namespace tower::cuda

@@ -50,8 +50,7 @@ BroadcastLayout strided_layout(const KernelContext& ctx, const Shape& out, const
 }
 
 // y = op(a, b) with NumPy broadcasting (up to BroadcastLayout::kMaxRank axes).
-template <BinaryOp op>
-void binary_kernel(KernelContext& ctx) {
+void run_binary(KernelContext& ctx, BinaryOp op) {
   const Tensor& a = ctx.inputs[0];
   const Tensor& b = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
@@ -64,6 +63,22 @@ void binary_kernel(KernelContext& ctx) {
     CUDA_CHECK(launch_binary<T>(op, a.data<T>(), b.data<T>(), y.data<T>(), y.num_elements(),
                                 same_shape ? nullptr : &layout, gpu.stream()));
   });
+}
+
+template <BinaryOp op>
+void binary_kernel(KernelContext& ctx) {
+  run_binary(ctx, op);
+}
+
+// 1 where a <mode> b holds, else 0 (mode: eq, gt, ge, lt, le), broadcasting as the arithmetic.
+void compare_mask_kernel(KernelContext& ctx) {
+  const std::string& mode = ctx.attrs().get_string("mode");
+  BinaryOp op = BinaryOp::equal;
+  if (mode == "gt") op = BinaryOp::greater;
+  else if (mode == "ge") op = BinaryOp::greater_equal;
+  else if (mode == "lt") op = BinaryOp::less;
+  else if (mode == "le") op = BinaryOp::less_equal;
+  run_binary(ctx, op);
 }
 
 void run_broadcast(KernelContext& ctx, const Shape& x_as, double factor) {
@@ -107,29 +122,6 @@ void assign_add_kernel(KernelContext& ctx) {
   });
 }
 
-// y = x with its axes permuted: y's axis d is x's axis perm[d].
-void transpose_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  Tensor& y = ctx.outputs[0];
-  CudaDevice& gpu = gpu_of(ctx);
-  const auto perm = resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank());
-  const auto x_strides = broadcast_strides(x.shape(), x.shape());  // row-major strides
-  std::vector<std::int64_t> permuted;
-  for (auto axis : perm) permuted.push_back(x_strides[static_cast<std::size_t>(axis)]);
-  const BroadcastLayout layout = strided_layout(ctx, y.shape(), permuted);
-  const auto copy = [&]<typename U>() {
-    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
-                                      y.num_elements(), layout, gpu.stream()));
-  };
-  switch (dtype_size(x.dtype())) {
-    case 1: copy.template operator()<std::uint8_t>(); break;
-    case 2: copy.template operator()<std::uint16_t>(); break;
-    case 4: copy.template operator()<std::uint32_t>(); break;
-    case 8: copy.template operator()<std::uint64_t>(); break;
-    default: raise<DTypeError>("transpose: dtype {} is not supported", dtype_name(x.dtype()));
-  }
-}
-
 // y (like's shape) = x broadcast.
 void broadcast_like_kernel(KernelContext& ctx) { run_broadcast(ctx, ctx.inputs[0].shape(), 1.0); }
 
@@ -154,7 +146,6 @@ void register_elementwise_kernels() {
   register_kernel("stop_gradient", DeviceKind::cuda, alias_kernel);
   register_kernel("reshape", DeviceKind::cuda, alias_kernel);  // views: the plan aliases the input
   register_kernel("reshape_like", DeviceKind::cuda, alias_kernel);
-  register_kernel("transpose", DeviceKind::cuda, transpose_kernel);
   register_kernel("fill_like", DeviceKind::cuda, fill_like_kernel);
   register_kernel("scale", DeviceKind::cuda, scale_kernel);
   register_kernel("add", DeviceKind::cuda, binary_kernel<BinaryOp::add>);
@@ -168,6 +159,7 @@ void register_elementwise_kernels() {
   register_kernel("broadcast_reduced", DeviceKind::cuda, broadcast_reduced_kernel);
   register_kernel("maximum", DeviceKind::cuda, binary_kernel<BinaryOp::maximum>);
   register_kernel("minimum", DeviceKind::cuda, binary_kernel<BinaryOp::minimum>);
+  register_kernel("compare_mask", DeviceKind::cuda, compare_mask_kernel);
 }
 
 }  // namespace tower::cuda

@@ -289,3 +289,103 @@ TEST_CASE("cuda: transpose (any permutation, any dtype) and reshape match the CP
     }
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::reshape(v[0], {20, 18}); }, 0, 0);
 }
+
+namespace {
+
+// d(sum(y²))/dx: a gradient with a different value at every element of y.
+SymbolicTensor squared_gradient(const SymbolicTensor& y, const SymbolicTensor& x) {
+  return gradients(ops::reduce_sum(ops::square(y)), {x})[0];
+}
+
+}  // namespace
+
+TEST_CASE("cuda: concat, split, slice, pad and their gradients match the CPU, in any dtype") {
+  Tensor a = testing::random_tensor({4, 5, 6}, 101, 0.1, 100, true, DType::float64);
+  Tensor b = testing::random_tensor({4, 3, 6}, 102, 0.1, 100, true, DType::float64);
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::uint8}) {
+    CAPTURE(dtype_name(dtype));
+    check_parity({a, b}, [&](std::vector<SymbolicTensor> v) {
+      return ops::concat({ops::cast(v[0], dtype), ops::cast(v[1], dtype), ops::cast(v[0], dtype)}, 1);
+    }, 0, 0);
+    for (int part = 0; part < 3; ++part) {
+      CAPTURE(part);
+      check_parity({a}, [&](std::vector<SymbolicTensor> v) { return ops::split(ops::cast(v[0], dtype), -1, {1, 3, 2})[part]; }, 0, 0);
+    }
+    check_parity({a}, [&](std::vector<SymbolicTensor> v) { return ops::slice(ops::cast(v[0], dtype), {1, 0, 2}, {2, 5, 3}); }, 0, 0);
+    check_parity({a}, [&](std::vector<SymbolicTensor> v) { return ops::pad(ops::cast(v[0], dtype), {0, 1, 2, 0, 1, 3}, 7.0); }, 0, 0);
+  }
+  // Gradients (float32): concat_grad, slice_grad, pad_grad, and concat along the first and last axes.
+  Tensor af = testing::random_tensor({4, 5, 6}, 103, 0.1, 2, false, DType::float32);
+  Tensor bf = testing::random_tensor({4, 5, 2}, 104, 0.1, 2, false, DType::float32);
+  for (int which = 0; which < 2; ++which) {
+    CAPTURE(which);
+    check_parity({af, bf}, [&](std::vector<SymbolicTensor> v) {
+      return squared_gradient(ops::concat({v[0], v[1]}, -1), v[which]);
+    });
+  }
+  check_parity({af}, [](std::vector<SymbolicTensor> v) { return squared_gradient(ops::concat({v[0], v[0]}, 0), v[0]); });
+  check_parity({af}, [](std::vector<SymbolicTensor> v) {
+    return squared_gradient(ops::slice(v[0], {1, 2, 0}, {3, 2, 6}), v[0]);
+  });
+  check_parity({af}, [](std::vector<SymbolicTensor> v) {
+    return squared_gradient(ops::pad(v[0], {1, 1, 0, 2, 3, 0}), v[0]);
+  });
+}
+
+TEST_CASE("cuda: one_hot, gather and gather_grad (repeated indices) match the CPU") {
+  std::vector<std::int64_t> picks = {3, 0, 9, 3, 3, 7, 0, 12, -1, 5};  // 12 and -1: out of range for one_hot
+  Tensor indices = Tensor::from_vector<std::int64_t>({2, 5}, picks);
+  for (DType dtype : {DType::float32, DType::int32, DType::uint8}) {
+    CAPTURE(dtype_name(dtype));
+    check_parity({indices}, [&](std::vector<SymbolicTensor> v) { return ops::one_hot(v[0], 10, dtype, 5.0, 2.0); }, 0, 0);
+  }
+  std::vector<std::int32_t> rows = {3, 0, 9, 3, 3, 7, 0, 11, 1, 5};  // params has 12 rows
+  Tensor row_indices = Tensor::from_vector<std::int32_t>({2, 5}, rows);
+  Tensor params = testing::random_tensor({12, 4, 3}, 105, 0.1, 2, false, DType::float32);
+  check_parity({params, row_indices}, [](std::vector<SymbolicTensor> v) { return ops::gather(v[0], v[1]); }, 0, 0);
+  check_parity({params, row_indices}, [](std::vector<SymbolicTensor> v) {
+    return squared_gradient(ops::gather(v[0], v[1]), v[0]);
+  });
+}
+
+TEST_CASE("cuda: argmax, reduce_max's gradient (ties shared) and compare_mask match the CPU") {
+  // Whole numbers 0..3: many ties.
+  Tensor x = testing::random_tensor({6, 5, 4}, 106, 0.1, 3.9, true, DType::float64);
+  Tensor y = testing::random_tensor({5, 4}, 107, 0.1, 3.9, true, DType::float64);
+  const auto whole = [](const SymbolicTensor& v, DType dtype) { return ops::cast(ops::cast(v, DType::int32), dtype); };
+  for (DType dtype : {DType::float32, DType::float64, DType::int64})
+    for (int axis : {0, 1, -1}) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(axis);
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::argmax(whole(v[0], dtype), axis); }, 0, 0);
+    }
+  for (const ops::Ints& axes : std::vector<ops::Ints>{{}, {1}, {0, 2}}) {
+    CAPTURE(axes.size());
+    check_parity({x}, [&](std::vector<SymbolicTensor> v) {
+      auto xf = whole(v[0], DType::float32);
+      return squared_gradient(ops::reduce_max(xf, axes), xf);
+    });
+  }
+  for (const char* mode : {"eq", "gt", "ge", "lt", "le"}) {
+    CAPTURE(mode);
+    check_parity({x, y}, [&](std::vector<SymbolicTensor> v) {
+      return ops::compare_mask(whole(v[0], DType::float32), whole(v[1], DType::float32), mode);
+    }, 0, 0);
+  }
+}
+
+TEST_CASE("cuda: mean squared and mean absolute error and their gradients match the CPU") {
+  for (DType dtype : {DType::float32, DType::float64}) {
+    CAPTURE(dtype_name(dtype));
+    Tensor y_true = testing::random_tensor({33, 3}, 108, 0.1, 2, false, dtype);
+    Tensor y_pred = testing::random_tensor({33, 3}, 109, 0.1, 2, false, dtype);
+    check_parity({y_true, y_pred}, [](std::vector<SymbolicTensor> v) { return ops::mean_squared_error(v[0], v[1]); });
+    check_parity({y_true, y_pred}, [](std::vector<SymbolicTensor> v) { return ops::mean_absolute_error(v[0], v[1]); });
+    check_parity({y_true, y_pred}, [](std::vector<SymbolicTensor> v) {
+      return squared_gradient(ops::mean_squared_error(v[0], v[1]), v[1]);
+    });
+    check_parity({y_true, y_pred}, [](std::vector<SymbolicTensor> v) {
+      return squared_gradient(ops::mean_absolute_error(v[0], v[1]), v[1]);
+    });
+  }
+}

@@ -1,0 +1,231 @@
+// The CUDA kernel table entries of the array ops: transpose, concat, concat_grad, split, slice,
+// slice_grad, pad, pad_grad, one_hot, gather, gather_grad (reshape and reshape_like are views, in
+// elementwise_ops.cpp). Same contracts as backends/cpu/array_kernels.cpp.
+#include "backends/cuda/array_launchers.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/elementwise_launchers.h"
+#include "backends/cuda/kernel_context.h"
+#include "backends/cuda/kernels.h"
+#include "core/ops/shape_utils.h"
+
+namespace tower::cuda {
+
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+// Calls f.template operator()<U>() with U the unsigned integer of dtype's element size.
+template <typename F>
+void by_element_size(DType dtype, const char* op, F&& f) {
+  switch (dtype_size(dtype)) {
+    case 1: f.template operator()<std::uint8_t>(); break;
+    case 2: f.template operator()<std::uint16_t>(); break;
+    case 4: f.template operator()<std::uint32_t>(); break;
+    case 8: f.template operator()<std::uint64_t>(); break;
+    default: raise<DTypeError>("{}: dtype {} is not supported", op, dtype_name(dtype));
+  }
+}
+
+Ints row_major_strides(const Ints& dims) {
+  Ints strides(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+void check_rank(const KernelContext& ctx, std::size_t rank) {
+  if (rank > static_cast<std::size_t>(CopyLayout::kMaxRank))
+    raise<ShapeError>("{} on {}: the GPU kernels handle up to {} axes, got {}", ctx.node.op(), ctx.device.name(),
+                      CopyLayout::kMaxRank, rank);
+}
+
+// Copies `box` elements starting at src_begin in src (dims src_dims) to dst_begin in dst (dst_dims),
+// as the CPU's copy_box.
+void copy_box(KernelContext& ctx, const Tensor& src, const Ints& src_begin, Tensor& dst, const Ints& dst_begin,
+              const Ints& box) {
+  check_rank(ctx, box.size());
+  const Ints src_strides = row_major_strides(src.shape().dims()), dst_strides = row_major_strides(dst.shape().dims());
+  CopyLayout layout;
+  layout.rank = static_cast<int>(box.size());
+  std::int64_t n = 1, src_base = 0, dst_base = 0;
+  for (std::size_t d = 0; d < box.size(); ++d) {
+    layout.dims[d] = box[d];
+    layout.src_strides[d] = src_strides[d];
+    layout.dst_strides[d] = dst_strides[d];
+    n *= box[d];
+    src_base += src_begin[d] * src_strides[d];
+    dst_base += dst_begin[d] * dst_strides[d];
+  }
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  by_element_size(src.dtype(), ctx.node.op().c_str(), [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(src.raw_data()) + src_base,
+                                      static_cast<U*>(dst.raw_data()) + dst_base, n, layout, stream));
+  });
+}
+
+// Sets every element of t to value (any dtype).
+void fill(KernelContext& ctx, Tensor& t, double value) {
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  dispatch_any(t.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
+    CUDA_CHECK(launch_fill<T>(t.data<T>(), t.num_elements(), static_cast<T>(value), stream));
+  });
+}
+
+// y = x with its axes permuted: y's axis d is x's axis perm[d] (a box over y's dims whose source
+// strides are x's, permuted).
+void transpose_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const auto perm = resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank());
+  check_rank(ctx, perm.size());
+  const Ints x_strides = row_major_strides(x.shape().dims()), y_strides = row_major_strides(y.shape().dims());
+  CopyLayout layout;
+  layout.rank = static_cast<int>(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    layout.dims[d] = y.shape()[static_cast<int>(d)];
+    layout.src_strides[d] = x_strides[static_cast<std::size_t>(perm[d])];
+    layout.dst_strides[d] = y_strides[d];
+  }
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  by_element_size(x.dtype(), "transpose", [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
+                                      y.num_elements(), layout, stream));
+  });
+}
+
+// Copies each part into (or out of, when into_whole is false) `whole` at its offset along `axis`.
+void concat_parts(KernelContext& ctx, std::vector<Tensor>& parts, Tensor& whole, int axis, bool into_whole) {
+  const Ints zeros(static_cast<std::size_t>(whole.shape().rank()), 0);
+  Ints at = zeros;
+  for (Tensor& part : parts) {
+    const Ints& box = part.shape().dims();
+    if (into_whole)
+      copy_box(ctx, part, zeros, whole, at, box);
+    else
+      copy_box(ctx, whole, at, part, zeros, box);
+    at[static_cast<std::size_t>(axis)] += box[static_cast<std::size_t>(axis)];
+  }
+}
+
+void concat_kernel(KernelContext& ctx) {
+  Tensor& y = ctx.outputs[0];
+  const int axis = y.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "concat");
+  concat_parts(ctx, ctx.inputs, y, axis, true);
+}
+
+void concat_grad_kernel(KernelContext& ctx) {
+  Tensor& dy = ctx.inputs[0];
+  concat_parts(ctx, ctx.outputs, dy, static_cast<int>(ctx.attrs().get_int("axis")), false);
+}
+
+void split_kernel(KernelContext& ctx) {
+  Tensor& x = ctx.inputs[0];
+  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "split");
+  concat_parts(ctx, ctx.outputs, x, axis, false);
+}
+
+void slice_kernel(KernelContext& ctx) {
+  Tensor& y = ctx.outputs[0];
+  const Ints& box = y.shape().dims();
+  copy_box(ctx, ctx.inputs[0], ctx.attrs().get_ints("begin"), y, Ints(box.size(), 0), box);
+}
+
+void slice_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];  // (slice's output shape)
+  Tensor& dx = ctx.outputs[0];       // (x's shape)
+  fill(ctx, dx, 0.0);
+  const Ints& box = dy.shape().dims();
+  copy_box(ctx, dy, Ints(box.size(), 0), dx, ctx.attrs().get_ints("begin"), box);
+}
+
+// The padding before each axis, from the flat (before, after) pairs.
+Ints befores(const Ints& paddings) {
+  Ints out;
+  for (std::size_t i = 0; i < paddings.size(); i += 2) out.push_back(paddings[i]);
+  return out;
+}
+
+void pad_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  fill(ctx, y, ctx.attrs().get_float("value"));
+  const Ints& box = x.shape().dims();
+  copy_box(ctx, x, Ints(box.size(), 0), y, befores(ctx.attrs().get_ints("paddings")), box);
+}
+
+void pad_grad_kernel(KernelContext& ctx) {
+  Tensor& dx = ctx.outputs[0];  // (x's shape)
+  const Ints& box = dx.shape().dims();
+  copy_box(ctx, ctx.inputs[0], befores(ctx.attrs().get_ints("paddings")), dx, Ints(box.size(), 0), box);
+}
+
+void one_hot_kernel(KernelContext& ctx) {
+  const Tensor& indices = ctx.inputs[0];  // (...)
+  Tensor& y = ctx.outputs[0];             // (..., depth)
+  const std::int64_t depth = ctx.attrs().get_int("depth");
+  const double on = ctx.attrs().get_float("on_value"), off = ctx.attrs().get_float("off_value");
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  dispatch_integer(indices.dtype(), "one_hot", [&]<typename I>() {
+    dispatch_any(y.dtype(), "one_hot", [&]<typename T>() {
+      const auto launch = launch_one_hot<I, T>;  // (the comma would split CUDA_CHECK's argument)
+      CUDA_CHECK(launch(indices.data<I>(), y.data<T>(), indices.num_elements(), depth, static_cast<T>(on),
+                        static_cast<T>(off), stream));
+    });
+  });
+}
+
+// Rows of params (n, ...) and the elements of one row.
+std::pair<std::int64_t, std::int64_t> rows_of(const Tensor& params) {
+  const std::int64_t rows = params.shape()[0];
+  return {rows, rows == 0 ? 0 : params.num_elements() / rows};
+}
+
+void gather_kernel(KernelContext& ctx) {
+  const Tensor& params = ctx.inputs[0];   // (n, ...)
+  const Tensor& indices = ctx.inputs[1];  // (m...)
+  Tensor& y = ctx.outputs[0];             // (m..., ...)
+  const auto [rows, row] = rows_of(params);
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  dispatch_integer(indices.dtype(), "gather", [&]<typename I>() {
+    by_element_size(params.dtype(), "gather", [&]<typename U>() {
+      const auto launch = launch_gather<I, U>;
+      CUDA_CHECK(launch(static_cast<const U*>(params.raw_data()), indices.data<I>(), static_cast<U*>(y.raw_data()),
+                        indices.num_elements(), rows, row, stream));
+    });
+  });
+}
+
+void gather_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];       // (m..., ...)
+  const Tensor& indices = ctx.inputs[1];  // (m...)
+  Tensor& dparams = ctx.outputs[0];       // (n, ...)
+  const auto [rows, row] = rows_of(dparams);
+  const std::int64_t m = indices.num_elements();
+  CudaDevice& gpu = gpu_of(ctx);
+  // Freed at the end of this call: later work on the same stream runs after the sort that uses it.
+  Tensor workspace(Shape{static_cast<std::int64_t>(gather_grad_workspace_bytes(m, rows))}, DType::uint8, gpu);
+  dispatch_integer(indices.dtype(), "gather_grad", [&]<typename I>() {
+    dispatch_floating(dy.dtype(), "gather_grad", [&]<typename T>() {
+      const auto launch = launch_gather_grad<I, T>;
+      CUDA_CHECK(launch(dy.data<T>(), indices.data<I>(), dparams.data<T>(), m, rows, row, workspace.raw_data(),
+                        workspace.nbytes(), gpu.stream()));
+    });
+  });
+}
+
+}  // namespace
+
+void register_array_kernels() {
+  register_kernel("transpose", DeviceKind::cuda, transpose_kernel);
+  register_kernel("concat", DeviceKind::cuda, concat_kernel);
+  register_kernel("concat_grad", DeviceKind::cuda, concat_grad_kernel);
+  register_kernel("split", DeviceKind::cuda, split_kernel);
+  register_kernel("slice", DeviceKind::cuda, slice_kernel);
+  register_kernel("slice_grad", DeviceKind::cuda, slice_grad_kernel);
+  register_kernel("pad", DeviceKind::cuda, pad_kernel);
+  register_kernel("pad_grad", DeviceKind::cuda, pad_grad_kernel);
+  register_kernel("one_hot", DeviceKind::cuda, one_hot_kernel);
+  register_kernel("gather", DeviceKind::cuda, gather_kernel);
+  register_kernel("gather_grad", DeviceKind::cuda, gather_grad_kernel);
+}
+
+}  // namespace tower::cuda
