@@ -23,6 +23,9 @@ struct Plan::Value {
 struct Plan::Step {
   const Node* node = nullptr;  // null for a cross-device copy
   KernelFn kernel = nullptr;   // null for copies and aliases
+  // The first step of a run that one group kernel call does (group_size steps, this one first).
+  GroupKernelFn group_kernel = nullptr;
+  int group_size = 1;
   Device* device = nullptr;
   std::vector<Value*> inputs, outputs;
   bool mutates = false;
@@ -165,6 +168,7 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
     (step.mutates ? mutating : steps_).push_back(std::move(step));
   }
   for (auto& s : mutating) steps_.push_back(std::move(s));
+  group_steps();
   for (const auto& f : fetches) fetch_values_.push_back(value_of.at({f.node()->id(), f.index()}));
 
   // 3. Liveness: the step that defines each buffer and the last step that reads it (or an alias of it).
@@ -221,6 +225,31 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
 
 bool Plan::alias_step(const Step& step) { return step.node && step.node->def().alias_input >= 0; }
 
+// Runs of consecutive steps without outputs, of one op with equal attrs on one device, go to the
+// op's group kernel in one call when it has one (the optimizer updates of all variables).
+void Plan::group_steps() {
+  const auto joins = [](const Step& first, const Step& next) {
+    return next.node && next.kernel && next.outputs.empty() && next.device == first.device &&
+           next.node->op() == first.node->op() && next.node->attrs().values() == first.node->attrs().values();
+  };
+  for (std::size_t i = 0; i < steps_.size();) {
+    Step& first = steps_[i];
+    std::size_t end = i + 1;
+    if (first.node && first.kernel && first.outputs.empty())
+      if (GroupKernelFn fn = find_group_kernel(first.node->op(), first.device->kind())) {
+        while (end < steps_.size() && joins(first, steps_[end])) ++end;
+        if (end - i > 1) first.group_kernel = fn, first.group_size = static_cast<int>(end - i);
+      }
+    i = end;
+  }
+}
+
+int Plan::num_groups() const {
+  int n = 0;
+  for (const Step& step : steps_) n += step.group_kernel ? 1 : 0;
+  return n;
+}
+
 Plan::~Plan() = default;
 
 int Plan::num_steps() const { return static_cast<int>(steps_.size()); }
@@ -251,7 +280,28 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
       v->tensor = v->slot;
     }
   }
-  for (Step& step : steps_) {
+  const auto context_of = [](const Step& step) {
+    KernelContext ctx{*step.node, *step.device, {}, {}};
+    ctx.inputs.reserve(step.inputs.size());
+    for (Value* v : step.inputs) ctx.inputs.push_back(v->tensor);
+    ctx.outputs.reserve(step.outputs.size());
+    for (Value* v : step.outputs) ctx.outputs.push_back(v->tensor);
+    return ctx;
+  };
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    if (step.group_kernel) {
+      std::vector<KernelContext> group;
+      group.reserve(static_cast<std::size_t>(step.group_size));
+      for (std::size_t k = i; k < i + static_cast<std::size_t>(step.group_size); ++k) group.push_back(context_of(steps_[k]));
+      try {
+        step.group_kernel(group);
+      } catch (const Error& e) {
+        rethrow_with_node(e, *step.node);
+      }
+      i += static_cast<std::size_t>(step.group_size) - 1;
+      continue;
+    }
     if (!step.node) {  // cross-device copy
       const Tensor& src = step.inputs[0]->tensor;
       Tensor& dst = step.outputs[0]->tensor;
@@ -264,11 +314,7 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
       step.outputs[0]->tensor = Tensor(spec.shape, spec.dtype, src.storage(), src.offset());
       continue;
     }
-    KernelContext ctx{*step.node, *step.device, {}, {}};
-    ctx.inputs.reserve(step.inputs.size());
-    for (Value* v : step.inputs) ctx.inputs.push_back(v->tensor);
-    ctx.outputs.reserve(step.outputs.size());
-    for (Value* v : step.outputs) ctx.outputs.push_back(v->tensor);
+    KernelContext ctx = context_of(step);
     try {
       step.kernel(ctx);
     } catch (const Error& e) {

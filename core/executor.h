@@ -41,12 +41,15 @@ class Plan {
   std::size_t unshared_bytes() const { return unshared_bytes_; }
   int num_steps() const;
   int num_copies() const { return num_copies_; }
+  // Runs of steps that a group kernel does in one call (see GroupKernelFn).
+  int num_groups() const;
   std::string to_string() const;  // the schedule, one step a line
 
  private:
   struct Value;
   struct Step;
   static bool alias_step(const Step& step);
+  void group_steps();
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Step> steps_;
   std::vector<Value*> fetch_values_;

@@ -15,6 +15,7 @@ struct Tables {
   std::mutex mutex;
   std::map<std::string, OpDef, std::less<>> ops;
   std::map<std::pair<std::string, DeviceKind>, KernelFn, std::less<>> kernels;
+  std::map<std::pair<std::string, DeviceKind>, GroupKernelFn, std::less<>> group_kernels;
 };
 
 Tables& tables() {
@@ -76,6 +77,20 @@ KernelFn find_kernel(std::string_view op, DeviceKind kind) {
   if (it == t.kernels.end())
     raise<NotFoundError>("no {} kernel for op \"{}\": place the op on a device that has one", device_kind_name(kind), op);
   return it->second;
+}
+
+void register_group_kernel(std::string_view op, DeviceKind kind, GroupKernelFn fn) {
+  auto& t = tables();
+  std::lock_guard lock(t.mutex);
+  t.group_kernels[{std::string(op), kind}] = fn;
+}
+
+GroupKernelFn find_group_kernel(std::string_view op, DeviceKind kind) {
+  ensure_backends_registered();
+  auto& t = tables();
+  std::lock_guard lock(t.mutex);
+  auto it = t.group_kernels.find({std::string(op), kind});
+  return it == t.group_kernels.end() ? nullptr : it->second;
 }
 
 }  // namespace tower

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,15 @@ KernelFn find_kernel(std::string_view op, DeviceKind kind);
 bool has_kernel(std::string_view op, DeviceKind kind);
 // The ops that have a kernel for `kind`, sorted.
 std::vector<std::string> ops_with_kernel(DeviceKind kind);
+
+// A kernel that runs several steps of one op in one call: the plan hands it each run of consecutive
+// steps with the same op, device and attrs that have no outputs (the in-place updates of an
+// optimizer, all variables at once: one fused launch on a GPU). Optional beside the KernelFn, which
+// must do the same work for a single step; it checks what its shared inputs need (the same lr, say)
+// and may run the steps one by one.
+using GroupKernelFn = void (*)(std::span<KernelContext> group);
+void register_group_kernel(std::string_view op, DeviceKind kind, GroupKernelFn fn);
+// Null when the op has no group kernel for `kind`.
+GroupKernelFn find_group_kernel(std::string_view op, DeviceKind kind);
 
 }  // namespace tower

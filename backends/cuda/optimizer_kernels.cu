@@ -1,109 +1,116 @@
-// CUDA kernels of the optimizer updates (Keras 3's rules, as backends/cpu/optimizer_kernels.cpp).
+// CUDA kernels of the optimizer updates (Keras 3's rules, as backends/cpu/optimizer_kernels.cpp),
+// each over a list of variables in one launch.
 #include <algorithm>
 
-#include "backends/cuda/optimizer_launchers.h"
 #include "backends/cuda/launch.cuh"
+#include "backends/cuda/optimizer_launchers.h"
 
 namespace tower::cuda {
 
 namespace {
 
-template <typename T>
-__global__ void sgd_kernel(UpdateArgs<T> a) {
-  const T lr = *a.lr;
-  T* m = a.slot[0];
-  TOWER_GRID_STRIDE(i, a.n) {
-    const T g = a.grad[i];
-    if (!m) {
-      a.var[i] -= g * lr;
-    } else {
-      m[i] = m[i] * a.momentum - g * lr;
-      a.var[i] += a.nesterov ? m[i] * a.momentum - g * lr : m[i];
-    }
-  }
-}
+// Elements one block updates; a variable takes ceil(n / kChunk) blocks.
+constexpr std::int64_t kChunk = 16 * kThreads;
 
+// The list and the first block of each variable (first_block[count] = the grid's size).
 template <typename T>
-__global__ void rmsprop_kernel(UpdateArgs<T> a) {
-  const T lr = *a.lr, r = a.rho, one_minus_r = T(1) - a.rho;
-  T *vel = a.slot[0], *mom = a.slot[1], *avg = a.slot[2];
-  TOWER_GRID_STRIDE(i, a.n) {
-    const T g = a.grad[i];
-    vel[i] = r * vel[i] + one_minus_r * (g * g);
-    T denom;
-    if (avg) {
-      avg[i] = r * avg[i] + one_minus_r * g;
-      denom = vel[i] - avg[i] * avg[i] + a.epsilon;
+struct BlockedList {
+  UpdateList<T> list;
+  int first_block[UpdateList<T>::kMaxVariables + 1] = {};
+};
+
+// One element of one variable: var, grad and slots at index i.
+template <UpdateRule rule, typename T>
+__device__ void update_element(const UpdateConstants<T>& c, T lr, T alpha, T* var, const T* grad, T* s0, T* s1, T* s2,
+                               std::int64_t i) {
+  const T g = grad[i];
+  if constexpr (rule == UpdateRule::sgd) {
+    if (!s0) {
+      var[i] -= g * lr;
     } else {
-      denom = vel[i] + a.epsilon;
+      s0[i] = s0[i] * c.momentum - g * lr;
+      var[i] += c.nesterov ? s0[i] * c.momentum - g * lr : s0[i];
+    }
+  } else if constexpr (rule == UpdateRule::rmsprop) {
+    const T one_minus_r = T(1) - c.rho;
+    s0[i] = c.rho * s0[i] + one_minus_r * (g * g);
+    T denom;
+    if (s2) {
+      s2[i] = c.rho * s2[i] + one_minus_r * g;
+      denom = s0[i] - s2[i] * s2[i] + c.epsilon;
+    } else {
+      denom = s0[i] + c.epsilon;
     }
     const T increment = lr * g / sqrt(denom);
-    if (mom) {
-      mom[i] = a.momentum * mom[i] + increment;
-      a.var[i] -= mom[i];
+    if (s1) {
+      s1[i] = c.momentum * s1[i] + increment;
+      var[i] -= s1[i];
     } else {
-      a.var[i] -= increment;
+      var[i] -= increment;
     }
+  } else if constexpr (rule == UpdateRule::adam) {
+    if (c.weight_decay != T(0)) var[i] = var[i] - var[i] * c.weight_decay * lr;
+    s0[i] += (g - s0[i]) * (T(1) - c.beta_1);
+    s1[i] += (g * g - s1[i]) * (T(1) - c.beta_2);
+    T v = s1[i];
+    if (s2) v = s2[i] = s2[i] > v ? s2[i] : v;
+    var[i] -= (s0[i] * alpha) / (sqrt(v) + c.epsilon);
+  } else if constexpr (rule == UpdateRule::adagrad) {
+    s0[i] += g * g;
+    var[i] -= lr * g / sqrt(s0[i] + c.epsilon);
+  } else {  // adadelta
+    const T one_minus_r = T(1) - c.rho;
+    s0[i] = c.rho * s0[i] + one_minus_r * (g * g);
+    const T delta = -(sqrt(s1[i] + c.epsilon) * g / sqrt(s0[i] + c.epsilon));
+    s1[i] = c.rho * s1[i] + one_minus_r * (delta * delta);
+    var[i] += lr * delta;
   }
 }
 
-template <typename T>
-__global__ void adam_kernel(UpdateArgs<T> a) {
-  const T lr = *a.lr, t = *a.iteration;
-  const T alpha = lr * sqrt(T(1) - pow(a.beta_2, t)) / (T(1) - pow(a.beta_1, t));
-  const T one_minus_b1 = T(1) - a.beta_1, one_minus_b2 = T(1) - a.beta_2;
-  T *m = a.slot[0], *v = a.slot[1], *v_hat = a.slot[2];
-  TOWER_GRID_STRIDE(i, a.n) {
-    if (a.weight_decay != T(0)) a.var[i] = a.var[i] - a.var[i] * a.weight_decay * lr;
-    const T g = a.grad[i];
-    m[i] += (g - m[i]) * one_minus_b1;
-    v[i] += (g * g - v[i]) * one_minus_b2;
-    T vi = v[i];
-    if (v_hat) vi = v_hat[i] = v_hat[i] > vi ? v_hat[i] : vi;
-    a.var[i] -= (m[i] * alpha) / (sqrt(vi) + a.epsilon);
+// Block b updates chunk (b - first_block[k]) of the variable k whose blocks hold b.
+template <UpdateRule rule, typename T>
+__global__ void update_kernel(UpdateConstants<T> c, BlockedList<T> blocked) {
+  const UpdateList<T>& l = blocked.list;
+  int k = 0;
+  while (k + 1 < l.count && blocked.first_block[k + 1] <= static_cast<int>(blockIdx.x)) ++k;
+  const T lr = *c.lr;
+  T alpha = 0;  // Adam's bias-corrected step size
+  if constexpr (rule == UpdateRule::adam) {
+    const T t = *c.iteration;
+    alpha = lr * sqrt(T(1) - pow(c.beta_2, t)) / (T(1) - pow(c.beta_1, t));
   }
-}
-
-template <typename T>
-__global__ void adagrad_kernel(UpdateArgs<T> a) {
-  const T lr = *a.lr;
-  T* acc = a.slot[0];
-  TOWER_GRID_STRIDE(i, a.n) {
-    const T g = a.grad[i];
-    acc[i] += g * g;
-    a.var[i] -= lr * g / sqrt(acc[i] + a.epsilon);
-  }
-}
-
-template <typename T>
-__global__ void adadelta_kernel(UpdateArgs<T> a) {
-  const T lr = *a.lr, r = a.rho, one_minus_r = T(1) - a.rho;
-  T *acc_g = a.slot[0], *acc_d = a.slot[1];
-  TOWER_GRID_STRIDE(i, a.n) {
-    const T g = a.grad[i];
-    acc_g[i] = r * acc_g[i] + one_minus_r * (g * g);
-    const T delta = -(sqrt(acc_d[i] + a.epsilon) * g / sqrt(acc_g[i] + a.epsilon));
-    acc_d[i] = r * acc_d[i] + one_minus_r * (delta * delta);
-    a.var[i] += lr * delta;
-  }
+  const std::int64_t begin = (static_cast<std::int64_t>(blockIdx.x) - blocked.first_block[k]) * kChunk;
+  const std::int64_t end = begin + kChunk < l.n[k] ? begin + kChunk : l.n[k];
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    update_element<rule, T>(c, lr, alpha, l.var[k], l.grad[k], l.slot[0][k], l.slot[1][k], l.slot[2][k], i);
 }
 
 }  // namespace
 
-#define TOWER_LAUNCHER(name)                                                      \
-  template <typename T>                                                           \
-  cudaError_t launch_##name(const UpdateArgs<T>& args, cudaStream_t stream) {     \
-    if (args.n == 0) return cudaSuccess;                                          \
-    name##_kernel<T><<<blocks_for(args.n), kThreads, 0, stream>>>(args);         \
-    return cudaGetLastError();                                                    \
-  }                                                                               \
-  template cudaError_t launch_##name<float>(const UpdateArgs<float>&, cudaStream_t); \
-  template cudaError_t launch_##name<double>(const UpdateArgs<double>&, cudaStream_t);
-TOWER_LAUNCHER(sgd)
-TOWER_LAUNCHER(rmsprop)
-TOWER_LAUNCHER(adam)
-TOWER_LAUNCHER(adagrad)
-TOWER_LAUNCHER(adadelta)
-#undef TOWER_LAUNCHER
+template <typename T>
+cudaError_t launch_update(UpdateRule rule, const UpdateConstants<T>& constants, const UpdateList<T>& list,
+                          cudaStream_t stream) {
+  BlockedList<T> blocked{list};
+  int blocks = 0;
+  for (int k = 0; k < list.count; ++k) {
+    blocked.first_block[k] = blocks;
+    blocks += static_cast<int>((list.n[k] + kChunk - 1) / kChunk);
+  }
+  blocked.first_block[list.count] = blocks;
+  if (blocks == 0) return cudaSuccess;
+  switch (rule) {
+    case UpdateRule::sgd: update_kernel<UpdateRule::sgd, T><<<blocks, kThreads, 0, stream>>>(constants, blocked); break;
+    case UpdateRule::rmsprop: update_kernel<UpdateRule::rmsprop, T><<<blocks, kThreads, 0, stream>>>(constants, blocked); break;
+    case UpdateRule::adam: update_kernel<UpdateRule::adam, T><<<blocks, kThreads, 0, stream>>>(constants, blocked); break;
+    case UpdateRule::adagrad: update_kernel<UpdateRule::adagrad, T><<<blocks, kThreads, 0, stream>>>(constants, blocked); break;
+    case UpdateRule::adadelta: update_kernel<UpdateRule::adadelta, T><<<blocks, kThreads, 0, stream>>>(constants, blocked); break;
+  }
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_update<float>(UpdateRule, const UpdateConstants<float>&, const UpdateList<float>&,
+                                          cudaStream_t);
+template cudaError_t launch_update<double>(UpdateRule, const UpdateConstants<double>&, const UpdateList<double>&,
+                                           cudaStream_t);
 
 }  // namespace tower::cuda

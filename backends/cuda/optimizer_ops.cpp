@@ -1,5 +1,6 @@
-// The CUDA kernel table entries of the optimizer updates. Inputs as the ops' contracts (and the CPU
-// kernels) have them: var, grad, lr, then the optimizer's iteration and slots.
+// The CUDA kernel table entries of the optimizer updates: a kernel per step and a group kernel that
+// updates all variables of a step in one launch per 48 variables. Inputs as the ops' contracts (and
+// the CPU kernels) have them: var, grad, lr, then the optimizer's iteration and slots.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
@@ -9,88 +10,112 @@ namespace tower::cuda {
 
 namespace {
 
-// var, grad and lr, and the slots from input `first_slot` on (`count` of them, as far as given).
-template <typename T>
-UpdateArgs<T> update_args(KernelContext& ctx, std::size_t first_slot, std::size_t count) {
-  UpdateArgs<T> a;
-  a.var = ctx.inputs[0].data<T>();
-  a.grad = ctx.inputs[1].data<T>();
-  a.lr = ctx.inputs[2].data<T>();
-  a.n = ctx.inputs[0].num_elements();
-  for (std::size_t k = 0; k < count && first_slot + k < ctx.inputs.size(); ++k) a.slot[k] = ctx.inputs[first_slot + k].data<T>();
-  return a;
-}
-
-template <typename F>
-void run_update(KernelContext& ctx, F launch) {
-  CudaDevice& gpu = gpu_of(ctx);
-  dispatch_floating(ctx.inputs[0].dtype(), ctx.node.op().c_str(), [&]<typename T>() { CUDA_CHECK(launch.template operator()<T>(gpu.stream())); });
-}
-
 template <typename T>
 T attr(const KernelContext& ctx, const char* name) {
   return static_cast<T>(ctx.attrs().get_float(name));
 }
 
-void apply_sgd_kernel(KernelContext& ctx) {
-  run_update(ctx, [&]<typename T>(cudaStream_t stream) {
-    auto a = update_args<T>(ctx, 3, ctx.attrs().get_bool("has_momentum") ? 1 : 0);
-    a.momentum = attr<T>(ctx, "momentum");
-    a.nesterov = ctx.attrs().get_bool("nesterov");
-    return launch_sgd<T>(a, stream);
+// Where an op's inputs are: the iteration (or none) and the first slot; and its rule.
+struct UpdateInputs {
+  UpdateRule rule;
+  int iteration = -1;
+  std::size_t first_slot = 3;
+};
+
+UpdateInputs inputs_of(const std::string& op) {
+  if (op == "apply_sgd") return {UpdateRule::sgd};
+  if (op == "apply_rmsprop") return {UpdateRule::rmsprop};
+  if (op == "apply_adam") return {UpdateRule::adam, 3, 4};
+  if (op == "apply_adagrad") return {UpdateRule::adagrad};
+  return {UpdateRule::adadelta};
+}
+
+// lr, iteration and the constants from the step's attrs (each op reads its own).
+template <typename T>
+UpdateConstants<T> constants_of(const KernelContext& ctx, const UpdateInputs& where) {
+  UpdateConstants<T> c;
+  const Attrs& a = ctx.attrs();
+  c.lr = ctx.inputs[2].data<T>();
+  if (where.iteration >= 0) c.iteration = ctx.inputs[static_cast<std::size_t>(where.iteration)].data<T>();
+  if (a.has("momentum")) c.momentum = attr<T>(ctx, "momentum");
+  if (a.has("nesterov")) c.nesterov = a.get_bool("nesterov");
+  if (a.has("rho")) c.rho = attr<T>(ctx, "rho");
+  if (a.has("beta_1")) c.beta_1 = attr<T>(ctx, "beta_1");
+  if (a.has("beta_2")) c.beta_2 = attr<T>(ctx, "beta_2");
+  if (a.has("epsilon")) c.epsilon = attr<T>(ctx, "epsilon");
+  if (a.has("weight_decay")) c.weight_decay = attr<T>(ctx, "weight_decay");
+  return c;
+}
+
+// The slot pointers in the launcher's order (UpdateList): optional slots are left out of the
+// inputs, and the has_* attrs say which are there.
+template <typename T>
+void add_variable(UpdateList<T>& list, KernelContext& ctx, const UpdateInputs& where) {
+  const int k = list.count++;
+  list.var[k] = ctx.inputs[0].data<T>();
+  list.grad[k] = ctx.inputs[1].data<T>();
+  list.n[k] = ctx.inputs[0].num_elements();
+  std::size_t next = where.first_slot;
+  const auto take = [&](bool present) { return present ? ctx.inputs[next++].data<T>() : nullptr; };
+  const Attrs& a = ctx.attrs();
+  switch (where.rule) {
+    case UpdateRule::sgd: list.slot[0][k] = take(a.get_bool("has_momentum")); break;
+    case UpdateRule::rmsprop:
+      list.slot[0][k] = take(true);
+      list.slot[1][k] = take(a.get_bool("has_momentum"));
+      list.slot[2][k] = take(a.get_bool("has_average_grad"));
+      break;
+    case UpdateRule::adam:
+      list.slot[0][k] = take(true);
+      list.slot[1][k] = take(true);
+      list.slot[2][k] = take(a.get_bool("has_v_hat"));
+      break;
+    case UpdateRule::adagrad: list.slot[0][k] = take(true); break;
+    case UpdateRule::adadelta:
+      list.slot[0][k] = take(true);
+      list.slot[1][k] = take(true);
+      break;
+  }
+}
+
+// Updates the steps of `group` (one op, equal attrs) in launches of up to kMaxVariables variables.
+// They must share lr (and iteration) and a dtype; the plan's grouping leaves that to us.
+void run_updates(std::span<KernelContext> group) {
+  KernelContext& first = group.front();
+  CudaDevice& gpu = gpu_of(first);
+  const UpdateInputs where = inputs_of(first.node.op());
+  const auto shares_first = [&](KernelContext& ctx) {
+    return ctx.inputs[0].dtype() == first.inputs[0].dtype() && ctx.inputs[2].raw_data() == first.inputs[2].raw_data() &&
+           (where.iteration < 0 || ctx.inputs[static_cast<std::size_t>(where.iteration)].raw_data() ==
+                                       first.inputs[static_cast<std::size_t>(where.iteration)].raw_data());
+  };
+  for (KernelContext& ctx : group)
+    if (!shares_first(ctx)) {  // not one update after all: each step on its own
+      for (KernelContext& one : group) run_updates(std::span<KernelContext>(&one, 1));
+      return;
+    }
+  dispatch_floating(first.inputs[0].dtype(), first.node.op().c_str(), [&]<typename T>() {
+    const UpdateConstants<T> constants = constants_of<T>(first, where);
+    UpdateList<T> list;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      add_variable(list, group[i], where);
+      if (list.count == UpdateList<T>::kMaxVariables || i + 1 == group.size()) {
+        CUDA_CHECK(launch_update<T>(where.rule, constants, list, gpu.stream()));
+        list.count = 0;
+      }
+    }
   });
 }
 
-void apply_rmsprop_kernel(KernelContext& ctx) {
-  run_update(ctx, [&]<typename T>(cudaStream_t stream) {
-    auto a = update_args<T>(ctx, 3, 1);  // velocity
-    std::size_t next = 4;
-    if (ctx.attrs().get_bool("has_momentum")) a.slot[1] = ctx.inputs[next++].data<T>();
-    if (ctx.attrs().get_bool("has_average_grad")) a.slot[2] = ctx.inputs[next++].data<T>();
-    a.rho = attr<T>(ctx, "rho");
-    a.momentum = attr<T>(ctx, "momentum");
-    a.epsilon = attr<T>(ctx, "epsilon");
-    return launch_rmsprop<T>(a, stream);
-  });
-}
-
-void apply_adam_kernel(KernelContext& ctx) {
-  run_update(ctx, [&]<typename T>(cudaStream_t stream) {
-    auto a = update_args<T>(ctx, 4, ctx.attrs().get_bool("has_v_hat") ? 3 : 2);  // m, v, [v_hat]
-    a.iteration = ctx.inputs[3].data<T>();
-    a.beta_1 = attr<T>(ctx, "beta_1");
-    a.beta_2 = attr<T>(ctx, "beta_2");
-    a.epsilon = attr<T>(ctx, "epsilon");
-    a.weight_decay = attr<T>(ctx, "weight_decay");
-    return launch_adam<T>(a, stream);
-  });
-}
-
-void apply_adagrad_kernel(KernelContext& ctx) {
-  run_update(ctx, [&]<typename T>(cudaStream_t stream) {
-    auto a = update_args<T>(ctx, 3, 1);
-    a.epsilon = attr<T>(ctx, "epsilon");
-    return launch_adagrad<T>(a, stream);
-  });
-}
-
-void apply_adadelta_kernel(KernelContext& ctx) {
-  run_update(ctx, [&]<typename T>(cudaStream_t stream) {
-    auto a = update_args<T>(ctx, 3, 2);
-    a.rho = attr<T>(ctx, "rho");
-    a.epsilon = attr<T>(ctx, "epsilon");
-    return launch_adadelta<T>(a, stream);
-  });
-}
+void update_kernel(KernelContext& ctx) { run_updates(std::span<KernelContext>(&ctx, 1)); }
 
 }  // namespace
 
 void register_optimizer_kernels() {
-  register_kernel("apply_sgd", DeviceKind::cuda, apply_sgd_kernel);
-  register_kernel("apply_rmsprop", DeviceKind::cuda, apply_rmsprop_kernel);
-  register_kernel("apply_adam", DeviceKind::cuda, apply_adam_kernel);
-  register_kernel("apply_adagrad", DeviceKind::cuda, apply_adagrad_kernel);
-  register_kernel("apply_adadelta", DeviceKind::cuda, apply_adadelta_kernel);
+  for (const char* op : {"apply_sgd", "apply_rmsprop", "apply_adam", "apply_adagrad", "apply_adadelta"}) {
+    register_kernel(op, DeviceKind::cuda, update_kernel);
+    register_group_kernel(op, DeviceKind::cuda, run_updates);
+  }
 }
 
 }  // namespace tower::cuda

@@ -262,6 +262,49 @@ TEST_CASE("cuda: optimizer updates match the CPU over several steps, variables a
   }
 }
 
+TEST_CASE("cuda: Adam over 100 variables of many sizes runs as one group (launches of 48) and matches the CPU") {
+  Graph g;
+  auto lr = g.constant(Tensor::scalar(0.01, DType::float32), "lr");
+  auto iteration = g.placeholder({}, DType::float32, "iteration");
+  FeedMap feeds;
+  std::vector<Tensor> inits;
+  for (int k = 0; k < 100; ++k) {
+    const Shape shape{1 + (k * 37) % 300, 1 + k % 5};  // 1 to 1500 elements: chunks of every size
+    inits.push_back(testing::random_tensor(shape, 200 + static_cast<std::uint64_t>(k), 0.1, 1, false, DType::float32));
+    feeds.emplace_back(g.placeholder(shape, DType::float32, "grad" + std::to_string(k)),
+                       testing::random_tensor(shape, 400 + static_cast<std::uint64_t>(k), 0.1, 1, false, DType::float32));
+  }
+  // Each device's updates one after another (the plan groups consecutive steps).
+  const auto build = [&](const char* device_name, std::vector<VariablePtr>& vars, std::vector<Node*>& updates) {
+    Graph::DeviceScope scope(g, device_name);
+    for (std::size_t k = 0; k < inits.size(); ++k) {
+      std::vector<SymbolicTensor> reads;
+      for (int slot = 0; slot < 3; ++slot) {
+        Tensor value = slot == 0 ? inits[k] : Tensor::full(inits[k].shape(), 0.0);
+        vars.push_back(make_variable(fmt::format("{}/{}/{}", device_name, k, slot), value.to(device(device_name)), false));
+        reads.push_back(g.variable(vars.back()));
+      }
+      updates.push_back(ops::apply_adam(reads[0], feeds[k].first, lr, iteration, reads[1], reads[2], {}, 0.9, 0.999,
+                                        1e-7, false, 0.0));
+    }
+  };
+  std::vector<VariablePtr> cpu_vars, gpu_vars;
+  std::vector<Node*> targets;
+  build("cpu:0", cpu_vars, targets);
+  build("cuda:0", gpu_vars, targets);
+  Executor executor;
+  for (int step = 1; step <= 2; ++step) {
+    FeedMap step_feeds = feeds;
+    step_feeds.emplace_back(iteration, Tensor::scalar(step, DType::float32));
+    executor.run(step_feeds, {}, targets);
+    CHECK(executor.plan(step_feeds, {}, targets).num_groups() == 1);  // the GPU's 100 updates
+  }
+  for (std::size_t i = 0; i < cpu_vars.size(); ++i) {
+    CAPTURE(cpu_vars[i]->name());
+    check_close(gpu_vars[i]->value().to(cpu_device()), cpu_vars[i]->value(), 1e-5, 1e-6);
+  }
+}
+
 TEST_CASE("cuda: dropout draws the CPU's masks, bit for bit") {
   Tensor x = testing::random_tensor({123, 45}, 91, 0.1, 1, false, DType::float32);
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.3, 42)[0]; }, 0, 0);

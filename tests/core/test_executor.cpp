@@ -124,3 +124,58 @@ TEST_CASE("executor: steady-state steps allocate nothing") {
   for (int i = 0; i < 5; ++i) executor.run(feeds, {}, {step});
   CHECK(cpu_device().memory_stats().allocations == before);
 }
+
+namespace {
+
+// A test op with a group kernel: var (input 0) += factor * value (input 1), in place.
+std::vector<std::size_t> group_sizes;  // what the group kernel was handed, call by call
+
+void grouped_add_kernel(KernelContext& ctx) {
+  float* var = ctx.inputs[0].data<float>();
+  const float* value = ctx.inputs[1].data<float>();
+  const auto factor = static_cast<float>(ctx.attrs().get_float("factor"));
+  for (std::int64_t i = 0; i < ctx.inputs[0].num_elements(); ++i) var[i] += factor * value[i];
+}
+
+void grouped_add_group_kernel(std::span<KernelContext> group) {
+  group_sizes.push_back(group.size());
+  for (KernelContext& ctx : group) grouped_add_kernel(ctx);
+}
+
+void register_grouped_add() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  register_op({.name = "test_grouped_add",
+               .shape = [](const std::vector<TensorSpec>&, const Attrs&) { return std::vector<TensorSpec>{}; },
+               .mutated_inputs = {0}});
+  register_kernel("test_grouped_add", DeviceKind::cpu, grouped_add_kernel);
+  register_group_kernel("test_grouped_add", DeviceKind::cpu, grouped_add_group_kernel);
+}
+
+}  // namespace
+
+TEST_CASE("executor: consecutive updates of one op and attrs go to its group kernel in one call") {
+  register_grouped_add();
+  group_sizes.clear();
+  Graph g;
+  auto x = g.placeholder({3}, DType::float32, "x");
+  std::vector<VariablePtr> vars;
+  std::vector<Node*> updates;
+  for (int i = 0; i < 4; ++i) {
+    vars.push_back(make_variable("v" + std::to_string(i), Tensor::full({3}, i)));
+    const double factor = i < 3 ? 1.0 : 2.0;  // the last one differs: a group of its own
+    updates.push_back(&g.add_node("test_grouped_add", {g.variable(vars.back()), x}, {{"factor", factor}}));
+  }
+  Executor executor;
+  FeedMap feeds{{x, Tensor::from_vector<float>({3}, {1, 2, 3})}};
+  executor.run(feeds, {}, updates);
+  CHECK(executor.plan(feeds, {}, updates).num_groups() == 1);
+  CHECK(group_sizes == std::vector<std::size_t>{3});
+  check_close(vars[0]->value(), {1, 2, 3});
+  check_close(vars[2]->value(), {3, 4, 5});
+  check_close(vars[3]->value(), {5, 7, 9});  // alone, through the single-step kernel
+  executor.run(feeds, {}, updates);
+  CHECK(group_sizes == std::vector<std::size_t>{3, 3});
+  check_close(vars[1]->value(), {3, 5, 7});
+}
