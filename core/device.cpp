@@ -15,6 +15,8 @@ std::string_view device_kind_name(DeviceKind kind) { return kind == DeviceKind::
 Device::Device(DeviceKind kind, int index)
     : kind_(kind), index_(index), name_(fmt::format("{}:{}", device_kind_name(kind), index)) {}
 
+Device::Device(DeviceKind kind, int index, std::string name) : kind_(kind), index_(index), name_(std::move(name)) {}
+
 void* Device::allocate(std::size_t bytes) {
   void* p = do_allocate(bytes);
   std::lock_guard lock(stats_mutex_);
@@ -168,6 +170,19 @@ static Device& get_device(DeviceKind kind, int index) {
 }
 
 Device& cpu_device(int index) { return get_device(DeviceKind::cpu, index); }
+
+Device* pinned_host_device(DeviceKind kind) {
+  ensure_backends_registered();
+  std::function<Device*()> make;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.factories.find(kind);
+    if (it == r.factories.end() || !it->second.pinned_host || count_locked(r, kind) <= 0) return nullptr;
+    make = it->second.pinned_host;
+  }
+  return make();
+}
 
 Device& device(std::string_view name) {
   // Accept TF's spellings too: "/gpu:1", "GPU:1", "/device:CPU:0".

@@ -28,6 +28,8 @@ struct MemoryStats {
 class Device {
  public:
   Device(DeviceKind kind, int index);
+  // A device outside the registry with a name of its own ("pinned host memory").
+  Device(DeviceKind kind, int index, std::string name);
   virtual ~Device() = default;
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -117,8 +119,15 @@ struct DeviceFactory {
   std::function<int()> count;
   std::function<std::unique_ptr<Device>(int index)> make;
   std::function<std::unique_ptr<Device>(int index, LogicalGpu where)> make_logical = nullptr;
+  // Page-locked host memory for this kind's copies (CUDA), or null: see pinned_host_device.
+  std::function<Device*()> pinned_host = nullptr;
 };
 void register_device_factory(DeviceKind kind, DeviceFactory factory);
+
+// Host memory that a GPU copies from and to by DMA, without staging (cudaHostAlloc): a host-accessible
+// device whose tensors go to a GPU faster and while the GPU computes. Null when no backend of `kind`
+// offers it or no such device is visible (then ordinary host memory is the fallback).
+Device* pinned_host_device(DeviceKind kind = DeviceKind::cuda);
 
 // Defined by the backends (backends/backends.cpp): registers every compiled-in backend's device
 // factory and kernels. The registries call it once, on first use; core includes no backend header.

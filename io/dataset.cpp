@@ -612,6 +612,12 @@ Dataset Dataset::batch(std::int64_t batch_size, bool drop_remainder) const {
 
 Dataset Dataset::cache() const { return Dataset(std::make_shared<detail::CacheStage>(stage_)); }
 
+HostAllocator pinned_memory() {
+  Device* pinned = pinned_host_device();
+  if (!pinned) return nullptr;
+  return [pinned](const Tensor& value) { return value.to(*pinned); };
+}
+
 Dataset Dataset::prefetch(std::int64_t buffer_size, HostAllocator allocator) const {
   if (buffer_size < 1) raise<ValueError>("{}.prefetch: buffer_size must be at least 1, got {}", describe(), buffer_size);
   return Dataset(std::make_shared<detail::PrefetchStage>(stage_, buffer_size, std::move(allocator)));

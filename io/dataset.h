@@ -21,10 +21,13 @@ struct IdxSplit;
 using Element = DataElement;
 
 // What prefetch passes each tensor of an element through before queueing it; empty: the tensors are
-// queued as they are (ordinary host memory). This is where pinned (page-locked) host memory comes in
-// once the CUDA backend exists: an allocator that copies the tensor into cudaHostAlloc'ed storage lets
-// the host-to-device copy of batch n+1 run asynchronously while step n runs.
+// queued as they are (ordinary host memory). pinned_memory() gives the one for GPU training.
 using HostAllocator = std::function<Tensor(const Tensor& value)>;
+
+// Copies each prefetched tensor into page-locked host memory (cudaHostAlloc), from which a GPU copies
+// by DMA without a staging copy: ds.prefetch(2, io::pinned_memory()). Empty (ordinary host memory)
+// when tower has no CUDA backend or no GPU is visible, so the same pipeline runs everywhere.
+HostAllocator pinned_memory();
 
 namespace detail {
 class Stage;

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/pinned_host_device.h"
 
 namespace tower::cuda {
 
@@ -58,14 +59,18 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
                  cuda_system(where.physical), where.memory_limit) {
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
 }
 
 CudaDevice::~CudaDevice() {
   if (cublas_) cublasDestroy(cublas_);
-  if (stream_) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
+  for (cudaStream_t stream : {copy_stream_, stream_})
+    if (stream) {
+      cudaStreamSynchronize(stream);
+      cudaStreamDestroy(stream);
+    }
+  if (copied_) cudaEventDestroy(copied_);
 }
 
 void CudaDevice::make_current() const { CUDA_CHECK(cudaSetDevice(ordinal_)); }
@@ -84,9 +89,17 @@ void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(by
 
 void CudaDevice::do_deallocate(void* ptr, std::size_t) { allocator_.deallocate(ptr); }
 
+// dst may still be read by kernels queued before (a buffer reused from the last step): the copy
+// stream first waits for what the compute stream has queued so far, a wait on the GPU, not the host.
+// The host waits for the copy alone (the caller may reuse src once this returns).
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  make_current();
+  CUDA_CHECK(cudaEventRecord(copied_, stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, copied_, 0));
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copy_stream_));
+  CUDA_CHECK(cudaEventRecord(copied_, copy_stream_));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_, 0));
+  CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
 }
 
 void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
@@ -119,7 +132,8 @@ void register_cuda_backend() {
                                         .make = nullptr,
                                         .make_logical = [](int index, LogicalGpu where) -> std::unique_ptr<Device> {
                                           return std::make_unique<cuda::CudaDevice>(index, where);
-                                        }});
+                                        },
+                                        .pinned_host = [] { return &cuda::pinned_host(); }});
   cuda::register_elementwise_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();

@@ -1,5 +1,5 @@
 // CudaDevice: one visible GPU as a tower Device (memory through a caching allocator over cudaMalloc,
-// a compute stream, copies to and from the host and between GPUs).
+// a compute stream, a copy stream for host-to-GPU copies, copies between GPUs).
 #pragma once
 
 #include <cublas_v2.h>
@@ -18,6 +18,8 @@ class CudaDevice final : public Device {
   ~CudaDevice() override;
 
   bool host_accessible() const override { return false; }
+  // On the copy stream, ordered before later compute by an event: it waits for the copy only, not
+  // for the kernels queued before it (from pinned host memory the copy is DMA, otherwise staged).
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
@@ -30,6 +32,7 @@ class CudaDevice final : public Device {
 
   int ordinal() const { return ordinal_; }  // the CUDA device number of the physical GPU
   cudaStream_t stream() const { return stream_; }
+  cudaStream_t copy_stream() const { return copy_stream_; }
   // Makes this device's GPU the calling thread's current one (cudaSetDevice): kernels launch there.
   void make_current() const;
   // This device's cuBLAS handle, bound to its stream (created on first use). FP32 GEMMs run in full
@@ -46,6 +49,8 @@ class CudaDevice final : public Device {
  private:
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t copied_ = nullptr;  // recorded on copy_stream_ after a copy; stream_ waits for it
   cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
 };

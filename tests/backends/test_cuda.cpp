@@ -49,6 +49,29 @@ TEST_CASE("cuda: fill_like, scale and add match the CPU, with copies in and out"
   CHECK(executor.plan(feeds, {on_gpu}).num_copies() == 1);
 }
 
+TEST_CASE("cuda: pinned host memory feeds a GPU plan (copy stream, event-ordered) with the same results") {
+  Device* pinned = pinned_host_device();
+  REQUIRE(pinned != nullptr);
+  CHECK(pinned->host_accessible());
+  Tensor host = testing::random_tensor({64, 33}, 3, 0.1, 1, false, DType::float32);
+  Tensor staged = host.to(*pinned);
+  CHECK(&staged.device() == pinned);
+  CHECK(pinned->memory_stats().in_use >= staged.nbytes());
+  Graph g;
+  auto x = g.placeholder({-1, 33}, DType::float32, "x");
+  SymbolicTensor y;
+  {
+    Graph::DeviceScope scope(g, "cuda:0");
+    y = ops::scale(x, 2.0);
+  }
+  Executor executor;
+  for (int step = 0; step < 3; ++step) {  // the feed slot is rewritten while the last step's kernels may run
+    auto from_pinned = executor.run({{x, staged}}, {y});
+    auto from_pageable = executor.run({{x, host}}, {y});
+    check_close(from_pinned[0].to(cpu_device()), from_pageable[0].to(cpu_device()), 0, 0);
+  }
+}
+
 TEST_CASE("cuda: the caching allocator reuses freed blocks and reports reserved memory") {
   Device& gpu = device("cuda:0");
   gpu.empty_cache();

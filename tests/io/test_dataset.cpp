@@ -583,3 +583,19 @@ TEST_CASE("Dataset::from_idx: an MNIST-style split, raw or gzip") {
   CHECK(batches[1].y[0].to_vector<std::uint8_t>() == std::vector<std::uint8_t>{4, 5, 6});
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("pinned_memory: page-locked host memory when a GPU is visible, else the ordinary path") {
+  const auto allocator = io::pinned_memory();
+  CHECK(static_cast<bool>(allocator) == (pinned_host_device() != nullptr));
+  CHECK(static_cast<bool>(allocator) == (device_count(DeviceKind::cuda) > 0));
+  auto [x, y] = counting(37);
+  auto base = io::Dataset::from_tensor_slices({x}, {y}).batch(5);
+  auto fetched = base.prefetch(2, allocator).collect();
+  auto plain = base.collect();
+  REQUIRE(fetched.size() == plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    CHECK(fetched[i].x[0].device().host_accessible());
+    if (allocator) CHECK(&fetched[i].x[0].device() == pinned_host_device());
+    CHECK(plain[i].x[0].to_vector<float>() == fetched[i].x[0].to_vector<float>());
+  }
+}
