@@ -9,4 +9,7 @@ void register_softmax_kernels();      // softmax_ops.cpp + softmax_kernels.cu: s
 void register_optimizer_kernels();    // optimizer_ops.cpp + optimizer_kernels.cu: apply_sgd ... apply_adadelta
 void register_dropout_kernels();      // dropout_ops.cpp + dropout_kernels.cu: the CPU's masks, bit for bit
 void register_math_kernels();         // math_ops.cpp + math_kernels.cu: matmul (cuBLAS), bias_add
+void register_conv_kernels();         // conv_ops.cpp + conv_kernels.cu: conv2d and its two backward ops (cuDNN)
+void register_pool_kernels();         // pool_ops.cpp + pool_kernels.cu: max/avg pooling and their gradients
+void register_batch_norm_kernels();   // batch_norm_ops.cpp + batch_norm_kernels.cu: the five batch-norm ops
 }
