@@ -83,7 +83,9 @@ const std::vector<ConvCase> kConvCases = {
     {"3x3 valid stride 2", {3, 11, 10, 2}, {3, 3, 2, 6}, {{2, 2}, "valid", {1, 1}}},
     {"3x3 valid dilation 2", {1, 11, 10, 2}, {3, 3, 2, 3}, {{1, 1}, "valid", {2, 2}}},
     {"2x2 same dilation 2 (symmetric)", {2, 9, 9, 3}, {2, 2, 3, 4}, {{1, 1}, "same", {2, 2}}},
-    {"2x3 same dilation (2, 1) (asymmetric columns)", {2, 7, 8, 2}, {2, 3, 2, 3}, {{1, 1}, "same", {2, 1}}},
+    {"3x3 same stride 2 dilation 2 (rows asymmetric: 1 before, 2 after)", {2, 8, 9, 3}, {3, 3, 3, 4},
+     {{2, 2}, "same", {2, 2}}},
+    {"2x3 same dilation (1, 2) (rows asymmetric)", {2, 7, 8, 2}, {2, 3, 2, 3}, {{1, 1}, "same", {1, 2}}},
     {"1x1 valid stride 2", {2, 9, 9, 5}, {1, 1, 5, 7}, {{2, 2}, "valid", {1, 1}}},
     {"5x5 same (mnist_cnn-like)", {4, 28, 28, 1}, {5, 5, 1, 8}, {{1, 1}, "same", {1, 1}}},
 };
