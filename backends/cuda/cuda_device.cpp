@@ -65,6 +65,7 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
 
 CudaDevice::~CudaDevice() {
   if (cublas_) cublasDestroy(cublas_);
+  if (cudnn_) cudnnDestroy(cudnn_);
   for (cudaStream_t stream : {copy_stream_, stream_})
     if (stream) {
       cudaStreamSynchronize(stream);
@@ -83,6 +84,20 @@ cublasHandle_t CudaDevice::cublas() {
     CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   }
   return cublas_;
+}
+
+cudnnHandle_t CudaDevice::cudnn() {
+  if (!cudnn_) {
+    make_current();
+    cudnnHandle_t handle = nullptr;
+    CUDNN_CHECK(cudnnCreate(&handle));
+    if (const cudnnStatus_t status = cudnnSetStream(handle, stream_); status != CUDNN_STATUS_SUCCESS) {
+      cudnnDestroy(handle);
+      CUDNN_CHECK(status);
+    }
+    cudnn_ = handle;
+  }
+  return cudnn_;
 }
 
 void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(bytes); }
@@ -143,6 +158,9 @@ void register_cuda_backend() {
   cuda::register_dropout_kernels();
   cuda::register_array_kernels();
   cuda::register_loss_kernels();
+  cuda::register_conv_kernels();
+  cuda::register_pool_kernels();
+  cuda::register_batch_norm_kernels();
 }
 
 }  // namespace tower

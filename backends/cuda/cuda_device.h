@@ -4,7 +4,9 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
+#include "backends/cuda/cudnn_conv_plan.h"
 #include "core/caching_allocator.h"
 #include "core/device.h"
 
@@ -38,6 +40,12 @@ class CudaDevice final : public Device {
   // This device's cuBLAS handle, bound to its stream (created on first use). FP32 GEMMs run in full
   // FP32 (no TF32), so results match the CPU within 1e-5.
   cublasHandle_t cublas();
+  // This device's cuDNN handle, bound to its stream (created on first use).
+  cudnnHandle_t cudnn();
+  // The convolution algorithms chosen on this device, per geometry and pass.
+  ConvAlgorithmCache& conv_algorithms() { return conv_algorithms_; }
+  // The most bytes this device may hold (a logical GPU's share); 0: all the GPU has.
+  std::size_t memory_limit() const { return allocator_.budget(); }
 
  protected:
   void* do_allocate(std::size_t bytes) override;
@@ -52,6 +60,8 @@ class CudaDevice final : public Device {
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t copied_ = nullptr;  // recorded on copy_stream_ after a copy; stream_ waits for it
   cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  ConvAlgorithmCache conv_algorithms_;
   CachingAllocator allocator_;
 };
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical)
+[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
 ninja -C build-gpu "${targets[@]}"

@@ -1,0 +1,108 @@
+// Host-side planning of cuDNN convolutions: geometry, padding split, workspace budget, algorithm choice, cache.
+#include "backends/cuda/cudnn_conv_plan.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace tower::cuda {
+
+Padding same_padding(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride, std::int64_t dilation) {
+  const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + (k - 1) * dilation + 1 - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
+                           const std::vector<std::int64_t>& dilation, bool same, DType dtype) {
+  ConvGeometry g{.batch = x[0],
+                 .in_h = x[1],
+                 .in_w = x[2],
+                 .in_c = x[3],
+                 .out_h = y[1],
+                 .out_w = y[2],
+                 .out_c = kernel[3],
+                 .kernel_h = kernel[0],
+                 .kernel_w = kernel[1],
+                 .stride_h = strides.at(0),
+                 .stride_w = strides.at(1),
+                 .dilation_h = dilation.empty() ? 1 : dilation.at(0),
+                 .dilation_w = dilation.empty() ? 1 : dilation.at(1),
+                 .dtype = dtype};
+  if (same) {
+    g.pad_h = same_padding(g.in_h, g.out_h, g.kernel_h, g.stride_h, g.dilation_h);
+    g.pad_w = same_padding(g.in_w, g.out_w, g.kernel_w, g.stride_w, g.dilation_w);
+  }
+  return g;
+}
+
+std::int64_t cudnn_output_length(std::int64_t in, std::int64_t pad, std::int64_t k, std::int64_t stride,
+                                 std::int64_t dilation) {
+  return 1 + (in + 2 * pad - ((k - 1) * dilation + 1)) / stride;
+}
+
+CudnnConvPlan plan_cudnn_conv(const ConvGeometry& g) {
+  CudnnConvPlan p;
+  p.pad_h = std::min(g.pad_h.before, g.pad_h.after);
+  p.pad_w = std::min(g.pad_w.before, g.pad_w.after);
+  p.extra_top = g.pad_h.before - p.pad_h;
+  p.extra_left = g.pad_w.before - p.pad_w;
+  p.padded_h = g.in_h + (g.pad_h.before + g.pad_h.after - 2 * p.pad_h);
+  p.padded_w = g.in_w + (g.pad_w.before + g.pad_w.after - 2 * p.pad_w);
+  p.explicit_padding = p.padded_h != g.in_h || p.padded_w != g.in_w;
+  const std::int64_t oh = cudnn_output_length(p.padded_h, p.pad_h, g.kernel_h, g.stride_h, g.dilation_h);
+  const std::int64_t ow = cudnn_output_length(p.padded_w, p.pad_w, g.kernel_w, g.stride_w, g.dilation_w);
+  if (oh != g.out_h || ow != g.out_w)
+    raise<ShapeError>(
+        "conv2d on the GPU: x {}x{} padded to {}x{} (cuDNN padding {}, {}) with a {}x{} kernel, strides ({}, {}) "
+        "and dilation ({}, {}) gives {}x{}, but the output is {}x{}",
+        g.in_h, g.in_w, p.padded_h, p.padded_w, p.pad_h, p.pad_w, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
+        g.dilation_h, g.dilation_w, oh, ow, g.out_h, g.out_w);
+  return p;
+}
+
+std::size_t workspace_budget(std::size_t gpu_free, std::size_t allocator_reserved, std::size_t allocator_in_use,
+                             std::size_t memory_limit) {
+  const std::size_t cached = allocator_reserved > allocator_in_use ? allocator_reserved - allocator_in_use : 0;
+  std::size_t available = gpu_free + cached;
+  if (memory_limit > 0)
+    available = std::min(available, memory_limit > allocator_in_use ? memory_limit - allocator_in_use : 0);
+  return std::min(available / 4, kMaxWorkspaceBytes);
+}
+
+std::optional<AlgoChoice> choose_algorithm(const std::vector<AlgoCandidate>& candidates, std::size_t budget) {
+  const AlgoCandidate* smallest = nullptr;
+  for (const auto& c : candidates) {
+    if (!c.supported) continue;
+    if (c.workspace_bytes <= budget) return AlgoChoice{c.algo, c.workspace_bytes};
+    if (!smallest || c.workspace_bytes < smallest->workspace_bytes) smallest = &c;
+  }
+  if (!smallest) return std::nullopt;
+  return AlgoChoice{smallest->algo, smallest->workspace_bytes};
+}
+
+std::size_t ConvKeyHash::operator()(const ConvKey& key) const {
+  const ConvGeometry& g = key.geometry;
+  const std::int64_t fields[] = {g.batch,        g.in_h,         g.in_w,        g.in_c,       g.out_h,
+                                 g.out_w,        g.out_c,        g.kernel_h,    g.kernel_w,   g.stride_h,
+                                 g.stride_w,     g.dilation_h,   g.dilation_w,  g.pad_h.before, g.pad_h.after,
+                                 g.pad_w.before, g.pad_w.after,  static_cast<std::int64_t>(g.dtype),
+                                 static_cast<std::int64_t>(key.pass)};
+  std::size_t h = 0;
+  for (std::int64_t f : fields) h = h * 1000003u ^ std::hash<std::int64_t>{}(f);  // order matters
+  return h;
+}
+
+AlgoChoice ConvAlgorithmCache::get_or_choose(const ConvKey& key, const std::function<AlgoChoice()>& choose) {
+  std::lock_guard lock(mutex_);
+  if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+  AlgoChoice choice = choose();  // throws without caching anything
+  choices_.emplace(key, choice);
+  return choice;
+}
+
+std::size_t ConvAlgorithmCache::size() const {
+  std::lock_guard lock(mutex_);
+  return choices_.size();
+}
+
+}  // namespace tower::cuda

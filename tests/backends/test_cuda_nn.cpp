@@ -1,0 +1,256 @@
+// GPU checks of convolution (cuDNN), pooling and batch normalization against the CPU (label gpu):
+// forward ops and gradients, "valid" and "same" padding (odd sizes where "same" is asymmetric),
+// strides 2, dilation 2, float32 and float64. With no visible GPU the executable prints why and exits
+// with 77, which CTest reports as skipped.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autodiff.h"
+#include "core/executor.h"
+#include "core/ops.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::check_close;
+
+int main(int argc, char** argv) {
+  if (device_count(DeviceKind::cuda) == 0) {
+    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
+
+namespace {
+
+using Build = std::function<SymbolicTensor(std::vector<SymbolicTensor>)>;
+
+// Builds the same ops on the CPU and on cuda:0 from `build` and compares their results.
+void check_parity(const std::vector<Tensor>& inputs, const Build& build, double rtol = 1e-5, double atol = 1e-6) {
+  Graph g;
+  std::vector<SymbolicTensor> xs;
+  FeedMap feeds;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    xs.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "x" + std::to_string(i)));
+    feeds.emplace_back(xs.back(), inputs[i]);
+  }
+  SymbolicTensor on_cpu = build(xs), on_gpu;
+  {
+    Graph::DeviceScope scope(g, "cuda:0");
+    on_gpu = build(xs);
+  }
+  Executor executor;
+  auto r = executor.run(feeds, {on_cpu, on_gpu});
+  REQUIRE(r[1].device().kind() == DeviceKind::cuda);
+  check_close(r[1].to(cpu_device()), r[0], rtol, atol);
+}
+
+// Float32 within 1e-5 relative (atol for values that cancel to near zero); float64 much tighter.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance(DType dtype, double atol32 = 1e-5) {
+  return dtype == DType::float32 ? Tolerance{1e-5, atol32} : Tolerance{1e-10, 1e-10};
+}
+
+Tensor random(const Shape& shape, std::uint64_t seed, DType dtype, double max_abs = 1.0) {
+  return testing::random_tensor(shape, seed, 0.1, max_abs, false, dtype);
+}
+
+Tensor positive(const Shape& shape, std::uint64_t seed, DType dtype) {
+  return testing::random_tensor(shape, seed, 0.1, 2.0, true, dtype);
+}
+
+struct ConvCase {
+  const char* name;
+  Shape x, kernel;
+  ops::Conv2DArgs args;
+};
+
+// "same" is asymmetric where the total padding is odd: (out - 1) * s + (k - 1) * d + 1 - in.
+const std::vector<ConvCase> kConvCases = {
+    {"3x3 valid", {2, 7, 9, 3}, {3, 3, 3, 4}, {{1, 1}, "valid", {1, 1}}},
+    {"3x3 same (symmetric)", {2, 7, 9, 3}, {3, 3, 3, 4}, {{1, 1}, "same", {1, 1}}},
+    {"4x4 same (asymmetric: 1 before, 2 after)", {2, 8, 7, 3}, {4, 4, 3, 5}, {{1, 1}, "same", {1, 1}}},
+    {"3x3 same stride 2, odd and even sizes (rows symmetric, columns asymmetric)", {2, 9, 8, 3}, {3, 3, 3, 4},
+     {{2, 2}, "same", {1, 1}}},
+    {"3x3 valid stride 2", {3, 11, 10, 2}, {3, 3, 2, 6}, {{2, 2}, "valid", {1, 1}}},
+    {"3x3 valid dilation 2", {1, 11, 10, 2}, {3, 3, 2, 3}, {{1, 1}, "valid", {2, 2}}},
+    {"2x2 same dilation 2 (symmetric)", {2, 9, 9, 3}, {2, 2, 3, 4}, {{1, 1}, "same", {2, 2}}},
+    {"3x3 same stride 2 dilation 2 (rows asymmetric: 1 before, 2 after)", {2, 8, 9, 3}, {3, 3, 3, 4},
+     {{2, 2}, "same", {2, 2}}},
+    {"2x3 same dilation (1, 2) (rows asymmetric)", {2, 7, 8, 2}, {2, 3, 2, 3}, {{1, 1}, "same", {1, 2}}},
+    {"1x1 valid stride 2", {2, 9, 9, 5}, {1, 1, 5, 7}, {{2, 2}, "valid", {1, 1}}},
+    {"5x5 same (mnist_cnn-like)", {4, 28, 28, 1}, {5, 5, 1, 8}, {{1, 1}, "same", {1, 1}}},
+};
+
+}  // namespace
+
+TEST_CASE("cuda: conv2d and its backward ops (cuDNN) match the CPU") {
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const ConvCase& c : kConvCases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(c.name);
+      const ops::Conv2DArgs args = c.args;
+      Tensor x = random(c.x, 101, dtype);
+      Tensor kernel = random(c.kernel, 102, dtype);
+      // dy with conv2d's output shape, from the CPU's shape function.
+      Graph shapes;
+      const Shape y_shape = ops::conv2d(shapes.placeholder(c.x, dtype, "x"), shapes.placeholder(c.kernel, dtype, "k"), args)
+                                .shape();
+      Tensor dy = random(y_shape, 103, dtype);
+      const Tolerance t = tolerance(dtype);
+      check_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv2d(v[0], v[1], args); }, t.rtol,
+                   t.atol);
+      check_parity({dy, kernel, x},
+                   [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_data(v[0], v[1], v[2], args); },
+                   t.rtol, t.atol);
+      // dkernel sums over every output position: a larger absolute slack in float32.
+      const Tolerance tf = tolerance(dtype, 1e-4);
+      check_parity({x, dy, kernel},
+                   [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_filter(v[0], v[1], v[2], args); },
+                   tf.rtol, tf.atol);
+    }
+}
+
+TEST_CASE("cuda: conv2d gradients through autodiff match the CPU, and a second run reuses the chosen algorithms") {
+  for (DType dtype : {DType::float32, DType::float64}) {
+    CAPTURE(dtype_name(dtype));
+    const ops::Conv2DArgs args{{2, 2}, "same", {1, 1}};
+    Tensor x = random({2, 9, 8, 3}, 111, dtype);
+    Tensor kernel = random({3, 3, 3, 4}, 112, dtype);
+    Tensor w = random({2, 5, 4, 4}, 113, dtype);  // weights of the loss, conv2d's output shape
+    const Tolerance t = tolerance(dtype, 1e-4);
+    for (int which : {0, 1, 0}) {
+      CAPTURE(which);
+      check_parity({x, kernel, w},
+                   [&](std::vector<SymbolicTensor> v) {
+                     auto loss = ops::reduce_sum(ops::multiply(ops::conv2d(v[0], v[1], args), v[2]));
+                     return gradients(loss, {v[0], v[1]})[static_cast<std::size_t>(which)];
+                   },
+                   t.rtol, t.atol);
+    }
+  }
+}
+
+TEST_CASE("cuda: max and average pooling and their gradients match the CPU, ties routed as the CPU routes them") {
+  struct PoolCase {
+    const char* name;
+    Shape x;
+    ops::Pool2DArgs args;
+  };
+  const std::vector<PoolCase> cases = {
+      {"2x2 valid (default strides)", {2, 8, 9, 3}, {{2, 2}, {}, "valid"}},
+      {"3x3 stride 2 same on odd and even sizes (asymmetric)", {2, 7, 8, 3}, {{3, 3}, {2, 2}, "same"}},
+      {"3x3 stride 1 same (overlapping windows)", {2, 6, 5, 4}, {{3, 3}, {1, 1}, "same"}},
+      {"2x3 strides (1, 2) valid", {1, 7, 9, 2}, {{2, 3}, {1, 2}, "valid"}},
+      {"2x2 stride 2 same on odd sizes (padding after only)", {3, 5, 7, 2}, {{2, 2}, {2, 2}, "same"}},
+  };
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const PoolCase& c : cases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(c.name);
+      const ops::Pool2DArgs args = c.args;
+      // Small integers: many ties inside a window, so the routing of max_pool2d_grad is checked.
+      std::vector<double> values(static_cast<std::size_t>(c.x.num_elements()));
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 7 + i / 5) % 4);
+      Tensor ties = Tensor::from_vector<double>(c.x, values);  // float64: cast to dtype in the graph
+      Tensor x = random(c.x, 121, dtype);
+      Graph shapes;
+      const Shape y_shape = ops::max_pool2d(shapes.placeholder(c.x, dtype, "x"), args).shape();
+      Tensor dy = random(y_shape, 122, dtype);
+      const Tolerance t = tolerance(dtype);
+      for (const Tensor& input : {x, ties}) {
+        check_parity({input},
+                     [&](std::vector<SymbolicTensor> v) { return ops::max_pool2d(ops::cast(v[0], dtype), args); }, 0,
+                     0);
+        check_parity({dy, input},
+                     [&](std::vector<SymbolicTensor> v) {
+                       auto xi = ops::cast(v[1], dtype);
+                       return ops::max_pool2d_grad(v[0], xi, ops::max_pool2d(xi, args), args);
+                     },
+                     t.rtol, t.atol);
+        check_parity({input},
+                     [&](std::vector<SymbolicTensor> v) { return ops::avg_pool2d(ops::cast(v[0], dtype), args); },
+                     t.rtol, t.atol);
+      }
+      check_parity({dy, x}, [&](std::vector<SymbolicTensor> v) { return ops::avg_pool2d_grad(v[0], v[1], args); },
+                   t.rtol, t.atol);
+      // Through autodiff as a model uses them.
+      check_parity({x},
+                   [&](std::vector<SymbolicTensor> v) {
+                     auto loss = ops::add(ops::reduce_sum(ops::square(ops::max_pool2d(v[0], args))),
+                                          ops::reduce_sum(ops::square(ops::avg_pool2d(v[0], args))));
+                     return gradients(loss, {v[0]})[0];
+                   },
+                   t.rtol, t.atol);
+    }
+}
+
+TEST_CASE("cuda: batch normalization (training, inference and their gradients) matches the CPU") {
+  // Rank 2 and 4; 4356 rows spread over several partial sums on the GPU; epsilon below cuDNN's minimum.
+  const std::vector<Shape> shapes = {{64, 5}, {4, 5, 6, 7}, {4, 33, 33, 16}, {3, 40}};
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const Shape& shape : shapes)
+      for (double eps : {1e-3, 1e-7}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(shape.to_string());
+        CAPTURE(eps);
+        const std::int64_t c = shape.dim(-1);
+        Tensor x = random(shape, 131, dtype, 3.0);
+        Tensor dy = random(shape, 132, dtype);
+        Tensor gamma = random({c}, 133, dtype, 2.0);
+        Tensor beta = random({c}, 134, dtype);
+        Tensor moving_mean = random({c}, 135, dtype);
+        Tensor moving_var = positive({c}, 136, dtype);
+        Tensor a = random({c}, 137, dtype), b = random({c}, 138, dtype), d = random({c}, 139, dtype);
+        const Tolerance t = tolerance(dtype, 1e-5);
+        for (std::size_t k = 0; k < 4; ++k) {  // y, mean, variance, inv_std
+          CAPTURE(k);
+          check_parity({x, gamma, beta},
+                       [&](std::vector<SymbolicTensor> v) { return ops::batch_norm_training(v[0], v[1], v[2], eps)[k]; },
+                       t.rtol, t.atol);
+        }
+        for (std::size_t k = 0; k < 3; ++k) {  // dx, dgamma, dbeta
+          CAPTURE(k);
+          check_parity({dy, x, gamma, beta},
+                       [&](std::vector<SymbolicTensor> v) {
+                         auto r = ops::batch_norm_training(v[1], v[2], v[3], eps);
+                         return ops::batch_norm_training_grad(v[0], v[1], v[2], r[1], r[3])[k];
+                       },
+                       t.rtol, 1e-4);
+        }
+        // dx through the statistics outputs as well (batch_norm_stats_grad), via autodiff.
+        check_parity({dy, x, gamma, beta, a, b, d},
+                     [&](std::vector<SymbolicTensor> v) {
+                       auto r = ops::batch_norm_training(v[1], v[2], v[3], eps);
+                       auto loss = ops::add(ops::reduce_sum(ops::multiply(r[0], v[0])),
+                                            ops::add(ops::reduce_sum(ops::multiply(r[1], v[4])),
+                                                     ops::add(ops::reduce_sum(ops::multiply(r[2], v[5])),
+                                                              ops::reduce_sum(ops::multiply(r[3], v[6])))));
+                       return gradients(loss, {v[1]})[0];
+                     },
+                     t.rtol, 1e-4);
+        check_parity({x, gamma, beta, moving_mean, moving_var},
+                     [&](std::vector<SymbolicTensor> v) {
+                       return ops::batch_norm_inference(v[0], v[1], v[2], v[3], v[4], eps);
+                     },
+                     t.rtol, t.atol);
+        for (std::size_t k = 0; k < 5; ++k) {  // batch_norm_inference_grad: dx, dgamma, dbeta, dmean, dvariance
+          CAPTURE(k);
+          check_parity({dy, x, gamma, beta, moving_mean, moving_var},
+                       [&](std::vector<SymbolicTensor> v) {
+                         auto y = ops::batch_norm_inference(v[1], v[2], v[3], v[4], v[5], eps);
+                         auto loss = ops::reduce_sum(ops::multiply(y, v[0]));
+                         return gradients(loss, {v[1], v[2], v[3], v[4], v[5]})[k];
+                       },
+                       t.rtol, 1e-4);
+        }
+      }
+}

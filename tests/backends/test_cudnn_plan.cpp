@@ -1,0 +1,203 @@
+// The host-side planning of cuDNN convolutions (label unit: no GPU needed): TF "same" padding, the
+// split of asymmetric padding between an explicit padded copy and cuDNN's symmetric padding, the
+// workspace budget, the algorithm choice and the per-device cache.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "backends/cuda/cudnn_conv_plan.h"
+#include "core/error.h"
+
+using namespace tower;
+using namespace tower::cuda;
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::size_t kGiB = std::size_t{1} << 30;
+
+// TF's output length of one axis (what core/ops/nn_ops.cpp computes).
+std::int64_t tf_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, bool same) {
+  if (same) return (in + s - 1) / s;
+  const std::int64_t span = (k - 1) * d + 1;
+  return in < span ? 0 : (in - span) / s + 1;
+}
+
+}  // namespace
+
+TEST_CASE("same_padding: TF's total, the smaller half before, none when the windows fit") {
+  CHECK(same_padding(5, 3, 3, 2, 1) == Padding{1, 1});
+  CHECK(same_padding(6, 3, 3, 2, 1) == Padding{0, 1});  // odd total: the extra row at the end
+  CHECK(same_padding(4, 4, 4, 1, 1) == Padding{1, 2});
+  CHECK(same_padding(7, 7, 3, 1, 2) == Padding{2, 2});  // dilation 2: a 5-wide window
+  CHECK(same_padding(28, 28, 5, 1, 1) == Padding{2, 2});
+  CHECK(same_padding(6, 2, 1, 4, 1) == Padding{0, 0});  // negative total clamps to 0
+}
+
+TEST_CASE("conv_geometry reads shapes, strides, dilation and padding") {
+  const ConvGeometry g =
+      conv_geometry(Shape{2, 6, 7, 3}, Shape{3, 3, 3, 5}, Shape{2, 3, 4, 5}, {2, 2}, {1, 1}, true, DType::float64);
+  CHECK(g.batch == 2);
+  CHECK(g.in_h == 6);
+  CHECK(g.in_w == 7);
+  CHECK(g.in_c == 3);
+  CHECK(g.out_c == 5);
+  CHECK(g.out_h == 3);
+  CHECK(g.out_w == 4);
+  CHECK(g.pad_h == Padding{0, 1});
+  CHECK(g.pad_w == Padding{1, 1});
+  CHECK(g.dtype == DType::float64);
+  const ConvGeometry valid =
+      conv_geometry(Shape{1, 9, 9, 1}, Shape{3, 3, 1, 2}, Shape{1, 5, 5, 2}, {1, 1}, {2, 2}, false, DType::float32);
+  CHECK(valid.pad_h == Padding{0, 0});
+  CHECK(valid.dilation_h == 2);
+  CHECK(valid.dilation_w == 2);
+  // A node without dilation_rate (no attribute): dilation 1.
+  CHECK(conv_geometry(Shape{1, 4, 4, 1}, Shape{2, 2, 1, 1}, Shape{1, 3, 3, 1}, {1, 1}, {}, false, DType::float32)
+            .dilation_w == 1);
+}
+
+TEST_CASE("cudnn_output_length is cuDNN's formula") {
+  CHECK(cudnn_output_length(28, 0, 5, 1, 1) == 24);
+  CHECK(cudnn_output_length(28, 2, 5, 1, 1) == 28);
+  CHECK(cudnn_output_length(7, 1, 3, 2, 2) == 3);
+  CHECK(cudnn_output_length(6, 0, 3, 2, 1) == 2);  // TF "same" wants 3 here: hence the explicit padding
+}
+
+TEST_CASE("plan_cudnn_conv: symmetric padding stays with cuDNN, the odd extra row or column is explicit") {
+  SUBCASE("asymmetric rows, symmetric columns") {
+    const ConvGeometry g =
+        conv_geometry(Shape{2, 6, 7, 3}, Shape{3, 3, 3, 5}, Shape{2, 3, 4, 5}, {2, 2}, {1, 1}, true, DType::float32);
+    const CudnnConvPlan p = plan_cudnn_conv(g);
+    CHECK(p.explicit_padding);
+    CHECK(p.pad_h == 0);
+    CHECK(p.extra_top == 0);
+    CHECK(p.padded_h == 7);  // one zero row after x
+    CHECK(p.pad_w == 1);
+    CHECK(p.extra_left == 0);
+    CHECK(p.padded_w == 7);
+  }
+  SUBCASE("symmetric same padding: no copy") {
+    const ConvGeometry g = conv_geometry(Shape{4, 28, 28, 1}, Shape{5, 5, 1, 8}, Shape{4, 28, 28, 8}, {1, 1}, {1, 1},
+                                         true, DType::float32);
+    const CudnnConvPlan p = plan_cudnn_conv(g);
+    CHECK_FALSE(p.explicit_padding);
+    CHECK(p.pad_h == 2);
+    CHECK(p.pad_w == 2);
+    CHECK(p.padded_h == 28);
+  }
+  SUBCASE("more padding before than after (not TF's rule, but handled): x moves down in the copy") {
+    ConvGeometry g = conv_geometry(Shape{1, 5, 5, 1}, Shape{3, 3, 1, 1}, Shape{1, 5, 3, 1}, {1, 1}, {1, 1}, false,
+                                   DType::float32);
+    g.pad_h = {2, 0};  // 5 + 2 rows: 5 outputs of a 3-row window
+    const CudnnConvPlan p = plan_cudnn_conv(g);
+    CHECK(p.pad_h == 0);
+    CHECK(p.extra_top == 2);
+    CHECK(p.padded_h == 7);
+  }
+  SUBCASE("an output the padding cannot give throws ShapeError") {
+    ConvGeometry g = conv_geometry(Shape{1, 6, 6, 1}, Shape{3, 3, 1, 1}, Shape{1, 3, 3, 1}, {2, 2}, {1, 1}, true,
+                                   DType::float32);
+    g.out_h = 4;
+    CHECK_THROWS_AS(plan_cudnn_conv(g), ShapeError);
+  }
+}
+
+TEST_CASE("plan_cudnn_conv: every small geometry gives TF's output length and window positions") {
+  for (std::int64_t in = 1; in <= 9; ++in)
+    for (std::int64_t k = 1; k <= 4; ++k)
+      for (std::int64_t s = 1; s <= 3; ++s)
+        for (std::int64_t d = 1; d <= 2; ++d)
+          for (bool same : {false, true}) {
+            const std::int64_t out = tf_out(in, k, s, d, same);
+            if (out <= 0) continue;
+            CAPTURE(in);
+            CAPTURE(k);
+            CAPTURE(s);
+            CAPTURE(d);
+            CAPTURE(same);
+            const ConvGeometry g = conv_geometry(Shape{1, in, 3, 1}, Shape{k, 1, 1, 1}, Shape{1, out, 3, 1}, {s, 1},
+                                                 {d, 1}, same, DType::float32);
+            const CudnnConvPlan p = plan_cudnn_conv(g);  // throws if cuDNN's output length differed
+            CHECK(cudnn_output_length(p.padded_h, p.pad_h, k, s, d) == out);
+            CHECK(p.pad_h >= 0);
+            CHECK(p.extra_top >= 0);
+            CHECK(p.padded_h >= in + p.extra_top);
+            // Output o's first tap, in x's coordinates: TF reads o * s - before.
+            for (std::int64_t o = 0; o < out; ++o) CHECK(o * s - p.pad_h - p.extra_top == o * s - g.pad_h.before);
+            // The last tap of the last window lies inside the padded extent.
+            CHECK((out - 1) * s + (k - 1) * d <= p.padded_h + 2 * p.pad_h - 1);
+          }
+}
+
+TEST_CASE("workspace_budget: a quarter of free plus cached memory, within a logical GPU's limit, at most 1 GiB") {
+  CHECK(workspace_budget(8 * kGiB, 1 * kGiB, 256 * kMiB, 0) == kMaxWorkspaceBytes);
+  CHECK(kMaxWorkspaceBytes == kGiB);
+  CHECK(workspace_budget(300 * kMiB, 200 * kMiB, 100 * kMiB, 0) == 100 * kMiB);  // (300 + 100) / 4
+  CHECK(workspace_budget(8 * kGiB, 600 * kMiB, 500 * kMiB, 900 * kMiB) == 100 * kMiB);  // (900 - 500) / 4
+  CHECK(workspace_budget(8 * kGiB, 1 * kGiB, 1 * kGiB, 512 * kMiB) == 0);  // over the limit already
+  CHECK(workspace_budget(40 * kMiB, 0, 0, 0) == 10 * kMiB);
+}
+
+TEST_CASE("choose_algorithm: the first supported one that fits, else the supported one needing least") {
+  const std::vector<AlgoCandidate> candidates = {
+      {.algo = 1, .supported = true, .workspace_bytes = 2 * kGiB},
+      {.algo = 0, .supported = false, .workspace_bytes = 0},
+      {.algo = 6, .supported = true, .workspace_bytes = 10 * kMiB},
+      {.algo = 2, .supported = true, .workspace_bytes = 0},
+  };
+  CHECK(choose_algorithm(candidates, 100 * kMiB) == AlgoChoice{6, 10 * kMiB});
+  CHECK(choose_algorithm(candidates, 4 * kGiB) == AlgoChoice{1, 2 * kGiB});
+  CHECK(choose_algorithm(candidates, 0) == AlgoChoice{2, 0});
+  const std::vector<AlgoCandidate> too_big = {
+      {.algo = 1, .supported = true, .workspace_bytes = 500},
+      {.algo = 3, .supported = true, .workspace_bytes = 300},
+      {.algo = 5, .supported = true, .workspace_bytes = 300},
+      {.algo = 4, .supported = false, .workspace_bytes = 0},
+  };
+  CHECK(choose_algorithm(too_big, 100) == AlgoChoice{3, 300});  // the first of the smallest
+  CHECK_FALSE(choose_algorithm({{.algo = 0, .supported = false, .workspace_bytes = 0}}, kGiB).has_value());
+  CHECK_FALSE(choose_algorithm({}, kGiB).has_value());
+}
+
+TEST_CASE("ConvAlgorithmCache: selection runs once per geometry and pass") {
+  ConvAlgorithmCache cache;
+  const ConvGeometry g =
+      conv_geometry(Shape{2, 6, 7, 3}, Shape{3, 3, 3, 5}, Shape{2, 3, 4, 5}, {2, 2}, {1, 1}, true, DType::float32);
+  int calls = 0;
+  auto chooser = [&](int algo) {
+    return [&calls, algo] {
+      ++calls;
+      return AlgoChoice{algo, 64};
+    };
+  };
+  CHECK(cache.get_or_choose({g, ConvPass::forward}, chooser(7)) == AlgoChoice{7, 64});
+  CHECK(cache.get_or_choose({g, ConvPass::forward}, chooser(8)) == AlgoChoice{7, 64});  // cached
+  CHECK(calls == 1);
+  CHECK(cache.get_or_choose({g, ConvPass::backward_data}, chooser(1)) == AlgoChoice{1, 64});
+  CHECK(cache.get_or_choose({g, ConvPass::backward_filter}, chooser(2)) == AlgoChoice{2, 64});
+  CHECK(calls == 3);
+
+  ConvGeometry other = g;
+  other.dtype = DType::float64;
+  CHECK(cache.get_or_choose({other, ConvPass::forward}, chooser(3)).algo == 3);
+  other = g;
+  other.pad_h = {1, 0};  // padding is part of the key
+  CHECK(cache.get_or_choose({other, ConvPass::forward}, chooser(4)).algo == 4);
+  other = g;
+  other.batch = 3;
+  CHECK(cache.get_or_choose({other, ConvPass::forward}, chooser(5)).algo == 5);
+  CHECK(calls == 6);
+  CHECK(cache.size() == 6);
+
+  // A failed selection caches nothing: the next call tries again.
+  other.batch = 4;
+  CHECK_THROWS_AS(cache.get_or_choose({other, ConvPass::forward}, []() -> AlgoChoice { throw std::runtime_error("no"); }),
+                  std::runtime_error);
+  CHECK(cache.size() == 6);
+  CHECK(cache.get_or_choose({other, ConvPass::forward}, chooser(9)).algo == 9);
+
+  ConvKeyHash hash;
+  CHECK(hash({g, ConvPass::forward}) == hash({g, ConvPass::forward}));
+  CHECK(hash({g, ConvPass::forward}) != hash({g, ConvPass::backward_data}));
+}
