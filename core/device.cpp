@@ -171,6 +171,16 @@ static Device& get_device(DeviceKind kind, int index) {
 
 Device& cpu_device(int index) { return get_device(DeviceKind::cpu, index); }
 
+namespace {
+thread_local Device* scoped_default = nullptr;  // the innermost DefaultDeviceScope's device
+}  // namespace
+
+Device& default_device() { return scoped_default ? *scoped_default : cpu_device(); }
+
+DefaultDeviceScope::DefaultDeviceScope(Device& device) : previous_(scoped_default) { scoped_default = &device; }
+
+DefaultDeviceScope::~DefaultDeviceScope() { scoped_default = previous_; }
+
 Device* pinned_host_device(DeviceKind kind) {
   ensure_backends_registered();
   std::function<Device*()> make;

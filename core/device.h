@@ -83,6 +83,25 @@ void copy_between(Device& to, void* dst, Device& from, const void* src, std::siz
 // Throws NotFoundError listing the visible devices otherwise.
 Device& device(std::string_view name);
 Device& cpu_device(int index = 0);
+
+// The device new layer weights, and the computations of Keras models built from them, go to (as
+// `with tf.device("/gpu:0"):` in Keras): cpu:0 unless a DefaultDeviceScope on this thread says otherwise.
+Device& default_device();
+
+// Makes `device` the default device of this thread while it lives (scopes nest):
+//   { DefaultDeviceScope gpu("cuda:0"); model = make_model(); }  // weights on the GPU
+//   model.fit(...);                                             // runs there
+class DefaultDeviceScope {
+ public:
+  explicit DefaultDeviceScope(Device& device);
+  explicit DefaultDeviceScope(std::string_view name) : DefaultDeviceScope(tower::device(name)) {}
+  ~DefaultDeviceScope();
+  DefaultDeviceScope(const DefaultDeviceScope&) = delete;
+  DefaultDeviceScope& operator=(const DefaultDeviceScope&) = delete;
+
+ private:
+  Device* previous_;
+};
 // The devices of one kind that exist now (CPU: those created so far; CUDA: all visible GPUs).
 std::vector<Device*> list_devices(DeviceKind kind);
 // How many devices of `kind` can exist (CPU: unbounded, reported as -1; CUDA: logical GPUs, which

@@ -142,7 +142,9 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
 
 VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                               const Regularizer& regularizer, bool trainable, DType dtype) {
-  auto variable = make_variable(state_->name + "/" + name + ":0", initializer(shape, dtype), trainable);
+  Tensor value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
+  if (&value.device() != &default_device()) value = value.to(default_device());
+  auto variable = make_variable(state_->name + "/" + name + ":0", value, trainable);
   state_->weights.push_back(variable);
   state_->regularizers.push_back(regularizer);
   return variable;

@@ -16,6 +16,7 @@ struct Model::Function {
   Graph graph;
   std::vector<SymbolicTensor> x;        // placeholders (batch, ...) per model input
   std::vector<SymbolicTensor> y;        // placeholders per output (train/test only)
+  std::vector<std::int64_t> classes;    // per output: the class count when y holds sparse class ids, else 0
   SymbolicTensor sample_weight;         // (batch,)
   SymbolicTensor learning_rate;         // scalar (train only)
   SymbolicTensor iteration;             // scalar, 1-based step number (train only)

@@ -147,6 +147,24 @@ void Model::check_inputs(const std::vector<Tensor>& x, const char* where) const 
   }
 }
 
+namespace {
+
+// Where a model computes: on the device its weights live on (DefaultDeviceScope at build time),
+// or the default device for a model without weights.
+Device& compute_device(const Model& model) {
+  const auto weights = model.weights();
+  if (weights.empty()) return default_device();
+  Device& first = weights.front()->value().device();
+  for (const auto& w : weights)
+    if (&w->value().device() != &first)
+      raise<ValueError>("Model \"{}\": its weights live on several devices (\"{}\" on {}, \"{}\" on {}); build the "
+                        "model under one DefaultDeviceScope, or use parallel::multi_gpu_model for several devices",
+                        model.name(), weights.front()->name(), first.name(), w->name(), w->value().device().name());
+  return first;
+}
+
+}  // namespace
+
 void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training) {
   auto& d = *data_;
   for (const auto& input : d.inputs) {
@@ -158,7 +176,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   std::vector<SymbolicTensor> layer_losses;
   CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
   auto outputs = call(ctx, f.x);
-  f.executor = std::make_unique<Executor>(cpu_device());
+  f.executor = std::make_unique<Executor>(compute_device(*this));  // every node without a device of its own
   if (!y) {  // predict
     f.fetches = outputs;
     return;
@@ -186,6 +204,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     auto dims = labels.shape().dims();
     dims[0] = -1;
     f.y.push_back(f.graph.placeholder(Shape(dims), labels.dtype(), names[k] + "_target"));
+    f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
     auto per_sample = losses[k](f.y[k], outputs[k]);  // (batch,)
     auto sw = f.sample_weight;
     if (per_sample.dtype() != DType::float32) sw = ops::cast(sw, per_sample.dtype());
@@ -267,8 +286,27 @@ std::vector<Tensor> prepare_labels(const std::vector<Tensor>& y) {
   return out;
 }
 
+// Sparse class ids outside [0, classes) are refused here, on the host, before a step runs: a GPU
+// kernel cannot stop to throw (it would give NaN), so every device gets the same clear error.
+void check_class_ids(const Model::Function& f, const std::vector<Tensor>& y) {
+  for (std::size_t k = 0; k < y.size() && k < f.classes.size(); ++k) {
+    const std::int64_t classes = f.classes[k];
+    if (classes == 0 || !y[k].device().host_accessible()) continue;
+    dispatch_any(y[k].dtype(), "sparse_categorical_crossentropy labels", [&]<typename T>() {
+      const T* ids = y[k].data<T>();
+      for (std::int64_t i = 0; i < y[k].num_elements(); ++i)
+        if (!(ids[i] >= T(0) && static_cast<double>(ids[i]) < static_cast<double>(classes)))
+          raise<ValueError>("sparse_categorical_crossentropy: label {} (sample {} of the batch{}) is out of range for "
+                            "{} classes; labels must be class ids 0..{} (check the number of output units)",
+                            static_cast<double>(ids[i]), i, y.size() > 1 ? fmt::format(", output {}", k) : "",
+                            classes, classes - 1);
+    });
+  }
+}
+
 FeedMap feeds_for(const Model::Function& f, const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                   const Tensor& sample_weight) {
+  check_class_ids(f, y);
   FeedMap feeds;
   for (std::size_t i = 0; i < x.size(); ++i) feeds.emplace_back(f.x[i], x[i]);
   for (std::size_t i = 0; i < y.size() && i < f.y.size(); ++i) feeds.emplace_back(f.y[i], y[i]);

@@ -351,3 +351,40 @@ TEST_CASE("fit on arrays: each epoch's order is epoch_permutation(n, seed, epoch
   CHECK(std::vector<std::int64_t>(order.begin(), order.begin() + 6) == e0);
   CHECK(std::vector<std::int64_t>(order.begin() + 6, order.end()) == e1);
 }
+
+TEST_CASE("DefaultDeviceScope: a model built under it keeps its weights there and trains there, as on cpu:0") {
+  auto [x, y] = blobs(96, 3, 7);
+  const auto train = [&](const char* where) {
+    clear_session();
+    set_random_seed(11);
+    DefaultDeviceScope scope(where);
+    Sequential model({layers::Input({4}), layers::Dense(8, {.activation = "relu"}), layers::Dropout(0.2),
+                      layers::Dense(3, {.activation = "softmax"})});
+    for (const auto& w : model.weights()) CHECK(w->value().device().name() == where);
+    model.compile("adam", "sparse_categorical_crossentropy", {"accuracy"});
+    auto history = model.fit(x, y, {.batch_size = 16, .epochs = 3, .verbose = 0});
+    return std::make_pair(history.history.at("loss"), model.get_weights());
+  };
+  const auto [loss_0, weights_0] = train("cpu:0");
+  CHECK(default_device().name() == "cpu:0");  // the scope has ended
+  const auto [loss_1, weights_1] = train("cpu:1");
+  REQUIRE(loss_1.size() == loss_0.size());
+  for (std::size_t i = 0; i < loss_0.size(); ++i) CHECK(loss_1[i] == doctest::Approx(loss_0[i]).epsilon(1e-5));
+  for (std::size_t i = 0; i < weights_0.size(); ++i) {
+    CHECK(weights_1[i].device().name() == "cpu:0");  // get_weights gives host arrays
+    tower::testing::check_close(weights_1[i], weights_0[i], 1e-4, 1e-5);
+  }
+}
+
+TEST_CASE("DefaultDeviceScope: a model whose weights live on two devices is refused with the names") {
+  clear_session();
+  Sequential inner({layers::Input({4}), layers::Dense(3)});  // on cpu:0
+  DefaultDeviceScope scope("cpu:1");
+  Sequential outer({layers::Input({4}), inner, layers::Dense(2)});  // the new Dense on cpu:1
+  outer.compile("sgd", "mean_squared_error");
+  auto [x, y] = blobs(8, 2, 1);
+  const auto message = message_of<ValueError>([&] { outer.fit(x, Tensor::full({8, 2}, 0.5), {.verbose = 0}); });
+  CHECK(contains(message, "several devices"));
+  CHECK(contains(message, "cpu:0"));
+  CHECK(contains(message, "cpu:1"));
+}
