@@ -10,6 +10,9 @@
 #include "core/autodiff.h"
 #include "core/executor.h"
 #include "core/ops.h"
+#include "core/random.h"
+#include "layers/layers.h"
+#include "optimizers/optimizers.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
@@ -454,4 +457,41 @@ TEST_CASE("cuda: mean squared and mean absolute error and their gradients match 
       return squared_gradient(ops::mean_absolute_error(v[0], v[1]), v[1]);
     });
   }
+}
+
+TEST_CASE("cuda: mnist_cnn trained on cuda:0 gives the CPU's loss sequence, step by step") {
+  // Random images and labels: the same numbers on both devices (the weights are drawn on the host).
+  Tensor x = testing::random_tensor({256, 28, 28, 1}, 501, 0.0, 1, true, DType::float32);
+  std::vector<std::int32_t> ids;
+  for (int i = 0; i < 256; ++i) ids.push_back((i * 7 + i / 3) % 10);
+  Tensor y = Tensor::from_vector<std::int32_t>({256}, ids);
+  const auto train = [&](const char* where) {
+    clear_session();
+    set_random_seed(5);
+    DefaultDeviceScope scope(where);
+    Sequential model({layers::Input({28, 28, 1}), layers::Conv2D(32, {3, 3}, {.activation = "relu"}),
+                      layers::Conv2D(64, {3, 3}, {.activation = "relu"}), layers::MaxPooling2D({2, 2}),
+                      layers::Dropout(0.25), layers::Flatten(), layers::Dense(128, {.activation = "relu"}),
+                      layers::Dropout(0.5), layers::Dense(10, {.activation = "softmax"})});
+    model.compile(optimizers::Adadelta(1.0), "sparse_categorical_crossentropy", {"accuracy"});
+    std::vector<double> losses;
+    for (std::int64_t step = 0; step < 8; ++step) {
+      const std::int64_t begin = step * 32;
+      std::vector<float> rows(x.data<float>() + begin * 784, x.data<float>() + (begin + 32) * 784);
+      std::vector<std::int32_t> labels(ids.begin() + begin, ids.begin() + begin + 32);
+      auto logs = model.train_on_batch({Tensor::from_vector<float>({32, 28, 28, 1}, rows)},
+                                       {Tensor::from_vector<std::int32_t>({32}, labels)});
+      losses.push_back(logs.at("loss"));
+    }
+    losses.push_back(model.evaluate(x, y, {.batch_size = 64, .verbose = 0}).at("loss"));
+    return std::make_pair(losses, model.get_weights());
+  };
+  const auto [cpu_losses, cpu_weights] = train("cpu:0");
+  const auto [gpu_losses, gpu_weights] = train("cuda:0");
+  REQUIRE(gpu_losses.size() == cpu_losses.size());
+  for (std::size_t i = 0; i < cpu_losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(gpu_losses[i] == doctest::Approx(cpu_losses[i]).epsilon(1e-4));
+  }
+  for (std::size_t i = 0; i < cpu_weights.size(); ++i) check_close(gpu_weights[i], cpu_weights[i], 1e-3, 1e-4);
 }
