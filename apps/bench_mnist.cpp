@@ -1,6 +1,7 @@
 // Training throughput of the mnist_mlp and mnist_cnn example models: samples/s of fit() and the
-// process's peak resident memory, for comparison with scripts/bench/mnist_torch.py and mnist_keras.py
-// (scripts/bench/run_mnist.sh runs all three; docs/benchmarks.md holds the results).
+// process's peak resident memory (with --device cuda:0, the GPU's peak memory too), for comparison
+// with scripts/bench/mnist_torch.py and mnist_keras.py (scripts/bench/run_mnist.sh runs all three on
+// CPUs, scripts/gpu/bench.sh on a GPU; docs/benchmarks.md holds the results).
 #include <sys/resource.h>
 
 #include <boost/program_options.hpp>
@@ -41,7 +42,7 @@ Tensor head(const Tensor& t, std::int64_t rows) {
 
 int main(int argc, char** argv) try {
   namespace po = boost::program_options;
-  std::string kind = "mlp", data = io::kFashionMnistDir, input = "arrays";
+  std::string kind = "mlp", data = io::kFashionMnistDir, input = "arrays", device_name = "cpu:0";
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
@@ -51,7 +52,9 @@ int main(int argc, char** argv) try {
       "epochs", po::value(&epochs)->default_value(epochs), "timed epochs")(
       "data", po::value(&data)->default_value(data), "directory with the IDX files")(
       "input", po::value(&input)->default_value(input),
-      "arrays (fit(x, y)) or dataset (fit on io::Dataset from_tensor_slices.shuffle.batch.prefetch)");
+      "arrays (fit(x, y)) or dataset (fit on io::Dataset from_tensor_slices.shuffle.batch.prefetch, into pinned "
+      "memory on a GPU)")("device", po::value(&device_name)->default_value(device_name),
+                          "where the model's weights live and it trains: cpu:0, cuda:0, ...");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);
@@ -73,7 +76,11 @@ int main(int argc, char** argv) try {
   const std::int64_t n = x.shape()[0];
 
   set_random_seed(1);
-  auto model = make_model(kind);
+  Device& where = device(device_name);
+  auto model = [&] {
+    DefaultDeviceScope scope(where);
+    return make_model(kind);
+  }();
   if (kind == "mlp")
     model.compile(optimizers::RMSprop(), "categorical_crossentropy", {"accuracy"});
   else
@@ -86,14 +93,17 @@ int main(int argc, char** argv) try {
                                    : model.fit(io::Dataset::from_tensor_slices({x}, {y})
                                                    .shuffle(io::Dataset::kAll, 1)
                                                    .batch(batch_size)
-                                                   .prefetch(2),
+                                                   .prefetch(2, io::pinned_memory()),
                                                {.epochs = epochs, .verbose = 0});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::cout << "tower " << kind << " (" << input << ") batch " << batch_size << ": " << static_cast<double>(n * epochs) / seconds
-            << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB, loss " << history.history.at("loss").back()
-            << "\n";
+            << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB";
+  if (!where.host_accessible())  // what tensors held at most, and what the caching allocator held
+    std::cout << ", " << where.name() << " peak " << where.memory_stats().peak / (1024 * 1024) << " MiB (reserved "
+              << where.memory_stats().reserved / (1024 * 1024) << " MiB)";
+  std::cout << ", loss " << history.history.at("loss").back() << "\n";
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "bench_mnist: " << e.what() << "\n";

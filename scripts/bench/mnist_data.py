@@ -38,4 +38,5 @@ def parse_args():
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (PyTorch only)")
     return parser.parse_args()

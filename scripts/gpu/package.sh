@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Builds the GPU test programs for sm_90 (H100/H200) into build-gpu/ and gathers what the device
-# machine needs to run them into gpu-pack/ (the binaries, and the non-CUDA shared libraries they use:
-# the device has CUDA 13 but not Debian's OpenBLAS, HDF5 or fmt). Carry gpu-pack with the `device`
-# tool and run scripts/gpu/run_tests.sh there. Usage: scripts/gpu/package.sh [targets...]
+# Builds the GPU test and benchmark programs for sm_90 (H100/H200) into build-gpu/ and packs what the
+# device machine needs into gpu-pack.tar.xz: the programs, the non-CUDA shared libraries they use (the
+# device has CUDA 13 and cuDNN but not Debian's OpenBLAS, fmt or Boost) and the 10,000 MNIST digits of
+# ../shared for the benchmarks. Compressed, because the device tool carries at most 64 MiB.
+# Then, from the agent: device run with carry ["gpu-pack.tar.xz"] and
+#   scripts/gpu/run_tests.sh      (the gpu-labelled suites)
+#   scripts/gpu/bench.sh          (docs/benchmarks.md's GPU figures; writes $OUT/bench.txt)
+# Usage: scripts/gpu/package.sh [targets...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
+[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn bench_mnist bench_gemm)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
 ninja -C build-gpu "${targets[@]}"
-rm -rf gpu-pack && mkdir -p gpu-pack/lib
+rm -rf gpu-pack gpu-pack.tar.xz && mkdir -p gpu-pack/lib gpu-pack/data
 for t in "${targets[@]}"; do cp "$(find build-gpu -name "$t" -type f -perm -u+x | head -1)" gpu-pack/; done
 # Shared libraries except the C library's and the CUDA driver's/toolkit's own.
 for bin in gpu-pack/*; do
@@ -22,4 +26,7 @@ for bin in gpu-pack/*; do
     esac
   done
 done
-du -sh gpu-pack
+digits=../shared/data/mnist-digits-10k
+if [ -d "$digits" ]; then cp "$digits"/*-ubyte.gz gpu-pack/data/; fi
+tar -cf - gpu-pack | xz -T2 -6 > gpu-pack.tar.xz
+du -sh gpu-pack gpu-pack.tar.xz

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the device machine: the GPU figures of docs/benchmarks.md. GEMM TFLOP/s through tower beside
+# cuBLAS alone; mnist_mlp and mnist_cnn training samples/s and peak GPU memory at batch 128 and 1024
+# in tower and, when the machine's Python has a CUDA PyTorch, in PyTorch eager on the same data
+# (the 10,000 MNIST digits packed by package.sh). Prints and writes $OUT/bench.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/gpu/unpack.sh
+out="${OUT:-.}/bench.txt"
+epochs="${EPOCHS:-5}"
+{
+  date -u
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  gpu-pack/bench_gemm
+  torch_ok=0
+  python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && torch_ok=1
+  [ $torch_ok = 1 ] && python3 -c 'import torch; print("pytorch", torch.__version__, "cuda", torch.version.cuda)'
+  for model in mlp cnn; do
+    for batch in 128 1024; do
+      gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data
+      gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data \
+        --input dataset
+      if [ $torch_ok = 1 ]; then
+        python3 scripts/bench/mnist_torch.py --device cuda --model $model --batch-size $batch --epochs "$epochs" \
+          --data gpu-pack/data --threads 8
+      fi
+    done
+  done
+} 2>&1 | tee "$out"
