@@ -88,6 +88,11 @@ SymbolicTensor argmax(const SymbolicTensor& x, int axis = -1);
 // a: (m, k) (or (k, m) if transpose_a), b: (k, n) (or (n, k) if transpose_b) -> (m, n).
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a = false,
                       bool transpose_b = false);
+// Dense's forward in one op: y (m, n) = activation(x (m, k) · kernel (k, n) + bias (n,)), activation
+// "linear" or "relu". The same numbers as matmul, bias_add and relu one after another; on a GPU one
+// cuBLASLt call with the bias and ReLU in its epilogue.
+SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
+                     const std::string& activation = "linear");
 // x: (..., c), bias: (c,) -> x + bias.
 SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias);
 // dy: (..., c) -> (c,): sum over every axis but the last.

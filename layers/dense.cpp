@@ -29,17 +29,24 @@ std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<Symb
   const std::int64_t in = kernel->shape()[0];
   if (x.shape().dim(-1) != in)
     raise<ShapeError>("Dense \"{}\": expected input with last dimension {}, got {}", name(), in, x.shape().to_string());
-  SymbolicTensor y;
-  if (x.rank() == 2) {
-    y = ops::matmul(x, read(ctx, kernel));  // (batch, units)
-  } else {  // fold the leading axes into rows, as tensordot does
-    auto dims = x.shape().dims();
-    auto flat = ops::reshape(x, {-1, in});
-    dims.back() = units_;
-    y = ops::reshape(ops::matmul(flat, read(ctx, kernel)), dims);
+  // Rows (batch·..., in): the leading axes folded into rows, as tensordot does.
+  const SymbolicTensor rows = x.rank() == 2 ? x : ops::reshape(x, {-1, in});
+  const std::string& activation = options_.activation;
+  SymbolicTensor y;  // (rows, units)
+  std::string rest = activation;  // what is left to apply after the GEMM
+  if (options_.use_bias) {  // one op: bias (and ReLU) in the GEMM's epilogue on a GPU
+    const bool fuse_relu = activation == "relu";
+    y = ops::dense(rows, read(ctx, kernel), read(ctx, weight("bias")), fuse_relu ? "relu" : "linear");
+    if (fuse_relu) rest = "";
+  } else {
+    y = ops::matmul(rows, read(ctx, kernel));
   }
-  if (options_.use_bias) y = ops::bias_add(y, read(ctx, weight("bias")));
-  return {apply_activation(options_.activation, y)};
+  if (x.rank() != 2) {
+    auto dims = x.shape().dims();
+    dims.back() = units_;
+    y = ops::reshape(y, dims);
+  }
+  return {apply_activation(rest, y)};
 }
 
 nlohmann::json Dense::get_config() const {

@@ -123,30 +123,52 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
               ldb, 0.0, c, ldc);
 }
 
-// y (m, n) = op(a) (m, k) x op(b) (k, n). Row blocks of y run on the pool's threads; OpenBLAS
-// itself is single-threaded so that every CPU device owns exactly its pool's threads.
-void matmul_kernel(KernelContext& ctx) {
-  const Tensor& a = ctx.inputs[0];
-  const Tensor& b = ctx.inputs[1];
-  Tensor& y = ctx.outputs[0];
-  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+// y (m, n) = op(a) (m, k) x op(b) (k, n), then finish(rows lo..hi of y) while they are in cache. Row
+// blocks of y run on the pool's threads; OpenBLAS itself is single-threaded so that every CPU device
+// owns exactly its pool's threads.
+template <typename T, typename Finish>
+void gemm_rows(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& y, bool ta, bool tb, Finish finish) {
   const auto m = y.shape()[0], n = y.shape()[1];
   const auto k = a.shape()[ta ? 0 : 1];
   const int lda = static_cast<int>(a.shape()[1]), ldb = static_cast<int>(b.shape()[1]);
-  dispatch_floating(y.dtype(), "matmul", [&]<typename T>() {
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* py = y.data<T>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* py = y.data<T>();
+  // About 1 MFLOP per block at least; fewer, larger blocks keep OpenBLAS efficient.
+  const std::int64_t grain = std::max<std::int64_t>(16, (1 << 20) / std::max<std::int64_t>(1, 2 * n * k));
+  parallel_for(ctx, m, grain, [&](std::int64_t lo, std::int64_t hi) {
     if (k == 0) {
-      std::fill(py, py + m * n, T(0));
-      return;
-    }
-    // About 1 MFLOP per block at least; fewer, larger blocks keep OpenBLAS efficient.
-    const std::int64_t grain = std::max<std::int64_t>(16, (1 << 20) / std::max<std::int64_t>(1, 2 * n * k));
-    parallel_for(ctx, m, grain, [&](std::int64_t lo, std::int64_t hi) {
+      std::fill(py + lo * n, py + hi * n, T(0));
+    } else {
       const T* a_rows = ta ? pa + lo : pa + lo * lda;  // op(a) rows lo..hi are a's columns when transposed
       gemm(ta, tb, static_cast<int>(hi - lo), static_cast<int>(n), static_cast<int>(k), a_rows, lda, pb, ldb,
            py + lo * n, static_cast<int>(n));
+    }
+    finish(py, lo, hi);
+  });
+}
+
+void matmul_kernel(KernelContext& ctx) {
+  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+  dispatch_floating(ctx.outputs[0].dtype(), "matmul", [&]<typename T>() {
+    gemm_rows<T>(ctx, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], ta, tb, [](T*, std::int64_t, std::int64_t) {});
+  });
+}
+
+// y = activation(x kernel + bias): the bias and ReLU added to each block of rows right after its GEMM.
+void dense_kernel(KernelContext& ctx) {
+  const Tensor& bias = ctx.inputs[2];
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
+  const std::int64_t n = bias.num_elements();
+  dispatch_floating(ctx.outputs[0].dtype(), "dense", [&]<typename T>() {
+    const T* pb = bias.data<T>();
+    gemm_rows<T>(ctx, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], false, false, [&](T* py, std::int64_t lo, std::int64_t hi) {
+      for (auto r = lo; r < hi; ++r) {
+        T* row = py + r * n;
+        for (std::int64_t j = 0; j < n; ++j) row[j] += pb[j];
+        if (relu)
+          for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] < T(0) ? T(0) : row[j];  // as the relu op
+      }
     });
   });
 }
@@ -190,6 +212,7 @@ void register_math_kernels() {
   register_kernel("sum_to", DeviceKind::cpu, sum_to_kernel);
   register_kernel("broadcast_like", DeviceKind::cpu, broadcast_like_kernel);
   register_kernel("matmul", DeviceKind::cpu, matmul_kernel);
+  register_kernel("dense", DeviceKind::cpu, dense_kernel);
   register_kernel("bias_add", DeviceKind::cpu, bias_add_kernel);
   register_kernel("bias_add_grad", DeviceKind::cpu, bias_add_grad_kernel);
 }

@@ -65,6 +65,7 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
 
 CudaDevice::~CudaDevice() {
   if (cublas_) cublasDestroy(cublas_);
+  if (cublas_lt_) cublasLtDestroy(cublas_lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
   for (cudaStream_t stream : {copy_stream_, stream_})
     if (stream) {
@@ -84,6 +85,14 @@ cublasHandle_t CudaDevice::cublas() {
     CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   }
   return cublas_;
+}
+
+cublasLtHandle_t CudaDevice::cublas_lt() {
+  if (!cublas_lt_) {
+    make_current();
+    CUBLAS_CHECK(cublasLtCreate(&cublas_lt_));
+  }
+  return cublas_lt_;
 }
 
 cudnnHandle_t CudaDevice::cudnn() {

@@ -2,6 +2,7 @@
 // a compute stream, a copy stream for host-to-GPU copies, copies between GPUs).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -40,6 +41,8 @@ class CudaDevice final : public Device {
   // This device's cuBLAS handle, bound to its stream (created on first use). FP32 GEMMs run in full
   // FP32 (no TF32), so results match the CPU within 1e-5.
   cublasHandle_t cublas();
+  // This device's cuBLASLt handle (created on first use; the stream is given per call).
+  cublasLtHandle_t cublas_lt();
   // This device's cuDNN handle, bound to its stream (created on first use).
   cudnnHandle_t cudnn();
   // The convolution algorithms chosen on this device, per geometry and pass.
@@ -60,6 +63,7 @@ class CudaDevice final : public Device {
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t copied_ = nullptr;  // recorded on copy_stream_ after a copy; stream_ waits for it
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   ConvAlgorithmCache conv_algorithms_;
   CachingAllocator allocator_;

@@ -1,4 +1,12 @@
-// The CUDA kernel table entries of matmul (cuBLAS GEMM), bias_add and bias_add_grad.
+// The CUDA kernel table entries of matmul (cuBLAS GEMM), dense (cuBLASLt, bias and ReLU in the
+// epilogue), bias_add and bias_add_grad.
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/cuda/activation_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
@@ -11,12 +19,7 @@ namespace {
 // Row-major y (m, n) = op(a) op(b) is column-major y^T (n, m) = op(b)^T op(a)^T: cuBLAS gets b
 // first. a is (m, k) or, transposed, (k, m); b is (k, n) or (n, k); their row lengths are the
 // leading dimensions.
-void matmul_kernel(KernelContext& ctx) {
-  const Tensor& a = ctx.inputs[0];
-  const Tensor& b = ctx.inputs[1];
-  Tensor& y = ctx.outputs[0];
-  CudaDevice& gpu = gpu_of(ctx);
-  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+void gemm(CudaDevice& gpu, const Tensor& a, const Tensor& b, Tensor& y, bool ta, bool tb) {
   const int m = static_cast<int>(y.shape()[0]), n = static_cast<int>(y.shape()[1]);
   const int k = static_cast<int>(a.shape()[ta ? 0 : 1]);
   const int lda = static_cast<int>(a.shape()[1]), ldb = static_cast<int>(b.shape()[1]);
@@ -34,6 +37,108 @@ void matmul_kernel(KernelContext& ctx) {
     else
       CUBLAS_CHECK(cublasDgemm(gpu.cublas(), op_b, op_a, n, m, k, &one, b.data<T>(), ldb, a.data<T>(), lda, &zero,
                                y.data<T>(), n));
+  });
+}
+
+void matmul_kernel(KernelContext& ctx) {
+  gemm(gpu_of(ctx), ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], ctx.attrs().get_bool("transpose_a"),
+       ctx.attrs().get_bool("transpose_b"));
+}
+
+// ---- dense -------------------------------------------------------------------------------------
+
+// TOWER_CUBLASLT_EPILOGUE=0 runs dense as GEMM, bias_add and relu kernels instead (to measure what
+// the epilogue wins); otherwise float32 dense is one cuBLASLt call.
+bool epilogue_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TOWER_CUBLASLT_EPILOGUE");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return enabled;
+}
+
+// The cuBLASLt descriptors and algorithm of one float32 dense shape on one GPU. As matmul, row-major
+// y (m, n) = x (m, k) kernel (k, n) is column-major y^T (n, m) = kernel^T (n, k) x^T (k, m): the
+// kernel's buffer is A, x's is B, and the bias (n,) runs along C's rows, where cuBLASLt's bias
+// epilogue adds it. FP32 compute: no TF32.
+struct LtDense {
+  std::mutex mutex;  // the bias pointer is set on the shared descriptor right before each call
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  bool found = false;  // false: cuBLASLt offers no algorithm; run the unfused kernels
+
+  LtDense(CudaDevice& gpu, int m, int n, int k, bool relu) {
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, n, k, n));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, k, m, k));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, n, m, n));
+    cublasLtMatmulPreference_t preference = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const std::size_t max_workspace = std::size_t{4} << 20;
+    int count = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
+                                             sizeof(max_workspace));
+    if (status == CUBLAS_STATUS_SUCCESS)
+      (void)cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op, a, b, c, c, preference, 1, &heuristic, &count);
+    cublasLtMatmulPreferenceDestroy(preference);
+    CUBLAS_CHECK(status);
+    found = count > 0;
+  }
+  ~LtDense() {
+    for (cublasLtMatrixLayout_t layout : {a, b, c})
+      if (layout) cublasLtMatrixLayoutDestroy(layout);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+  LtDense(const LtDense&) = delete;
+  LtDense& operator=(const LtDense&) = delete;
+};
+
+// The plan of (gpu, m, n, k, relu), made once: the heuristic query costs more than the GEMM of a
+// small layer.
+LtDense& lt_dense(CudaDevice& gpu, int m, int n, int k, bool relu) {
+  using Key = std::tuple<const CudaDevice*, int, int, int, bool>;
+  static std::mutex mutex;
+  static std::map<Key, std::unique_ptr<LtDense>> plans;
+  std::lock_guard lock(mutex);
+  auto& plan = plans[Key{&gpu, m, n, k, relu}];
+  if (!plan) plan = std::make_unique<LtDense>(gpu, m, n, k, relu);
+  return *plan;
+}
+
+// (x (m, k), kernel (k, n), bias (n,)) -> y = activation(x kernel + bias), activation linear or relu.
+void dense_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& kernel = ctx.inputs[1];
+  const Tensor& bias = ctx.inputs[2];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
+  const int m = static_cast<int>(y.shape()[0]), n = static_cast<int>(y.shape()[1]), k = static_cast<int>(x.shape()[1]);
+  if (m == 0 || n == 0) return;
+  if (y.dtype() == DType::float32 && k > 0 && epilogue_enabled()) {
+    LtDense& plan = lt_dense(gpu, m, n, k, relu);
+    if (plan.found) {
+      Tensor workspace(Shape{static_cast<std::int64_t>(plan.heuristic.workspaceSize)}, DType::uint8, gpu);
+      const float one = 1, zero = 0;
+      std::lock_guard lock(plan.mutex);
+      const void* bias_data = bias.raw_data();
+      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_data,
+                                                  sizeof(bias_data)));
+      CUBLAS_CHECK(cublasLtMatmul(gpu.cublas_lt(), plan.op, &one, kernel.raw_data(), plan.a, x.raw_data(), plan.b,
+                                  &zero, y.raw_data(), plan.c, y.raw_data(), plan.c, &plan.heuristic.algo,
+                                  workspace.raw_data(), workspace.nbytes(), gpu.stream()));
+      return;
+    }
+  }
+  // float64, no cuBLASLt algorithm, or the epilogue turned off: GEMM, then bias (and ReLU) in place.
+  gemm(gpu, x, kernel, y, false, false);
+  dispatch_floating(y.dtype(), "dense", [&]<typename T>() {
+    CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, gpu.stream()));
+    if (relu) CUDA_CHECK(launch_unary<T>(UnaryOp::relu, y.data<T>(), y.data<T>(), y.num_elements(), T(0), gpu.stream()));
   });
 }
 
@@ -62,6 +167,7 @@ void bias_add_grad_kernel(KernelContext& ctx) {
 
 void register_math_kernels() {
   register_kernel("matmul", DeviceKind::cuda, matmul_kernel);
+  register_kernel("dense", DeviceKind::cuda, dense_kernel);
   register_kernel("bias_add", DeviceKind::cuda, bias_add_kernel);
   register_kernel("bias_add_grad", DeviceKind::cuda, bias_add_grad_kernel);
 }

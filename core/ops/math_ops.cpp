@@ -27,6 +27,13 @@ SymbolicTensor broadcast_like(const SymbolicTensor& x, const SymbolicTensor& lik
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a, bool transpose_b) {
   return a.graph().add1("matmul", {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
 }
+SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
+                     const std::string& activation) {
+  if (activation != "linear" && activation != "relu")
+    raise<ValueError>("dense: activation must be \"linear\" or \"relu\", got \"{}\"; apply others after it", activation);
+  return x.graph().add1("dense", {x, kernel, bias}, {{"activation", activation}});
+}
+
 SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias) {
   return x.graph().add1("bias_add", {x, bias});
 }
@@ -145,6 +152,29 @@ void register_math_ops() {
                  SymbolicTensor da = ta ? ops::matmul(b, g, tb, true) : ops::matmul(g, b, false, !tb);
                  SymbolicTensor db = tb ? ops::matmul(g, a, true, ta) : ops::matmul(a, g, !ta, false);
                  return {da, db};
+               }});
+  register_op({.name = "dense",  // (x (m, k), kernel (k, n), bias (n,)) -> (m, n)
+               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
+                 expect_num_inputs(in, 3);
+                 expect_rank(in[0], 2, "x");
+                 expect_rank(in[1], 2, "kernel");
+                 expect_rank(in[2], 1, "bias");
+                 expect_floating(in[0], "x");
+                 expect_same_dtype(in[0], in[1], "x", "kernel");
+                 expect_same_dtype(in[0], in[2], "x", "bias");
+                 if (!dims_match(in[0].shape[1], in[1].shape[0]))
+                   raise<ShapeError>("inner dimensions differ: x has {} columns, kernel {} rows", in[0].shape[1],
+                                     in[1].shape[0]);
+                 if (!dims_match(in[1].shape[1], in[2].shape[0]))
+                   raise<ShapeError>("bias has {} elements but the kernel {} columns", in[2].shape[0], in[1].shape[1]);
+                 return std::vector{TensorSpec{Shape{in[0].shape[0], in[1].shape[1]}, in[0].dtype}};
+               },
+               .grad = [](Node& node, const Grads& dy) -> Grads {
+                 const auto& x = node.inputs()[0];
+                 const auto& kernel = node.inputs()[1];
+                 const SymbolicTensor dz =
+                     node.attrs().get_string("activation") == "relu" ? ops::relu_grad(dy[0], node.output(0)) : dy[0];
+                 return {ops::matmul(dz, kernel, false, true), ops::matmul(x, dz, true, false), ops::bias_add_grad(dz)};
                }});
   register_op({.name = "bias_add",
                .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {

@@ -130,6 +130,26 @@ TEST_CASE("cuda: matmul (cuBLAS) matches the CPU for every transpose, in float32
       }
 }
 
+TEST_CASE("cuda: dense (cuBLASLt with bias and ReLU in the epilogue; float64 unfused) and its gradients match the CPU") {
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const char* activation : {"linear", "relu"})
+      for (std::int64_t m : {1, 37, 256}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(activation);
+        CAPTURE(m);
+        Tensor x = testing::random_tensor({m, 129}, 15, 0.1, 1, false, dtype);
+        Tensor kernel = testing::random_tensor({129, 65}, 16, 0.1, 1, false, dtype);
+        Tensor bias = testing::random_tensor({65}, 17, 0.1, 1, false, dtype);
+        check_parity({x, kernel, bias}, [&](std::vector<SymbolicTensor> v) { return ops::dense(v[0], v[1], v[2], activation); });
+        for (int which = 0; which < 3; ++which) {
+          CAPTURE(which);
+          check_parity({x, kernel, bias}, [&](std::vector<SymbolicTensor> v) {
+            return gradients(ops::reduce_sum(ops::square(ops::dense(v[0], v[1], v[2], activation))), {v[which]})[0];
+          }, 1e-5, 1e-5);
+        }
+      }
+}
+
 TEST_CASE("cuda: bias_add and bias_add_grad match the CPU") {
   Tensor x = testing::random_tensor({300, 7, 33}, 13, 0.1, 1, false, DType::float32);
   Tensor bias = testing::random_tensor({33}, 14, 0.1, 1, false, DType::float32);

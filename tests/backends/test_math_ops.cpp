@@ -101,3 +101,22 @@ TEST_CASE("math: bias_add and its gradient forward") {
   check_close(r[0], {11, 22, 13, 24});
   check_close(r[1], {4, 6});
 }
+
+TEST_CASE("math: dense equals matmul, bias_add and relu bit for bit, and its gradients check") {
+  Graph g;
+  auto x = g.constant(testing::random_tensor({37, 19}, 1, 0.1, 1, false, DType::float32));
+  auto kernel = g.constant(testing::random_tensor({19, 23}, 2, 0.1, 1, false, DType::float32));
+  auto bias = g.constant(testing::random_tensor({23}, 3, 0.1, 1, false, DType::float32));
+  auto unfused = ops::bias_add(ops::matmul(x, kernel), bias);
+  auto r = evaluate({ops::dense(x, kernel, bias), unfused, ops::dense(x, kernel, bias, "relu"), ops::relu(unfused)});
+  check_close(r[0], r[1], 0, 0);
+  check_close(r[2], r[3], 0, 0);
+  CHECK(r[2].to_vector<float>() != r[0].to_vector<float>());  // some pre-activations were negative
+  for (const char* activation : {"linear", "relu"}) {
+    CAPTURE(activation);
+    check_gradients({{5, 4}, {4, 3}, {3}},
+                    [&](const Inputs& in) -> Inputs { return {ops::dense(in[0], in[1], in[2], activation)}; });
+  }
+  CHECK_THROWS_AS(ops::dense(x, kernel, bias, "tanh"), ValueError);
+  CHECK_THROWS_AS(ops::dense(x, x, bias), ShapeError);
+}
