@@ -79,14 +79,13 @@ struct LtDense {
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t max_workspace = std::size_t{4} << 20;
     int count = 0;
-    const cublasStatus_t status =
-        cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-                                             sizeof(max_workspace));
+    cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace));
     if (status == CUBLAS_STATUS_SUCCESS)
-      (void)cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op, a, b, c, c, preference, 1, &heuristic, &count);
+      status = cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op, a, b, c, c, preference, 1, &heuristic, &count);
     cublasLtMatmulPreferenceDestroy(preference);
-    CUBLAS_CHECK(status);
-    found = count > 0;
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(status);  // not supported: no algorithm
+    found = status == CUBLAS_STATUS_SUCCESS && count > 0;
   }
   ~LtDense() {
     for (cublasLtMatrixLayout_t layout : {a, b, c})
