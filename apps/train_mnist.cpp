@@ -228,6 +228,7 @@ Model load_or_build(const Args& a) {
 }
 
 int run(const Args& a) {
+  Device* where = &cpu_device();  // where the model's weights live and it trains
   if (!a.gpus.empty()) {
     const auto ids = gpu_ids(a.gpus);
     const int visible = device_count(DeviceKind::cuda);
@@ -239,9 +240,12 @@ int run(const Args& a) {
       if (id >= visible)
         throw UsageError(fmt::format("--gpus: GPU {} does not exist; {} GPU(s) are visible (ids 0 to {})", id, visible,
                                      visible - 1));
-    std::cerr << "train_mnist: training on GPUs arrives with the CUDA backend and the parallel towers (issues 5 "
-                 "and 6); run without --gpus to train on the CPU\n";
-    return 1;
+    if (ids.size() > 1) {
+      std::cerr << "train_mnist: training on several GPUs arrives with the parallel towers (issue 6); use --gpus 1 "
+                   "or one GPU id\n";
+      return 1;
+    }
+    where = &device(fmt::format("cuda:{}", ids[0]));
   }
   if (a.cpu_devices > 1) {
     std::cerr << "train_mnist: --cpu-devices " << a.cpu_devices
@@ -262,7 +266,11 @@ int run(const Args& a) {
   x_train = io::to_float(x_train, 1.0 / 255, {-1, 28, 28});
   x_test = io::to_float(x_test, 1.0 / 255, {-1, 28, 28});
 
-  Model model = a.load.empty() ? build_model(a.model) : load_or_build(a);
+  Model model = [&] {
+    DefaultDeviceScope scope(*where);  // the weights, and so the training, on that device
+    return a.load.empty() ? build_model(a.model) : load_or_build(a);
+  }();
+  if (where != &cpu_device()) std::cout << "Training on " << where->name() << "\n";
   if (!model.compiled()) model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
   if (a.verbose > 0) model.summary();
 
