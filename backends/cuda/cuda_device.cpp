@@ -2,6 +2,8 @@
 #include "backends/cuda/cuda_device.h"
 
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -135,10 +137,35 @@ void CudaDevice::copy_within(void* dst, const void* src, std::size_t bytes) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
+namespace {
+
+// Lets GPU `to` read GPU `from`'s memory directly (NVLink or PCIe peer to peer) when the pair can, once
+// per pair; without it cudaMemcpyPeerAsync stages through the host. Logical GPUs of one physical GPU
+// need nothing.
+void enable_peer_access(int to, int from) {
+  if (to == from) return;
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> tried;
+  std::lock_guard lock(mutex);
+  if (!tried.insert({to, from}).second) return;
+  int can = 0;
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can, to, from));
+  if (!can) return;
+  CUDA_CHECK(cudaSetDevice(to));
+  const cudaError_t status = cudaDeviceEnablePeerAccess(from, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError();  // not sticky: clear it
+  else
+    CUDA_CHECK(status);
+}
+
+}  // namespace
+
 bool CudaDevice::copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) {
   auto* source = dynamic_cast<CudaDevice*>(&from);
   if (!source) return false;
   source->synchronize();
+  enable_peer_access(ordinal_, source->ordinal());
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream_));
   return true;
