@@ -197,26 +197,20 @@ void slice_grad_kernel(KernelContext& ctx) {
            dd, dtype_size(dy.dtype()));
 }
 
-Ints befores(const Ints& paddings) {
-  Ints out;
-  for (std::size_t i = 0; i < paddings.size(); i += 2) out.push_back(paddings[i]);
-  return out;
-}
-
 void pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   fill(ctx, y, ctx.attrs().get_float("value"), "pad");
   const Ints& xd = x.shape().dims();
   copy_box(ctx, x.raw_data(), xd, Ints(xd.size(), 0), y.raw_data(), y.shape().dims(),
-           befores(ctx.attrs().get_ints("paddings")), xd, dtype_size(x.dtype()));
+           pad_befores(ctx.attrs().get_ints("paddings")), xd, dtype_size(x.dtype()));
 }
 
 void pad_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];  // (padded shape)
   Tensor& dx = ctx.outputs[0];       // (x's shape)
   const Ints& xd = dx.shape().dims();
-  copy_box(ctx, dy.raw_data(), dy.shape().dims(), befores(ctx.attrs().get_ints("paddings")), dx.raw_data(), xd,
+  copy_box(ctx, dy.raw_data(), dy.shape().dims(), pad_befores(ctx.attrs().get_ints("paddings")), dx.raw_data(), xd,
            Ints(xd.size(), 0), xd, dtype_size(dy.dtype()));
 }
 

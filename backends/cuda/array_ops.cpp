@@ -137,25 +137,18 @@ void slice_grad_kernel(KernelContext& ctx) {
   copy_box(ctx, dy, Ints(box.size(), 0), dx, ctx.attrs().get_ints("begin"), box);
 }
 
-// The padding before each axis, from the flat (before, after) pairs.
-Ints befores(const Ints& paddings) {
-  Ints out;
-  for (std::size_t i = 0; i < paddings.size(); i += 2) out.push_back(paddings[i]);
-  return out;
-}
-
 void pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   fill(ctx, y, ctx.attrs().get_float("value"));
   const Ints& box = x.shape().dims();
-  copy_box(ctx, x, Ints(box.size(), 0), y, befores(ctx.attrs().get_ints("paddings")), box);
+  copy_box(ctx, x, Ints(box.size(), 0), y, pad_befores(ctx.attrs().get_ints("paddings")), box);
 }
 
 void pad_grad_kernel(KernelContext& ctx) {
   Tensor& dx = ctx.outputs[0];  // (x's shape)
   const Ints& box = dx.shape().dims();
-  copy_box(ctx, ctx.inputs[0], befores(ctx.attrs().get_ints("paddings")), dx, Ints(box.size(), 0), box);
+  copy_box(ctx, ctx.inputs[0], pad_befores(ctx.attrs().get_ints("paddings")), dx, Ints(box.size(), 0), box);
 }
 
 void one_hot_kernel(KernelContext& ctx) {

@@ -104,4 +104,10 @@ AxisLanes lanes_around(const Shape& shape, int axis_attr, const char* op) {
   return l;
 }
 
+std::vector<std::int64_t> pad_befores(const std::vector<std::int64_t>& paddings) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < paddings.size(); i += 2) out.push_back(paddings[i]);
+  return out;
+}
+
 }  // namespace tower

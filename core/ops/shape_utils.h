@@ -36,4 +36,7 @@ struct AxisLanes {
 };
 AxisLanes lanes_around(const Shape& shape, int axis_attr, const char* op);
 
+// pad's padding before each axis, from its flat (before, after) pairs.
+std::vector<std::int64_t> pad_befores(const std::vector<std::int64_t>& paddings);
+
 }  // namespace tower

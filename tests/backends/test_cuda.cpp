@@ -1,9 +1,7 @@
-// GPU checks of the CUDA backend (label gpu). With no visible GPU the executable prints why and
-// exits with 77, which CTest reports as skipped.
-#define DOCTEST_CONFIG_IMPLEMENT
+// GPU checks of the CUDA backend (label gpu): every op against the CPU, memory, pinned host memory,
+// grouped optimizer updates and mnist_cnn training. With no visible GPU, gpu_main.cpp skips the suite.
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <functional>
 #include <tuple>
 
@@ -13,19 +11,12 @@
 #include "core/random.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_close;
-
-int main(int argc, char** argv) {
-  if (device_count(DeviceKind::cuda) == 0) {
-    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
-    return 77;
-  }
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+using tower::testing::check_parity;
 
 TEST_CASE("cuda: tensors round-trip through cuda:0") {
   Tensor host = testing::random_tensor({3, 5}, 1, 0.1, 1, false, DType::float32);
@@ -90,31 +81,6 @@ TEST_CASE("cuda: the caching allocator reuses freed blocks and reports reserved 
   gpu.empty_cache();
   CHECK(gpu.memory_stats().reserved == before.reserved + 4 * 1024 * 1024);  // only b's block is left
 }
-
-namespace {
-
-// Builds the same ops on the CPU and on cuda:0 from `build` and compares their results.
-void check_parity(const std::vector<Tensor>& inputs, const std::function<SymbolicTensor(std::vector<SymbolicTensor>)>& build,
-                  double rtol = 1e-5, double atol = 1e-6) {
-  Graph g;
-  std::vector<SymbolicTensor> xs;
-  FeedMap feeds;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    xs.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "x" + std::to_string(i)));
-    feeds.emplace_back(xs.back(), inputs[i]);
-  }
-  SymbolicTensor on_cpu = build(xs), on_gpu;
-  {
-    Graph::DeviceScope scope(g, "cuda:0");
-    on_gpu = build(xs);
-  }
-  Executor executor;
-  auto r = executor.run(feeds, {on_cpu, on_gpu});
-  REQUIRE(r[1].device().kind() == DeviceKind::cuda);
-  check_close(r[1].to(cpu_device()), r[0], rtol, atol);
-}
-
-}  // namespace
 
 TEST_CASE("cuda: matmul (cuBLAS) matches the CPU for every transpose, in float32 and float64") {
   for (DType dtype : {DType::float32, DType::float64})

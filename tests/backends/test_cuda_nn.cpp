@@ -2,10 +2,8 @@
 // forward ops and gradients, "valid" and "same" padding (odd sizes where "same" is asymmetric),
 // strides 2, dilation 2, float32 and float64. With no visible GPU the executable prints why and exits
 // with 77, which CTest reports as skipped.
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,43 +11,15 @@
 #include "core/autodiff.h"
 #include "core/executor.h"
 #include "core/ops.h"
+#include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_close;
-
-int main(int argc, char** argv) {
-  if (device_count(DeviceKind::cuda) == 0) {
-    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
-    return 77;
-  }
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+using tower::testing::check_parity;
 
 namespace {
 
-using Build = std::function<SymbolicTensor(std::vector<SymbolicTensor>)>;
-
-// Builds the same ops on the CPU and on cuda:0 from `build` and compares their results.
-void check_parity(const std::vector<Tensor>& inputs, const Build& build, double rtol = 1e-5, double atol = 1e-6) {
-  Graph g;
-  std::vector<SymbolicTensor> xs;
-  FeedMap feeds;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    xs.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "x" + std::to_string(i)));
-    feeds.emplace_back(xs.back(), inputs[i]);
-  }
-  SymbolicTensor on_cpu = build(xs), on_gpu;
-  {
-    Graph::DeviceScope scope(g, "cuda:0");
-    on_gpu = build(xs);
-  }
-  Executor executor;
-  auto r = executor.run(feeds, {on_cpu, on_gpu});
-  REQUIRE(r[1].device().kind() == DeviceKind::cuda);
-  check_close(r[1].to(cpu_device()), r[0], rtol, atol);
-}
 
 // Float32 within 1e-5 relative (atol for values that cancel to near zero); float64 much tighter.
 struct Tolerance {
