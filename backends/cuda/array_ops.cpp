@@ -1,6 +1,7 @@
 // The CUDA kernel table entries of the array ops: transpose, concat, concat_grad, split, slice,
 // slice_grad, pad, pad_grad, one_hot, gather, gather_grad (reshape and reshape_like are views, in
 // elementwise_ops.cpp). Same contracts as backends/cpu/array_kernels.cpp.
+#include "backends/cuda/array_copies.h"
 #include "backends/cuda/array_launchers.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/elementwise_launchers.h"
@@ -32,34 +33,10 @@ Ints row_major_strides(const Ints& dims) {
   return strides;
 }
 
-void check_rank(const KernelContext& ctx, std::size_t rank) {
-  if (rank > static_cast<std::size_t>(CopyLayout::kMaxRank))
-    raise<ShapeError>("{} on {}: the GPU kernels handle up to {} axes, got {}", ctx.node.op(), ctx.device.name(),
-                      CopyLayout::kMaxRank, rank);
-}
-
-// Copies `box` elements starting at src_begin in src (dims src_dims) to dst_begin in dst (dst_dims),
-// as the CPU's copy_box.
+// copy_box (array_copies.h) on the kernel's GPU, named after its op.
 void copy_box(KernelContext& ctx, const Tensor& src, const Ints& src_begin, Tensor& dst, const Ints& dst_begin,
               const Ints& box) {
-  check_rank(ctx, box.size());
-  const Ints src_strides = row_major_strides(src.shape().dims()), dst_strides = row_major_strides(dst.shape().dims());
-  CopyLayout layout;
-  layout.rank = static_cast<int>(box.size());
-  std::int64_t n = 1, src_base = 0, dst_base = 0;
-  for (std::size_t d = 0; d < box.size(); ++d) {
-    layout.dims[d] = box[d];
-    layout.src_strides[d] = src_strides[d];
-    layout.dst_strides[d] = dst_strides[d];
-    n *= box[d];
-    src_base += src_begin[d] * src_strides[d];
-    dst_base += dst_begin[d] * dst_strides[d];
-  }
-  const cudaStream_t stream = gpu_of(ctx).stream();
-  by_element_size(src.dtype(), ctx.node.op().c_str(), [&]<typename U>() {
-    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(src.raw_data()) + src_base,
-                                      static_cast<U*>(dst.raw_data()) + dst_base, n, layout, stream));
-  });
+  cuda::copy_box(gpu_of(ctx), ctx.node.op().c_str(), src, src_begin, dst, dst_begin, box);
 }
 
 // Sets every element of t to value (any dtype).
@@ -70,26 +47,9 @@ void fill(KernelContext& ctx, Tensor& t, double value) {
   });
 }
 
-// y = x with its axes permuted: y's axis d is x's axis perm[d] (a box over y's dims whose source
-// strides are x's, permuted).
 void transpose_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
-  Tensor& y = ctx.outputs[0];
-  const auto perm = resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank());
-  check_rank(ctx, perm.size());
-  const Ints x_strides = row_major_strides(x.shape().dims()), y_strides = row_major_strides(y.shape().dims());
-  CopyLayout layout;
-  layout.rank = static_cast<int>(perm.size());
-  for (std::size_t d = 0; d < perm.size(); ++d) {
-    layout.dims[d] = y.shape()[static_cast<int>(d)];
-    layout.src_strides[d] = x_strides[static_cast<std::size_t>(perm[d])];
-    layout.dst_strides[d] = y_strides[d];
-  }
-  const cudaStream_t stream = gpu_of(ctx).stream();
-  by_element_size(x.dtype(), "transpose", [&]<typename U>() {
-    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
-                                      y.num_elements(), layout, stream));
-  });
+  transpose(gpu_of(ctx), "transpose", x, ctx.outputs[0], resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank()));
 }
 
 // Copies each part into (or out of, when into_whole is false) `whole` at its offset along `axis`.
@@ -205,7 +165,51 @@ void gather_grad_kernel(KernelContext& ctx) {
   });
 }
 
+void check_rank(CudaDevice& gpu, const char* op, std::size_t rank) {
+  if (rank > static_cast<std::size_t>(CopyLayout::kMaxRank))
+    raise<ShapeError>("{} on {}: the GPU kernels handle up to {} axes, got {}", op, gpu.name(), CopyLayout::kMaxRank,
+                      rank);
+}
+
 }  // namespace
+
+void copy_box(CudaDevice& gpu, const char* op, const Tensor& src, const Ints& src_begin, Tensor& dst,
+              const Ints& dst_begin, const Ints& box) {
+  check_rank(gpu, op, box.size());
+  const Ints src_strides = row_major_strides(src.shape().dims()), dst_strides = row_major_strides(dst.shape().dims());
+  CopyLayout layout;
+  layout.rank = static_cast<int>(box.size());
+  std::int64_t n = 1, src_base = 0, dst_base = 0;
+  for (std::size_t d = 0; d < box.size(); ++d) {
+    layout.dims[d] = box[d];
+    layout.src_strides[d] = src_strides[d];
+    layout.dst_strides[d] = dst_strides[d];
+    n *= box[d];
+    src_base += src_begin[d] * src_strides[d];
+    dst_base += dst_begin[d] * dst_strides[d];
+  }
+  by_element_size(src.dtype(), op, [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(src.raw_data()) + src_base,
+                                      static_cast<U*>(dst.raw_data()) + dst_base, n, layout, gpu.stream()));
+  });
+}
+
+// A box over y's dims whose source strides are x's, permuted.
+void transpose(CudaDevice& gpu, const char* op, const Tensor& x, Tensor& y, const Ints& perm) {
+  check_rank(gpu, op, perm.size());
+  const Ints x_strides = row_major_strides(x.shape().dims()), y_strides = row_major_strides(y.shape().dims());
+  CopyLayout layout;
+  layout.rank = static_cast<int>(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    layout.dims[d] = y.shape()[static_cast<int>(d)];
+    layout.src_strides[d] = x_strides[static_cast<std::size_t>(perm[d])];
+    layout.dst_strides[d] = y_strides[d];
+  }
+  by_element_size(x.dtype(), op, [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()),
+                                      y.num_elements(), layout, gpu.stream()));
+  });
+}
 
 void register_array_kernels() {
   register_kernel("transpose", DeviceKind::cuda, transpose_kernel);

@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "backends/cuda/conv_launchers.h"
+#include "backends/cuda/array_copies.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cudnn_conv_plan.h"
 #include "backends/cuda/cudnn_descriptors.h"
@@ -179,16 +179,22 @@ Tensor workspace_for(CudaDevice& gpu, const AlgoChoice& algo) {
 
 void* workspace_ptr(const Tensor& workspace) { return workspace.defined() ? workspace.raw_data() : nullptr; }
 
-// The padding geometry of x (or dx) inside its padded copy.
-PaddedNhwc padded_of(const CudnnConv& c) {
-  return {.batch = c.g.batch,
-          .h = c.g.in_h,
-          .w = c.g.in_w,
-          .c = c.g.in_c,
-          .padded_h = c.plan.padded_h,
-          .padded_w = c.plan.padded_w,
-          .top = c.plan.extra_top,
-          .left = c.plan.extra_left};
+// Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in), and back.
+Tensor to_krsc(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
+  Tensor krsc = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, hwio.dtype());
+  transpose(gpu, "conv2d", hwio, krsc, {3, 0, 1, 2});
+  return krsc;
+}
+
+// Where x (batch, h, w, c) sits in its padded copy (batch, padded_h, padded_w, c).
+std::vector<std::int64_t> padded_origin(const CudnnConv& c) { return {0, c.plan.extra_top, c.plan.extra_left, 0}; }
+
+// x inside zeros of the padded extent (the plan's explicit part of TF's "same" padding).
+Tensor padded_copy(CudaDevice& gpu, const CudnnConv& c, const Tensor& x) {
+  Tensor padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, x.dtype());
+  CUDA_CHECK(cudaMemsetAsync(padded.raw_data(), 0, padded.nbytes(), gpu.stream()));
+  copy_box(gpu, "conv2d", x, {0, 0, 0, 0}, padded, padded_origin(c), x.shape().dims());
+  return padded;
 }
 
 // cuDNN's scaling factors: double for double data, else float.
@@ -213,16 +219,9 @@ void conv2d_kernel(KernelContext& ctx) {
   const CudnnConv c = make_conv(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
   const AlgoChoice algo = forward_algorithm(gpu, ctx, c);
   dispatch_floating(y.dtype(), "conv2d", [&]<typename T>() {
-    Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, y.dtype());  // KRSC
-    CUDA_CHECK(launch_hwio_to_krsc<T>(kernel.data<T>(), w.data<T>(), c.g.kernel_h, c.g.kernel_w, c.g.in_c, c.g.out_c,
-                                      gpu.stream()));
-    const T* px = x.data<T>();
-    Tensor padded;  // (batch, padded_h, padded_w, c_in)
-    if (c.plan.explicit_padding) {
-      padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, y.dtype());
-      CUDA_CHECK(launch_pad_nhwc<T>(px, padded.data<T>(), padded_of(c), gpu.stream()));
-      px = padded.data<T>();
-    }
+    const Tensor w = to_krsc(gpu, c, kernel);
+    const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
+    const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionForward(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.w.get(), w.data<T>(),
                                         c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
@@ -245,9 +244,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   const CudnnConv c = make_conv(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
   const AlgoChoice algo = backward_data_algorithm(gpu, ctx, c);
   dispatch_floating(dx.dtype(), "conv2d_backward_data", [&]<typename T>() {
-    Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, dx.dtype());  // KRSC
-    CUDA_CHECK(launch_hwio_to_krsc<T>(kernel.data<T>(), w.data<T>(), c.g.kernel_h, c.g.kernel_w, c.g.in_c, c.g.out_c,
-                                      gpu.stream()));
+    const Tensor w = to_krsc(gpu, c, kernel);
     Tensor padded;  // (batch, padded_h, padded_w, c_in): dx of the padded copy of x
     if (c.plan.explicit_padding)
       padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, dx.dtype());
@@ -258,7 +255,8 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
                                              workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                              c.x.get(), out));
-    if (c.plan.explicit_padding) CUDA_CHECK(launch_crop_nhwc<T>(out, dx.data<T>(), padded_of(c), gpu.stream()));
+    if (c.plan.explicit_padding) copy_box(gpu, "conv2d_backward_data", padded, padded_origin(c), dx, {0, 0, 0, 0},
+                                          dx.shape().dims());
   });
 }
 
@@ -276,21 +274,15 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   const CudnnConv c = make_conv(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
   const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, c);
   dispatch_floating(dk.dtype(), "conv2d_backward_filter", [&]<typename T>() {
-    const T* px = x.data<T>();
-    Tensor padded;  // (batch, padded_h, padded_w, c_in)
-    if (c.plan.explicit_padding) {
-      padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, dk.dtype());
-      CUDA_CHECK(launch_pad_nhwc<T>(px, padded.data<T>(), padded_of(c), gpu.stream()));
-      px = padded.data<T>();
-    }
+    const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
+    const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
     Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, dk.dtype());  // dkernel in KRSC
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.y.get(), dy.data<T>(),
                                                c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
                                                workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                                c.w.get(), w.data<T>()));
-    CUDA_CHECK(launch_krsc_to_hwio<T>(w.data<T>(), dk.data<T>(), c.g.kernel_h, c.g.kernel_w, c.g.in_c, c.g.out_c,
-                                      gpu.stream()));
+    transpose(gpu, "conv2d_backward_filter", w, dk, {1, 2, 3, 0});  // KRSC -> Keras's HWIO
   });
 }
 

@@ -11,7 +11,7 @@ void register_dropout_kernels();      // dropout_ops.cpp + dropout_kernels.cu: t
 void register_math_kernels();         // math_ops.cpp + math_kernels.cu: matmul (cuBLAS), bias_add
 void register_array_kernels();        // array_ops.cpp + array_kernels.cu: transpose, concat, slice, pad, gather ...
 void register_loss_kernels();         // loss_ops.cpp + loss_kernels.cu: mean squared / absolute error
-void register_conv_kernels();         // conv_ops.cpp + conv_kernels.cu: conv2d and its two backward ops (cuDNN)
+void register_conv_kernels();         // conv_ops.cpp: conv2d and its two backward ops (cuDNN)
 void register_pool_kernels();         // pool_ops.cpp + pool_kernels.cu: max/avg pooling and their gradients
 void register_batch_norm_kernels();   // batch_norm_ops.cpp + batch_norm_kernels.cu: the five batch-norm ops
 }
