@@ -154,6 +154,11 @@ SymbolicTensor transpose(const SymbolicTensor& x, Ints perm);
 SymbolicTensor concat(const std::vector<SymbolicTensor>& xs, int axis);
 // size entries of -1 mean "to the end of that axis".
 SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size);
+// x (n, ...) -> share `share` of its rows when n is split by the integer `ratios` by largest
+// remainder (largest_remainder_split): a tower's part of the batch, whatever n is at run time (the
+// last partial batch included; a share may be empty). Gradient: batch_share_grad.
+SymbolicTensor batch_share(const SymbolicTensor& x, Ints ratios, int share);
+SymbolicTensor batch_share_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints ratios, int share);
 // Gradient of slice: dy placed at `begin` inside zeros of x's shape.
 SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin);
 // sizes: length of each piece along axis; they must add up to that axis's length.

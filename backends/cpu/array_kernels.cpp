@@ -214,6 +214,33 @@ void pad_grad_kernel(KernelContext& ctx) {
            Ints(xd.size(), 0), xd, dtype_size(dy.dtype()));
 }
 
+// ---- batch_share, batch_share_grad ---------------------------------------------------------------
+
+// The first row of the node's share of x's n rows, and the share's rows.
+std::pair<std::int64_t, std::int64_t> share_of(const KernelContext& ctx, std::int64_t n) {
+  return share_range(n, ctx.attrs().get_ints("ratios"), static_cast<int>(ctx.attrs().get_int("share")));
+}
+
+void batch_share_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const Ints& yd = y.shape().dims();
+  Ints begin(yd.size(), 0);
+  begin[0] = share_of(ctx, x.shape()[0]).first;
+  copy_box(ctx, x.raw_data(), x.shape().dims(), begin, y.raw_data(), yd, Ints(yd.size(), 0), yd, dtype_size(x.dtype()));
+}
+
+void batch_share_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];  // (share's rows, ...)
+  Tensor& dx = ctx.outputs[0];       // (x's shape)
+  fill(ctx, dx, 0.0, "batch_share_grad");
+  const Ints& dd = dy.shape().dims();
+  Ints begin(dd.size(), 0);
+  begin[0] = share_of(ctx, dx.shape()[0]).first;
+  copy_box(ctx, dy.raw_data(), dd, Ints(dd.size(), 0), dx.raw_data(), dx.shape().dims(), begin, dd,
+           dtype_size(dy.dtype()));
+}
+
 // ---- one_hot -----------------------------------------------------------------------------------
 
 void one_hot_kernel(KernelContext& ctx) {
@@ -312,6 +339,8 @@ void register_array_kernels() {
   register_kernel("split", DeviceKind::cpu, split_kernel);
   register_kernel("slice", DeviceKind::cpu, slice_kernel);
   register_kernel("slice_grad", DeviceKind::cpu, slice_grad_kernel);
+  register_kernel("batch_share", DeviceKind::cpu, batch_share_kernel);
+  register_kernel("batch_share_grad", DeviceKind::cpu, batch_share_grad_kernel);
   register_kernel("pad", DeviceKind::cpu, pad_kernel);
   register_kernel("pad_grad", DeviceKind::cpu, pad_grad_kernel);
   register_kernel("one_hot", DeviceKind::cpu, one_hot_kernel);

@@ -111,6 +111,30 @@ void pad_grad_kernel(KernelContext& ctx) {
   copy_box(ctx, ctx.inputs[0], pad_befores(ctx.attrs().get_ints("paddings")), dx, Ints(box.size(), 0), box);
 }
 
+// The first row of the node's share of n rows (batch_share's largest-remainder split).
+std::int64_t share_begin(const KernelContext& ctx, std::int64_t n) {
+  return share_range(n, ctx.attrs().get_ints("ratios"), static_cast<int>(ctx.attrs().get_int("share"))).first;
+}
+
+void batch_share_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const Ints& box = y.shape().dims();
+  Ints begin(box.size(), 0);
+  begin[0] = share_begin(ctx, x.shape()[0]);
+  copy_box(ctx, x, begin, y, Ints(box.size(), 0), box);
+}
+
+void batch_share_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];  // (share's rows, ...)
+  Tensor& dx = ctx.outputs[0];       // (x's shape)
+  fill(ctx, dx, 0.0);
+  const Ints& box = dy.shape().dims();
+  Ints begin(box.size(), 0);
+  begin[0] = share_begin(ctx, dx.shape()[0]);
+  copy_box(ctx, dy, Ints(box.size(), 0), dx, begin, box);
+}
+
 void one_hot_kernel(KernelContext& ctx) {
   const Tensor& indices = ctx.inputs[0];  // (...)
   Tensor& y = ctx.outputs[0];             // (..., depth)
@@ -218,6 +242,8 @@ void register_array_kernels() {
   register_kernel("split", DeviceKind::cuda, split_kernel);
   register_kernel("slice", DeviceKind::cuda, slice_kernel);
   register_kernel("slice_grad", DeviceKind::cuda, slice_grad_kernel);
+  register_kernel("batch_share", DeviceKind::cuda, batch_share_kernel);
+  register_kernel("batch_share_grad", DeviceKind::cuda, batch_share_grad_kernel);
   register_kernel("pad", DeviceKind::cuda, pad_kernel);
   register_kernel("pad_grad", DeviceKind::cuda, pad_grad_kernel);
   register_kernel("one_hot", DeviceKind::cuda, one_hot_kernel);

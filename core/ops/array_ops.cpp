@@ -29,6 +29,14 @@ SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size) {
   return x.graph().add1("slice", {x}, {{"begin", std::move(begin)}, {"size", std::move(size)}});
 }
 
+SymbolicTensor batch_share(const SymbolicTensor& x, Ints ratios, int share) {
+  return x.graph().add1("batch_share", {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+}
+
+SymbolicTensor batch_share_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints ratios, int share) {
+  return dy.graph().add1("batch_share_grad", {dy, x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+}
+
 SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin) {
   return dy.graph().add1("slice_grad", {dy, x}, {{"begin", std::move(begin)}});
 }
@@ -198,6 +206,24 @@ std::vector<TensorSpec> concat_grad_shape(const std::vector<TensorSpec>& in, con
   std::vector<TensorSpec> out;
   for (const auto& x : xs) out.push_back({x.shape, in[0].dtype});
   return out;
+}
+
+// ---- batch_share and batch_share_grad --------------------------------------------------------------
+
+std::vector<TensorSpec> batch_share_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  expect_min_rank(in[0], 1, "x");
+  auto dims = in[0].shape.dims();
+  const auto share = static_cast<int>(attrs.get_int("share"));
+  const auto [begin, count] = share_range(std::max<std::int64_t>(dims[0], 0), attrs.get_ints("ratios"), share);
+  if (dims[0] >= 0) dims[0] = count;  // an unknown batch stays unknown
+  return {TensorSpec{Shape(dims), in[0].dtype}};
+}
+
+std::vector<TensorSpec> batch_share_grad_shape(const std::vector<TensorSpec>& in, const Attrs&) {  // (dy, x)
+  expect_num_inputs(in, 2);
+  expect_same_dtype(in[0], in[1], "dy", "x");
+  return {in[1]};
 }
 
 // ---- slice and slice_grad ------------------------------------------------------------------------
@@ -389,6 +415,12 @@ void register_array_ops() {
                  return {ops::slice_grad(dy[0], node.inputs()[0], node.attrs().get_ints("begin"))};
                }});
   register_op({.name = "slice_grad", .shape = slice_grad_shape});
+  register_op({.name = "batch_share", .shape = batch_share_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {ops::batch_share_grad(dy[0], node.inputs()[0], node.attrs().get_ints("ratios"),
+                                               static_cast<int>(node.attrs().get_int("share")))};
+               }});
+  // Internal: dy placed at its share's rows inside zeros of x's shape.
+  register_op({.name = "batch_share_grad", .shape = batch_share_grad_shape});
   register_op({.name = "split", .shape = split_shape, .grad = split_grad});
   register_op({.name = "pad", .shape = pad_shape, .grad = pad_grad});
   // Internal: dy with the paddings stripped (pad gradients on unknown axes padded at the end).

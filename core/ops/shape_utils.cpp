@@ -110,4 +110,39 @@ std::vector<std::int64_t> pad_befores(const std::vector<std::int64_t>& paddings)
   return out;
 }
 
+std::vector<std::int64_t> largest_remainder_split(std::int64_t n, const std::vector<std::int64_t>& weights) {
+  std::int64_t total = 0;
+  for (auto w : weights) {
+    if (w < 0) raise<ValueError>("split weights must be >= 0, got [{}]", fmt::join(weights, ", "));
+    total += w;
+  }
+  if (weights.empty() || total == 0)
+    raise<ValueError>("split weights need at least one entry above 0, got [{}]", fmt::join(weights, ", "));
+  if (n < 0) raise<ValueError>("cannot split {} items", n);
+  std::vector<std::int64_t> shares(weights.size());
+  std::vector<std::size_t> order(weights.size());
+  std::int64_t given = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    // n * w could overflow for huge n; batches are far below that.
+    shares[i] = n * weights[i] / total;
+    given += shares[i];
+    order[i] = i;
+  }
+  // The leftover units to the largest remainders (n w_i mod W), the lower index first among equals.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return n * weights[a] % total > n * weights[b] % total;
+  });
+  for (std::size_t k = 0; given < n; ++k, ++given) ++shares[order[k]];
+  return shares;
+}
+
+std::pair<std::int64_t, std::int64_t> share_range(std::int64_t n, const std::vector<std::int64_t>& weights, int index) {
+  const auto shares = largest_remainder_split(n, weights);
+  if (index < 0 || index >= static_cast<int>(shares.size()))
+    raise<ValueError>("share {} does not exist: the split has {} shares", index, shares.size());
+  std::int64_t begin = 0;
+  for (int i = 0; i < index; ++i) begin += shares[static_cast<std::size_t>(i)];
+  return {begin, shares[static_cast<std::size_t>(index)]};
+}
+
 }  // namespace tower

@@ -36,6 +36,13 @@ struct AxisLanes {
 };
 AxisLanes lanes_around(const Shape& shape, int axis_attr, const char* op);
 
+// n split by integer weights (>= 0, at least one > 0) by largest remainder: share i gets
+// floor(n w_i / W) and the leftover units go to the largest fractional parts, the lower index first
+// among equals. The shares sum to n; a share may be 0. Throws ValueError for bad weights.
+std::vector<std::int64_t> largest_remainder_split(std::int64_t n, const std::vector<std::int64_t>& weights);
+// Where share `index` of that split starts, and how many it holds.
+std::pair<std::int64_t, std::int64_t> share_range(std::int64_t n, const std::vector<std::int64_t>& weights, int index);
+
 // pad's padding before each axis, from its flat (before, after) pairs.
 std::vector<std::int64_t> pad_befores(const std::vector<std::int64_t>& paddings);
 

@@ -6,6 +6,7 @@
 
 #include "core/autodiff.h"
 #include "core/ops.h"
+#include "core/ops/shape_utils.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 
@@ -415,5 +416,44 @@ TEST_CASE("array: gather gradients to params") {
   check_gradients({{4}}, [](const Inputs& in) -> Inputs {
     auto idx = in[0].graph().constant(Tensor::from_vector<std::int64_t>({5}, {3, 3, 0, 2, 3}));
     return {ops::gather(in[0], idx)};
+  });
+}
+
+TEST_CASE("largest_remainder_split: sums to n, proportional, leftovers to the largest remainders") {
+  CHECK(largest_remainder_split(128, {1, 1}) == Ints{64, 64});
+  CHECK(largest_remainder_split(128, {3, 1}) == Ints{96, 32});
+  CHECK(largest_remainder_split(10, {1, 1, 1}) == Ints{4, 3, 3});  // equal remainders: lower index first
+  CHECK(largest_remainder_split(100, {5, 2, 1}) == Ints{63, 25, 12});  // 62.5, 25, 12.5
+  CHECK(largest_remainder_split(2, {1, 1, 1}) == Ints{1, 1, 0});   // fewer samples than shares
+  CHECK(largest_remainder_split(0, {1, 2}) == Ints{0, 0});
+  CHECK(largest_remainder_split(7, {0, 1}) == Ints{0, 7});
+  CHECK(largest_remainder_split(1388, {820, 568}) == Ints{820, 568});
+  for (std::int64_t n = 0; n < 50; ++n) {
+    const auto s = largest_remainder_split(n, {5, 2, 1});
+    CHECK(std::accumulate(s.begin(), s.end(), std::int64_t{0}) == n);
+  }
+  CHECK(share_range(100, {5, 2, 1}, 2) == std::pair<std::int64_t, std::int64_t>{88, 12});
+  CHECK(contains(message_of<ValueError>([] { largest_remainder_split(4, {0, 0}); }), "at least one entry above 0"));
+  CHECK(contains(message_of<ValueError>([] { largest_remainder_split(4, {1, -1}); }), ">= 0"));
+}
+
+TEST_CASE("array: batch_share takes a share of the rows at run time; its gradient puts dy back") {
+  Graph g;
+  auto x = g.placeholder({-1, 2}, DType::float32, "x");
+  std::vector<SymbolicTensor> shares;
+  for (int i = 0; i < 3; ++i) shares.push_back(ops::batch_share(x, {5, 2, 1}, i));
+  CHECK(shares[0].shape() == Shape{-1, 2});  // unknown until run
+  std::vector<float> values(16);
+  std::iota(values.begin(), values.end(), 0.0f);
+  auto r = evaluate(shares, {{x, Tensor::from_vector<float>({8, 2}, values)}});  // 8 rows: 5, 2, 1
+  check_close(r[0], {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  check_close(r[1], {10, 11, 12, 13});
+  check_close(r[2], {14, 15});
+  r = evaluate(shares, {{x, Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4})}});  // 2 rows: 1, 1, 0
+  CHECK(r[2].shape() == Shape{0, 2});
+  check_close(r[1], {3, 4});
+  check_gradients({{7, 3}}, [](const Inputs& in) -> Inputs {
+    return {ops::multiply(ops::batch_share(in[0], {2, 1}, 0), ops::batch_share(in[0], {2, 1}, 0)),
+            ops::batch_share(in[0], {2, 1}, 1)};
   });
 }
