@@ -296,7 +296,10 @@ void write_optimizer_state(hdf5::Group& group, const optimizers::Optimizer& opti
 
 void save_model_hdf5(const Model& model, const std::string& path, const SaveModelOptions& options) {
   const std::string what = what_of("save", path);
-  const std::string model_config = model_to_config(model).dump();
+  // A parallel wrapper writes the model it wraps, with its own compile state: the file the inner
+  // model would write (its towers are a way to run it, not part of it).
+  const Model& saved = model.wrapped_model() ? *model.wrapped_model() : model;
+  const std::string model_config = model_to_config(saved).dump();
   const bool compiled = model.compiled();
   const std::string train_config = compiled ? training_config(model).dump() : "";
   hdf5::write_file_atomically(path, what, [&](hdf5::File& file) {
@@ -305,7 +308,7 @@ void save_model_hdf5(const Model& model, const std::string& path, const SaveMode
     file.write_string_attr("model_config", model_config);
     if (compiled) file.write_string_attr("training_config", train_config);
     hdf5::Group weights = file.create_group("model_weights");
-    save_weights_to_group(weights, model.layers());
+    save_weights_to_group(weights, saved.layers());
     if (compiled && options.include_optimizer) {
       hdf5::Group group = file.create_group("optimizer_weights");
       write_optimizer_state(group, model.optimizer());

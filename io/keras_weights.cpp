@@ -236,10 +236,13 @@ void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& p
 
 namespace tower {
 
-void Model::save_weights(const std::string& path) const { io::save_weights_hdf5(layers(), path); }
+// A parallel wrapper (Model::wrapped_model) reads and writes the model it wraps: the same file.
+void Model::save_weights(const std::string& path) const {
+  io::save_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path);
+}
 
 void Model::load_weights(const std::string& path, const LoadWeightsOptions& options) {
-  io::load_weights_hdf5(layers(), path, options);
+  io::load_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path, options);
 }
 
 }  // namespace tower

@@ -58,6 +58,9 @@ struct KerasNode {
   std::shared_ptr<Layer> layer;
   std::vector<KerasTensor> inputs;
   std::vector<TensorSpec> outputs;
+  // The device this call's ops run on ("cpu:1", "cuda:0"; empty: where the model runs), as a layer
+  // called under `with tf.device(...)` in Keras: parallel::multi_gpu_model places its towers so.
+  std::string device;
 };
 
 // What a layer's call() sees besides its inputs.

@@ -1,6 +1,7 @@
 // Model: the functional graph (ordering layer calls as Keras does), calling it, weights, layer lookup.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -185,12 +186,21 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
   for (const auto& node : data_->nodes) {
     std::vector<SymbolicTensor> args;
     for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
+    std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
+    if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
     auto results = node->layer->call(ctx, args);
     for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
   }
   std::vector<SymbolicTensor> outputs;
   for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
   return outputs;
+}
+
+std::shared_ptr<const Model> Model::wrapped_model() const { return data_->wrapped; }
+
+void Model::set_wrapped_model(std::shared_ptr<const Model> inner) {
+  if (inner && inner->wrapped_model()) inner = inner->wrapped_model();  // a wrapper of a wrapper unwraps
+  data_->wrapped = std::move(inner);
 }
 
 std::vector<VariablePtr> Model::trainable_weights() const {

@@ -183,12 +183,19 @@ class Model : public Layer {
   struct Function;
   const Data& internal() const { return *data_; }  // for io/ (files) and parallel/
 
+  // ---- parallel wrappers ---------------------------------------------------------------------------
+  // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
+  // Saving and loading weights or the whole model go to it, so files never nest.
+  std::shared_ptr<const Model> wrapped_model() const;
+  void set_wrapped_model(std::shared_ptr<const Model> inner);
+  // True once the model knows its inputs (a Sequential without an Input learns them from data).
+  bool has_graph() const;
+
  protected:
   // For Sequential: a model whose graph is set later with set_graph().
   explicit Model(const std::string& name, const std::string& default_base);
   void set_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs);
   void mark_sequential();
-  bool has_graph() const;
   // Sequential without an Input builds its graph from the first data it sees.
   virtual void build_from_data(const std::vector<Tensor>& x);
   // Drops compiled engine graphs (after a change of structure, trainability or compile arguments).

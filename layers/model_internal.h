@@ -41,6 +41,9 @@ struct Model::Data {
   std::vector<double> loss_weights;  // one per output
   std::vector<metrics::Metric> metrics;
 
+  // parallel::multi_gpu_model: the model the towers run (its variables are the towers' variables).
+  std::shared_ptr<const Model> wrapped;
+
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.
   std::optional<std::pair<int, std::int64_t>> initial_position;

@@ -116,6 +116,15 @@ void Model::summary(std::ostream& out) const {
       << "Total params: " << with_commas(trainable + non_trainable) << "\nTrainable params: " << with_commas(trainable)
       << "\nNon-trainable params: " << with_commas(non_trainable) << "\n"
       << std::string(line_length, '_') << "\n";
+  // A parallel wrapper: where its towers run, and the model they run (what its files hold).
+  if (const auto inner = wrapped_model()) {
+    std::string towers;
+    for (const auto& node : data_->nodes)
+      if (node->layer->name() == inner->name() && !node->device.empty())
+        towers += (towers.empty() ? "" : ", ") + node->device;
+    out << "\nTowers: model \"" << inner->name() << "\" on " << towers << "\n\n";
+    inner->summary(out);
+  }
 }
 
 void Model::summary() const { summary(std::cout); }

@@ -1,0 +1,41 @@
+// parallel::multi_gpu_model: Keras 2's multi_gpu_model as a real functional model. An Input per model
+// input; on each device a Lambda that takes that device's share of the batch (batch_share: largest
+// remainder of the ratios, decided per batch, so the last partial batch and batches smaller than the
+// device count work; an empty share sits the step out) and a call of the *same* inner model placed on
+// that device; a Concatenate along the batch axis per output on the merge device, named after the
+// inner model's output so losses and logs keep their names.
+//
+//   Model parallel = parallel::multi_gpu_model(model, 3);                    // cuda:0, cuda:1, cuda:2
+//   Model parallel = parallel::multi_gpu_model(model, {0, 2, 3}, {.ratios = {3, 2, 2}});
+//   Model parallel = parallel::multi_gpu_model(model, std::vector<std::string>{"cpu:0", "cpu:1"});
+//   parallel.compile(...); parallel.fit(...);   // the inner model's weights train
+//   parallel.save("m.h5");                       // the file `model` would write
+//
+// The towers read the inner model's variables where they live and their gradients are summed into
+// one update, so training is synchronous and gives the single-device result on the same global batch
+// (the loss is the mean over the whole batch, whatever the ratios).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/model.h"
+
+namespace tower::parallel {
+
+struct MultiGpuOptions {
+  // Each device's relative share of every batch, as integers ({3, 2}: 60 % and 40 %); empty: equal.
+  std::vector<std::int64_t> ratios;
+  // Where the towers' outputs are concatenated and the loss and metrics computed (Keras: the CPU).
+  std::string merge_device = "cpu:0";
+};
+
+// `gpus` GPUs: cuda:0 .. cuda:gpus-1 (logical GPUs count: see set_logical_device_configuration).
+Model multi_gpu_model(const Model& model, int gpus, const MultiGpuOptions& options = {});
+// The GPUs with these ids, in this order.
+Model multi_gpu_model(const Model& model, const std::vector<int>& gpu_ids, const MultiGpuOptions& options = {});
+// Any devices by name: {"cpu:0", "cpu:1"} (CPU towers), {"cuda:0", "cuda:1"}, or a mix.
+Model multi_gpu_model(const Model& model, const std::vector<std::string>& devices, const MultiGpuOptions& options = {});
+
+}  // namespace tower::parallel

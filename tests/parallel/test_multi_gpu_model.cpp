@@ -1,0 +1,148 @@
+// parallel::multi_gpu_model on CPU devices (label unit: no GPU needed): the towers' structure, the
+// same weights as one device after training on the same global batches (ratios 1:1, 3:1, 5:2:1, a
+// batch smaller than the device count, a last partial batch), files that are the inner model's, and
+// clear errors.
+#include <doctest/doctest.h>
+
+#include "core/random.h"
+#include "io/hdf5.h"
+#include "io/keras_model.h"
+#include "layers/layers.h"
+#include "optimizers/optimizers.h"
+#include "parallel/multi_gpu_model.h"
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+#include "tests/support/temp_dir.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
+using Devices = std::vector<std::string>;
+
+namespace {
+
+// A small convnet-free model with every kind of weight use: two Dense layers (one fused with ReLU)
+// and a softmax output.
+Sequential make_model(std::uint64_t seed) {
+  set_random_seed(seed);
+  return Sequential({layers::Input({6}), layers::Dense(16, {.activation = "relu"}), layers::Dense(8, {.activation = "tanh"}),
+                     layers::Dense(3, {.activation = "softmax"})});
+}
+
+std::pair<Tensor, Tensor> data(std::int64_t n) {
+  Tensor x = random_normal({n, 6}, 0.0, 1.0, 42);
+  std::vector<std::int32_t> y;
+  for (std::int64_t i = 0; i < n; ++i) y.push_back(static_cast<std::int32_t>((i * 5 + i / 2) % 3));
+  return {x, Tensor::from_vector<std::int32_t>({n}, y)};
+}
+
+}  // namespace
+
+TEST_CASE("multi_gpu_model: an Input, a Lambda and a call of the same model per device, a Concatenate") {
+  clear_session();
+  auto model = make_model(1);
+  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1", "cpu:2"});
+  const auto layers = parallel.layers();
+  REQUIRE(layers.size() == 6);  // input, 3 lambdas, the model, concatenate
+  CHECK(layers[0]->class_name() == "InputLayer");
+  CHECK(layers[1]->class_name() == "Lambda");
+  CHECK(layers[4]->name() == model.name());
+  CHECK(layers[5]->class_name() == "Concatenate");
+  CHECK(parallel.output_names() == model.output_names());  // the inner output's name: same loss/log names
+  CHECK(parallel.wrapped_model()->name() == model.name());
+  CHECK(parallel.count_params() == model.count_params());  // the same weights, not copies
+  const auto summary = parallel.summary_string();
+  CHECK(contains(summary, "Towers: model \"" + model.name() + "\" on cpu:0, cpu:1, cpu:2"));
+  CHECK(contains(summary, "Model: \"" + model.name() + "\""));  // and the inner model's own table
+  // predict: the towers' outputs concatenated in order are the model's predictions.
+  auto [x, y] = data(11);
+  check_close(parallel.predict(x, {.batch_size = 4, .verbose = 0}), model.predict(x, {.batch_size = 4, .verbose = 0}),
+              1e-6, 1e-7);
+}
+
+TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's weights, whatever the ratios") {
+  struct Case {
+    Devices devices;
+    std::vector<std::int64_t> ratios;
+    std::int64_t samples, batch;
+  };
+  const std::vector<Case> cases = {
+      {{"cpu:0", "cpu:1"}, {1, 1}, 20, 8},           // the last batch has 4
+      {{"cpu:0", "cpu:1"}, {3, 1}, 20, 8},
+      {{"cpu:0", "cpu:1", "cpu:2"}, {5, 2, 1}, 21, 8},  // last batch 5: shares 3, 1, 1
+      {{"cpu:1", "cpu:2", "cpu:3"}, {1, 1, 1}, 7, 2},   // batches of 2 on 3 devices: one sits out
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.devices.size());
+    CAPTURE(c.ratios.size() ? c.ratios[0] : 0);
+    CAPTURE(c.batch);
+    clear_session();
+    auto [x, y] = data(c.samples);
+    auto single = make_model(7);
+    auto inner = make_model(7);  // the same initial weights
+    Model parallel = parallel::multi_gpu_model(inner, c.devices, {.ratios = c.ratios});
+    single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    parallel.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    const FitOptions fit{.batch_size = c.batch, .epochs = 3, .verbose = 0, .shuffle = false};
+    const auto h1 = single.fit(x, y, fit);
+    Device& last = device(c.devices.back());  // a tower's device: its ops really ran there
+    const auto allocations = last.memory_stats().allocations;
+    const auto h2 = parallel.fit(x, y, fit);
+    CHECK(last.memory_stats().allocations > allocations);
+    for (std::size_t e = 0; e < 3; ++e) {
+      CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
+      CHECK(h2.history.at("accuracy")[e] == doctest::Approx(h1.history.at("accuracy")[e]));
+    }
+    const auto w1 = single.get_weights(), w2 = inner.get_weights();  // the wrapper trained the inner model
+    REQUIRE(w1.size() == w2.size());
+    for (std::size_t i = 0; i < w1.size(); ++i) check_close(w2[i], w1[i], 1e-5, 1e-6);
+    CHECK(parallel.evaluate(x, y, {.verbose = 0})[0] == doctest::Approx(single.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("multi_gpu_model: files through the wrapper are the inner model's; a wrapper of a wrapper unwraps") {
+  clear_session();
+  testing::TempDir dir("parallel");
+  auto model = make_model(3);
+  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"});
+  parallel.compile("sgd", "sparse_categorical_crossentropy");
+  auto [x, y] = data(8);
+  parallel.fit(x, y, {.batch_size = 4, .verbose = 0});
+  parallel.save_weights(dir / "w.h5");
+  model.save_weights(dir / "inner.h5");
+  {
+    auto file = io::hdf5::File::open(dir / "w.h5");
+    auto inner_file = io::hdf5::File::open(dir / "inner.h5");
+    CHECK(file.read_string_array_attr("layer_names") == inner_file.read_string_array_attr("layer_names"));
+  }
+  auto fresh = make_model(99);
+  fresh.load_weights(dir / "w.h5");
+  for (std::size_t i = 0; i < fresh.get_weights().size(); ++i)
+    check_close(fresh.get_weights()[i], model.get_weights()[i], 0, 0);
+  parallel.save(dir / "full.h5");
+  Model loaded = models::load_model(dir / "full.h5");
+  CHECK(loaded.name() == model.name());
+  CHECK(loaded.layers().size() == model.layers().size());
+  check_close(loaded.predict(x, {.verbose = 0}), model.predict(x, {.verbose = 0}), 0, 0);
+  Model twice = parallel::multi_gpu_model(parallel, Devices{"cpu:2", "cpu:3", "cpu:1"});
+  CHECK(twice.wrapped_model()->name() == model.name());
+  CHECK(twice.layers()[4]->name() == model.name());
+}
+
+TEST_CASE("multi_gpu_model: bad devices and ratios get clear errors") {
+  clear_session();
+  auto model = make_model(1);
+  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.ratios = {1}}); }),
+                 "1 ratios for 2 devices"));
+  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:0"}); }),
+                 "listed twice"));
+  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0"}, {.ratios = {0}}); }),
+                 "at least one ratio"));
+  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, 0); }), "at least 1"));
+  if (device_count(DeviceKind::cuda) == 0) {
+    const auto message = message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, 2); });
+    CHECK(contains(message, "GPU 0 does not exist; 0 GPU(s) are visible"));
+  }
+  CHECK(contains(message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, Devices{"tpu:0"}); }), "tpu:0"));
+}
