@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
 
 namespace tower {
 
@@ -26,6 +31,9 @@ struct Plan::Step {
   // The first step of a run that one group kernel call does (group_size steps, this one first).
   GroupKernelFn group_kernel = nullptr;
   int group_size = 1;
+  // Steps on other devices that must have finished first (their outputs are read here, or this step
+  // overwrites memory they read); plan_lanes fills it for concurrent runs.
+  std::vector<std::size_t> waits;
   Device* device = nullptr;
   std::vector<Value*> inputs, outputs;
   bool mutates = false;
@@ -54,7 +62,8 @@ Device& resolve_device(const std::string& name, Device& fallback) { return name.
 }  // namespace
 
 Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets, const FeedMap& feeds,
-           Device& default_device, PlanOptions options) {
+           Device& default_device, PlanOptions options)
+    : options_(options) {
   if (fetches.empty() && targets.empty()) raise<ValueError>("a plan needs at least one fetch or target");
   Graph& graph = fetches.empty() ? targets[0]->graph() : fetches[0].graph();
 
@@ -221,6 +230,7 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
       (v->kind == Value::Kind::feed ? v->slot : v->tensor) = view;
     }
   }
+  if (options.concurrent_devices) plan_lanes();
 }
 
 bool Plan::alias_step(const Step& step) { return step.node && step.node->def().alias_input >= 0; }
@@ -244,6 +254,58 @@ void Plan::group_steps() {
   }
 }
 
+// Lanes for a concurrent run: each device's steps in schedule order, and for every step the steps on
+// other devices it must wait for. Within a lane the schedule order holds, so only cross-device
+// hazards are listed: a value read here that another device produced, and memory written here that
+// another device read before (an arena buffer reused for a new value, or a variable updated in place).
+void Plan::plan_lanes() {
+  std::map<Device*, std::size_t> lane_of;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    auto [it, added] = lane_of.try_emplace(steps_[i].device, lanes_.size());
+    if (added) lanes_.emplace_back();
+    lanes_[it->second].push_back(i);
+  }
+  if (lanes_.size() < 2) {
+    lanes_.clear();
+    return;
+  }
+  std::map<const Value*, std::size_t> producer;                // value -> the step that writes it
+  std::map<const Value*, std::vector<std::size_t>> readers;    // storage root -> steps reading it
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    for (Value* v : steps_[i].outputs) producer[v] = i;
+    for (Value* v : steps_[i].inputs) readers[v->alias_of ? v->alias_of : v].push_back(i);
+  }
+  const auto overlap = [](const Value* a, const Value* b) {
+    return a->device == b->device && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+  };
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    std::set<std::size_t> waits;
+    const auto after_others = [&](std::size_t r) {
+      if (r < i && steps_[r].device != step.device) waits.insert(r);
+    };
+    for (Value* v : step.inputs)
+      if (auto p = producer.find(v); p != producer.end()) after_others(p->second);
+    for (Value* out : step.outputs) {
+      if (out->kind != Value::Kind::arena) continue;
+      for (const auto& [root, steps] : readers)
+        if (root != out && (root->kind == Value::Kind::arena || root->kind == Value::Kind::feed) && overlap(root, out))
+          for (std::size_t r : steps) after_others(r);
+    }
+    if (step.mutates)
+      for (Value* v : step.inputs)
+        if (v->kind == Value::Kind::persistent)
+          for (std::size_t r : readers[v]) after_others(r);
+    step.waits.assign(waits.begin(), waits.end());
+  }
+  // A group runs as one: its first step waits for what any of its steps waits for.
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    for (int k = 1; k < steps_[i].group_size; ++k) {
+      const auto& more = steps_[i + static_cast<std::size_t>(k)].waits;
+      steps_[i].waits.insert(steps_[i].waits.end(), more.begin(), more.end());
+    }
+}
+
 int Plan::num_groups() const {
   int n = 0;
   for (const Step& step : steps_) n += step.group_kernel ? 1 : 0;
@@ -265,6 +327,87 @@ std::size_t Plan::peak_bytes(const Device& device) const {
   return it == arenas_.end() ? 0 : it->second->bytes();
 }
 
+std::size_t Plan::run_step(std::size_t i) {
+  Step& step = steps_[i];
+  const auto context = [](const Step& s) {
+    std::vector<Tensor> inputs, outputs;
+    inputs.reserve(s.inputs.size());
+    for (Value* v : s.inputs) inputs.push_back(v->tensor);
+    outputs.reserve(s.outputs.size());
+    for (Value* v : s.outputs) outputs.push_back(v->tensor);
+    return KernelContext{*s.node, *s.device, std::move(inputs), std::move(outputs)};
+  };
+  if (step.group_kernel) {
+    std::vector<KernelContext> group;
+    group.reserve(static_cast<std::size_t>(step.group_size));
+    for (std::size_t k = i; k < i + static_cast<std::size_t>(step.group_size); ++k) group.push_back(context(steps_[k]));
+    try {
+      step.group_kernel(group);
+    } catch (const Error& e) {
+      rethrow_with_node(e, *step.node);
+    }
+    return static_cast<std::size_t>(step.group_size);
+  }
+  if (!step.node) {  // cross-device copy
+    const Tensor& src = step.inputs[0]->tensor;
+    Tensor& dst = step.outputs[0]->tensor;
+    copy_between(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
+    return 1;
+  }
+  if (alias_step(step)) {
+    const Tensor& src = step.outputs[0]->alias_of->tensor;
+    const TensorSpec& spec = step.outputs[0]->spec;
+    step.outputs[0]->tensor = Tensor(spec.shape, spec.dtype, src.storage(), src.offset());
+    return 1;
+  }
+  KernelContext ctx = context(step);
+  try {
+    step.kernel(ctx);
+  } catch (const Error& e) {
+    rethrow_with_node(e, *step.node);
+  }
+  return 1;
+}
+
+// One thread per lane (the caller takes the first); a step starts once the steps it waits for on other
+// lanes are done. The first error stops every lane and is rethrown here.
+void Plan::run_lanes() {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<char> done(steps_.size(), 0);
+  std::exception_ptr error;
+  const auto lane = [&](const std::vector<std::size_t>& mine) {
+    try {
+      for (std::size_t k = 0; k < mine.size();) {
+        const std::size_t i = mine[k];
+        {
+          std::unique_lock lock(mutex);
+          changed.wait(lock, [&] {
+            return error || std::all_of(steps_[i].waits.begin(), steps_[i].waits.end(), [&](std::size_t w) { return done[w]; });
+          });
+          if (error) return;
+        }
+        const std::size_t count = run_step(i);
+        {
+          std::lock_guard lock(mutex);
+          for (std::size_t j = i; j < i + count; ++j) done[j] = 1;
+        }
+        changed.notify_all();
+        k += count;
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!error) error = std::current_exception();
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t l = 1; l < lanes_.size(); ++l) threads.emplace_back(lane, std::cref(lanes_[l]));
+  lane(lanes_[0]);
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 std::vector<Tensor> Plan::run(const FeedMap& feeds) {
   for (const auto& [sym, tensor] : feeds) {
     auto it = feed_values_.find(sym.node()->id());
@@ -280,46 +423,10 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
       v->tensor = v->slot;
     }
   }
-  const auto context_of = [](const Step& step) {
-    KernelContext ctx{*step.node, *step.device, {}, {}};
-    ctx.inputs.reserve(step.inputs.size());
-    for (Value* v : step.inputs) ctx.inputs.push_back(v->tensor);
-    ctx.outputs.reserve(step.outputs.size());
-    for (Value* v : step.outputs) ctx.outputs.push_back(v->tensor);
-    return ctx;
-  };
-  for (std::size_t i = 0; i < steps_.size(); ++i) {
-    Step& step = steps_[i];
-    if (step.group_kernel) {
-      std::vector<KernelContext> group;
-      group.reserve(static_cast<std::size_t>(step.group_size));
-      for (std::size_t k = i; k < i + static_cast<std::size_t>(step.group_size); ++k) group.push_back(context_of(steps_[k]));
-      try {
-        step.group_kernel(group);
-      } catch (const Error& e) {
-        rethrow_with_node(e, *step.node);
-      }
-      i += static_cast<std::size_t>(step.group_size) - 1;
-      continue;
-    }
-    if (!step.node) {  // cross-device copy
-      const Tensor& src = step.inputs[0]->tensor;
-      Tensor& dst = step.outputs[0]->tensor;
-      copy_between(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
-      continue;
-    }
-    if (alias_step(step)) {
-      const Tensor& src = step.outputs[0]->alias_of->tensor;
-      const TensorSpec& spec = step.outputs[0]->spec;
-      step.outputs[0]->tensor = Tensor(spec.shape, spec.dtype, src.storage(), src.offset());
-      continue;
-    }
-    KernelContext ctx = context_of(step);
-    try {
-      step.kernel(ctx);
-    } catch (const Error& e) {
-      rethrow_with_node(e, *step.node);
-    }
+  if (lanes_.empty()) {
+    for (std::size_t i = 0; i < steps_.size();) i += run_step(i);
+  } else {
+    run_lanes();
   }
   std::vector<Tensor> out;
   out.reserve(fetch_values_.size());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,9 @@ using FeedMap = std::vector<std::pair<SymbolicTensor, Tensor>>;
 
 struct PlanOptions {
   bool reuse_buffers = true;  // liveness-based buffer sharing (off only to measure what it saves)
+  // With steps on several devices, each device's steps run on a thread of their own (the towers of
+  // parallel/ at the same time), ordered by their cross-device dependencies; off: one thread.
+  bool concurrent_devices = true;
 };
 
 class Plan {
@@ -43,6 +47,8 @@ class Plan {
   int num_copies() const { return num_copies_; }
   // Runs of steps that a group kernel does in one call (see GroupKernelFn).
   int num_groups() const;
+  // Devices whose steps run at the same time (1: everything on one device, or not concurrent).
+  int num_lanes() const { return static_cast<int>(lanes_.size()); }
   std::string to_string() const;  // the schedule, one step a line
 
  private:
@@ -50,6 +56,10 @@ class Plan {
   struct Step;
   static bool alias_step(const Step& step);
   void group_steps();
+  void plan_lanes();
+  // Runs step i (a whole group when it starts one); returns how many steps it ran.
+  std::size_t run_step(std::size_t i);
+  void run_lanes();
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Step> steps_;
   std::vector<Value*> fetch_values_;
@@ -57,6 +67,9 @@ class Plan {
   std::map<const Device*, std::shared_ptr<Storage>> arenas_;
   std::size_t unshared_bytes_ = 0;
   int num_copies_ = 0;
+  PlanOptions options_;
+  // Per device, the indices of its steps in schedule order (concurrent runs only).
+  std::vector<std::vector<std::size_t>> lanes_;
 };
 
 // Runs graphs, keeping one Plan per (fetches, targets, feed shapes and dtypes).

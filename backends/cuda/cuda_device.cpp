@@ -168,6 +168,9 @@ bool CudaDevice::copy_from_peer(void* dst, Device& from, const void* src, std::s
   enable_peer_access(ordinal_, source->ordinal());
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream_));
+  // Finished before returning: the source's later steps may overwrite src as soon as this copy step is
+  // done (devices run on threads of their own, Plan::run_lanes).
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   return true;
 }
 

@@ -28,7 +28,7 @@ class CudaDevice final : public Device {
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
   // From another CudaDevice: cudaMemcpyPeerAsync, direct where the two GPUs can reach each other (peer
   // access is enabled on first use), else staged by the driver; after the source's stream has
-  // finished what it queued.
+  // finished what it queued, and finished itself when it returns.
   bool copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) override;
   void synchronize() override;
   void empty_cache() override { allocator_.empty_cache(); }
