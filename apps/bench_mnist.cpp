@@ -2,10 +2,11 @@
 // process's peak resident memory (with --device cuda:0, the GPU's peak memory too), for comparison
 // with scripts/bench/mnist_torch.py and mnist_keras.py (scripts/bench/run_mnist.sh runs all three on
 // CPUs, scripts/gpu/bench.sh on a GPU; docs/benchmarks.md holds the results).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 
 #include <boost/program_options.hpp>
-
 #include <chrono>
 #include <iostream>
 
@@ -14,6 +15,7 @@
 #include "io/datasets.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "parallel/multi_gpu_model.h"
 
 using namespace tower;
 
@@ -43,6 +45,8 @@ Tensor head(const Tensor& t, std::int64_t rows) {
 int main(int argc, char** argv) try {
   namespace po = boost::program_options;
   std::string kind = "mlp", data = io::kFashionMnistDir, input = "arrays", device_name = "cpu:0";
+  std::vector<std::string> towers;
+  std::vector<std::int64_t> ratios;
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
@@ -54,7 +58,10 @@ int main(int argc, char** argv) try {
       "input", po::value(&input)->default_value(input),
       "arrays (fit(x, y)) or dataset (fit on io::Dataset from_tensor_slices.shuffle.batch.prefetch, into pinned "
       "memory on a GPU)")("device", po::value(&device_name)->default_value(device_name),
-                          "where the model's weights live and it trains: cpu:0, cuda:0, ...");
+                          "where the model's weights live and it trains: cpu:0, cuda:0, ...")(
+      "towers", po::value(&towers)->multitoken(),
+      "train through parallel::multi_gpu_model on these devices (cpu:0 cpu:1, cuda:0 cuda:1); the weights stay on "
+      "--device")("ratios", po::value(&ratios)->multitoken(), "with --towers: each device's share of a batch");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);
@@ -77,10 +84,11 @@ int main(int argc, char** argv) try {
 
   set_random_seed(1);
   Device& where = device(device_name);
-  auto model = [&] {
+  Sequential inner = [&] {
     DefaultDeviceScope scope(where);
     return make_model(kind);
   }();
+  Model model = towers.empty() ? Model(inner) : parallel::multi_gpu_model(inner, towers, {.ratios = ratios});
   if (kind == "mlp")
     model.compile(optimizers::RMSprop(), "categorical_crossentropy", {"accuracy"});
   else
@@ -98,8 +106,12 @@ int main(int argc, char** argv) try {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::cout << "tower " << kind << " (" << input << ") batch " << batch_size << ": " << static_cast<double>(n * epochs) / seconds
-            << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB";
+  std::string on = where.name();
+  if (!towers.empty())
+    on = fmt::format("towers {}{}", fmt::join(towers, " "),
+                     ratios.empty() ? "" : fmt::format(" ratios {}", fmt::join(ratios, ":")));
+  std::cout << "tower " << kind << " (" << input << ") on " << on << " batch " << batch_size << ": "
+            << static_cast<double>(n * epochs) / seconds << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB";
   if (!where.host_accessible())  // what tensors held at most, and what the caching allocator held
     std::cout << ", " << where.name() << " peak " << where.memory_stats().peak / (1024 * 1024) << " MiB (reserved "
               << where.memory_stats().reserved / (1024 * 1024) << " MiB)";

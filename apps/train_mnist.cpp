@@ -19,6 +19,7 @@
 #include "io/keras_model.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
+#include "parallel/multi_gpu_model.h"
 
 #ifndef TOWER_DATA_DIR
 #define TOWER_DATA_DIR "data"
@@ -39,6 +40,8 @@ struct Args {
   std::string data;
   std::vector<std::string> gpus;
   int cpu_devices = 1;
+  std::vector<std::int64_t> ratios;  // each tower's share of a batch; empty: equal
+  int virtual_gpus = 0;              // split GPU 0 into this many logical GPUs (0: leave it whole)
   std::uint64_t seed = 1;
   std::string save, load, resume;
   std::int64_t backup_every = 0;
@@ -97,6 +100,10 @@ Args parse(int argc, char** argv) {
       "gpus", po::value(&a.gpus)->multitoken()->default_value({}, ""),
       "GPUs: a count (--gpus 3) or a list of ids (--gpus 0 2 3); default: none (CPU)")(
       "cpu-devices", po::value(&a.cpu_devices)->default_value(a.cpu_devices), "CPU devices (towers) to train on")(
+      "ratios", po::value(&a.ratios)->multitoken(),
+      "each tower's share of a batch (--ratios 3 2: 60 % and 40 %); default: equal shares")(
+      "virtual-gpus", po::value(&a.virtual_gpus)->default_value(a.virtual_gpus),
+      "split GPU 0 into N logical GPUs (towers on one GPU, for testing); then --gpus counts them")(
       "seed", po::value(&a.seed)->default_value(a.seed), "random seed (weights, shuffling, dropout)")(
       "save", po::value(&a.save)->default_value(""), "write the trained model (Keras full-model .h5) to FILE")(
       "load", po::value(&a.load)->default_value(""),
@@ -126,6 +133,10 @@ Args parse(int argc, char** argv) {
   if (a.batch_size <= 0) throw UsageError(fmt::format("--batch-size must be > 0, got {}", a.batch_size));
   if (a.lr < 0) throw UsageError(fmt::format("--lr must be >= 0, got {}", a.lr));
   if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
+  if (a.cpu_devices > 1 && !a.gpus.empty()) throw UsageError("--cpu-devices and --gpus exclude each other; give one");
+  if (a.virtual_gpus < 0) throw UsageError(fmt::format("--virtual-gpus must be >= 0, got {}", a.virtual_gpus));
+  for (auto r : a.ratios)
+    if (r < 0) throw UsageError(fmt::format("--ratios must be >= 0, got {}", fmt::join(a.ratios, " ")));
   if (a.verbose < 0 || a.verbose > 2) throw UsageError(fmt::format("--verbose must be 0, 1 or 2, got {}", a.verbose));
   if (a.backup_every < 0) throw UsageError(fmt::format("--backup-every must be >= 0, got {}", a.backup_every));
   if (a.train_samples < 0) throw UsageError(fmt::format("--train-samples must be >= 0, got {}", a.train_samples));
@@ -227,8 +238,15 @@ Model load_or_build(const Args& a) {
   return model;
 }
 
-int run(const Args& a) {
-  Device* where = &cpu_device();  // where the model's weights live and it trains
+// The devices to train on: one (no towers) or several (parallel::multi_gpu_model's towers).
+std::vector<std::string> training_devices(const Args& a) {
+  if (a.virtual_gpus > 0) {
+    if (device_count(DeviceKind::cuda) == 0)
+      throw UsageError("--virtual-gpus splits GPU 0, but no GPU is visible (no CUDA device, or tower was built "
+                       "without CUDA)");
+    set_logical_device_configuration(0, std::vector<LogicalDeviceConfiguration>(static_cast<std::size_t>(a.virtual_gpus)));
+  }
+  std::vector<std::string> devices;
   if (!a.gpus.empty()) {
     const auto ids = gpu_ids(a.gpus);
     const int visible = device_count(DeviceKind::cuda);
@@ -236,23 +254,24 @@ int run(const Args& a) {
       throw UsageError(fmt::format("--gpus asks for {} GPU(s) but none is visible (no CUDA device, or tower was built "
                                    "without CUDA); leave --gpus out to train on the CPU",
                                    ids.size()));
-    for (int id : ids)
+    for (int id : ids) {
       if (id >= visible)
         throw UsageError(fmt::format("--gpus: GPU {} does not exist; {} GPU(s) are visible (ids 0 to {})", id, visible,
                                      visible - 1));
-    if (ids.size() > 1) {
-      std::cerr << "train_mnist: training on several GPUs arrives with the parallel towers (issue 6); use --gpus 1 "
-                   "or one GPU id\n";
-      return 1;
+      devices.push_back(fmt::format("cuda:{}", id));
     }
-    where = &device(fmt::format("cuda:{}", ids[0]));
+  } else {
+    for (int i = 0; i < a.cpu_devices; ++i) devices.push_back(fmt::format("cpu:{}", i));
   }
-  if (a.cpu_devices > 1) {
-    std::cerr << "train_mnist: --cpu-devices " << a.cpu_devices
-              << ": training on several CPU towers arrives with the parallel issue (6); use --cpu-devices 1\n";
-    return 1;
-  }
+  if (!a.ratios.empty() && a.ratios.size() != devices.size())
+    throw UsageError(fmt::format("--ratios gives {} shares for {} device(s) ({}); give one per device", a.ratios.size(),
+                                 devices.size(), fmt::join(devices, ", ")));
+  return devices;
+}
 
+int run(const Args& a) {
+  const auto devices = training_devices(a);
+  Device& where = device(devices.front());  // the weights; with towers, also where outputs merge
   set_random_seed(a.seed);
   const std::string dir = choose_data(a);
   auto [train, test] = io::load_mnist(dir);
@@ -267,10 +286,16 @@ int run(const Args& a) {
   x_test = io::to_float(x_test, 1.0 / 255, {-1, 28, 28});
 
   Model model = [&] {
-    DefaultDeviceScope scope(*where);  // the weights, and so the training, on that device
+    DefaultDeviceScope scope(where);  // the weights, and so the training, on that device
     return a.load.empty() ? build_model(a.model) : load_or_build(a);
   }();
-  if (where != &cpu_device()) std::cout << "Training on " << where->name() << "\n";
+  if (devices.size() > 1) {
+    model = parallel::multi_gpu_model(model, devices, {.ratios = a.ratios, .merge_device = where.name()});
+    std::cout << fmt::format("Training on {} towers: {}{}\n", devices.size(), fmt::join(devices, ", "),
+                             a.ratios.empty() ? "" : fmt::format(" (ratios {})", fmt::join(a.ratios, ":")));
+  } else if (&where != &cpu_device()) {
+    std::cout << "Training on " << where.name() << "\n";
+  }
   if (!model.compiled()) model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
   if (a.verbose > 0) model.summary();
 

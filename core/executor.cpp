@@ -382,8 +382,9 @@ void Plan::run_lanes() {
         const std::size_t i = mine[k];
         {
           std::unique_lock lock(mutex);
+          const auto& waits = steps_[i].waits;
           changed.wait(lock, [&] {
-            return error || std::all_of(steps_[i].waits.begin(), steps_[i].waits.end(), [&](std::size_t w) { return done[w]; });
+            return error || std::all_of(waits.begin(), waits.end(), [&](std::size_t w) { return done[w]; });
           });
           if (error) return;
         }

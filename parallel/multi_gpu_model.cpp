@@ -11,6 +11,7 @@
 #include "layers/concatenate.h"
 #include "layers/input_layer.h"
 #include "layers/lambda.h"
+#include "layers/model_internal.h"
 
 namespace tower::parallel {
 
@@ -49,8 +50,10 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
   // A wrapper of a wrapper wraps the same inner model.
   auto inner = model.wrapped_model() ? model.wrapped_model() : std::make_shared<const Model>(model);
   if (!inner->has_graph())
-    raise<ValueError>("multi_gpu_model: model \"{}\" has no input shape yet; build it (an Input first) before "
-                      "wrapping it", inner->name());
+    raise<ValueError>(
+        "multi_gpu_model: model \"{}\" has no input shape yet; build it (an Input first) before "
+        "wrapping it",
+        inner->name());
   const auto names = checked_devices(devices);
   const auto ratios = checked_ratios(options.ratios, names.size());
   const std::string merge = device(options.merge_device).name();
@@ -67,7 +70,8 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
     std::vector<KerasTensor> shares;
     for (const auto& x : inputs) {
       const int share = static_cast<int>(i);
-      const layers::Lambda slice([ratios, share](const SymbolicTensor& t) { return ops::batch_share(t, ratios, share); });
+      const layers::Lambda slice(
+          [ratios, share](const SymbolicTensor& t) { return ops::batch_share(t, ratios, share); });
       shares.push_back(slice(x));
       shares.back().node()->device = merge;  // sliced where the batch arrives: only the share is copied over
     }
@@ -85,6 +89,10 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
   }
   Model wrapper(inputs, outputs);
   wrapper.set_wrapped_model(inner);
+  // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots
+  // and step count belong to the shared variables, so a loaded model continues where it was).
+  if (const Model::Data& d = inner->internal(); d.compiled)
+    wrapper.compile(d.optimizer, d.losses, d.metrics, {.loss_weights = d.loss_weights});
   return wrapper;
 }
 
@@ -92,11 +100,10 @@ Model multi_gpu_model(const Model& model, const std::vector<int>& gpu_ids, const
   std::vector<std::string> names;
   for (int id : gpu_ids) {
     if (id < 0 || id >= device_count(DeviceKind::cuda))
-      raise<NotFoundError>("multi_gpu_model: GPU {} does not exist; {} GPU(s) are visible{}", id,
-                           device_count(DeviceKind::cuda),
-                           device_count(DeviceKind::cuda) > 0
-                               ? fmt::format(" (ids 0 to {})", device_count(DeviceKind::cuda) - 1)
-                               : " (no CUDA device, or tower was built without CUDA)");
+      raise<NotFoundError>(
+          "multi_gpu_model: GPU {} does not exist; {} GPU(s) are visible{}", id, device_count(DeviceKind::cuda),
+          device_count(DeviceKind::cuda) > 0 ? fmt::format(" (ids 0 to {})", device_count(DeviceKind::cuda) - 1)
+                                             : " (no CUDA device, or tower was built without CUDA)");
     names.push_back(fmt::format("cuda:{}", id));
   }
   return multi_gpu_model(model, names, options);

@@ -10,6 +10,7 @@
 //   Model parallel = parallel::multi_gpu_model(model, std::vector<std::string>{"cpu:0", "cpu:1"});
 //   parallel.compile(...); parallel.fit(...);   // the inner model's weights train
 //   parallel.save("m.h5");                       // the file `model` would write
+// A compiled model's wrapper starts compiled the same way, with the same optimizer.
 //
 // The towers read the inner model's variables where they live and their gradients are summed into
 // one update, so training is synchronous and gives the single-device result on the same global batch

@@ -2,6 +2,7 @@
 // files (a message and exit code 1, never a crash), --save then --epochs 0 --load evaluating only.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -42,7 +43,8 @@ TEST_CASE("train_mnist --help lists every option with its default") {
   for (const char* option : {"--model arg (=mlp)", "--epochs arg (=5)", "--batch-size arg (=128)",
                              "--optimizer arg (=adam)", "--lr arg (=0)", "--data arg", "--gpus arg",
                              "--cpu-devices arg (=1)", "--seed arg (=1)", "--save arg", "--load arg", "--resume arg",
-                             "--backup-every arg (=0)", "--train-samples arg (=0)", "--verbose arg (=1)"})
+                             "--backup-every arg (=0)", "--train-samples arg (=0)", "--verbose arg (=1)",
+                             "--ratios arg", "--virtual-gpus arg (=0)"})
     CHECK_MESSAGE(contains(r.output, option), option << " is not in:\n" << r.output);
 }
 
@@ -70,6 +72,9 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--epochs", "0"}, "--epochs 0 evaluates a model: give it with --load FILE"},
       {{"--backup-every", "5"}, "--backup-every needs --resume DIR"},
       {{"--gpus", "two"}, "--gpus takes a count or a list of GPU ids"},
+      {{"--cpu-devices", "2", "--ratios", "1", "2", "3"}, "--ratios gives 3 shares for 2 device(s) (cpu:0, cpu:1)"},
+      {{"--cpu-devices", "2", "--gpus", "1"}, "--cpu-devices and --gpus exclude each other"},
+      {{"--ratios", "-1"}, "--ratios must be >= 0"},
       {{"--no-such-option"}, "unrecognised option"},
   };
   for (const auto& c : cases) {
@@ -138,4 +143,21 @@ TEST_CASE("train_mnist --save, then --epochs 0 --load evaluates the saved model 
   CHECK(value_after(trained.output, "Test loss: ") != "");
   CHECK(value_after(evaluated.output, "Test loss: ") == value_after(trained.output, "Test loss: "));
   CHECK(value_after(evaluated.output, "Test accuracy: ") == value_after(trained.output, "Test accuracy: "));
+}
+
+TEST_CASE("train_mnist --cpu-devices 2 --ratios 3 1 trains through towers; the saved file is the plain model's") {
+  // (Dropout draws other masks in towers than on one device, so the numbers differ from a plain run.)
+  TempDir dir("app");
+  write_idx_set(dir.path, 256, 64);
+  const std::string towers = dir / "towers.h5";
+  const auto r = train_mnist({"--data", dir.path.string(), "--epochs", "1", "--verbose", "0", "--cpu-devices", "2",
+                              "--ratios", "3", "1", "--save", towers},
+                             dir);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(contains(r.output, "Training on 2 towers: cpu:0, cpu:1 (ratios 3:1)"));
+  CHECK(std::isfinite(std::stod(value_after(r.output, "Test loss: "))));
+  // The file is the plain model's: it loads without towers and evaluates the same.
+  const auto loaded = train_mnist({"--data", dir.path.string(), "--epochs", "0", "--verbose", "0", "--load", towers}, dir);
+  REQUIRE_MESSAGE(loaded.exit_code == 0, loaded.output);
+  CHECK(value_after(loaded.output, "Test loss: ") == value_after(r.output, "Test loss: "));
 }

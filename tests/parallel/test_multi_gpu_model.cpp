@@ -26,8 +26,8 @@ namespace {
 // and a softmax output.
 Sequential make_model(std::uint64_t seed) {
   set_random_seed(seed);
-  return Sequential({layers::Input({6}), layers::Dense(16, {.activation = "relu"}), layers::Dense(8, {.activation = "tanh"}),
-                     layers::Dense(3, {.activation = "softmax"})});
+  return Sequential({layers::Input({6}), layers::Dense(16, {.activation = "relu"}),
+                     layers::Dense(8, {.activation = "tanh"}), layers::Dense(3, {.activation = "softmax"})});
 }
 
 std::pair<Tensor, Tensor> data(std::int64_t n) {
@@ -68,7 +68,7 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
     std::int64_t samples, batch;
   };
   const std::vector<Case> cases = {
-      {{"cpu:0", "cpu:1"}, {1, 1}, 20, 8},           // the last batch has 4
+      {{"cpu:0", "cpu:1"}, {1, 1}, 20, 8},  // the last batch has 4
       {{"cpu:0", "cpu:1"}, {3, 1}, 20, 8},
       {{"cpu:0", "cpu:1", "cpu:2"}, {5, 2, 1}, 21, 8},  // last batch 5: shares 3, 1, 1
       {{"cpu:1", "cpu:2", "cpu:3"}, {1, 1, 1}, 7, 2},   // batches of 2 on 3 devices: one sits out
@@ -97,7 +97,8 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
     const auto w1 = single.get_weights(), w2 = inner.get_weights();  // the wrapper trained the inner model
     REQUIRE(w1.size() == w2.size());
     for (std::size_t i = 0; i < w1.size(); ++i) check_close(w2[i], w1[i], 1e-5, 1e-6);
-    CHECK(parallel.evaluate(x, y, {.verbose = 0})[0] == doctest::Approx(single.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
+    CHECK(parallel.evaluate(x, y, {.verbose = 0})[0] ==
+          doctest::Approx(single.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
   }
 }
 
@@ -133,9 +134,13 @@ TEST_CASE("multi_gpu_model: files through the wrapper are the inner model's; a w
 TEST_CASE("multi_gpu_model: bad devices and ratios get clear errors") {
   clear_session();
   auto model = make_model(1);
-  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.ratios = {1}}); }),
+  CHECK(contains(message_of<ValueError>([&] {
+                   parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.ratios = {1}});
+                 }),
                  "1 ratios for 2 devices"));
-  CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:0"}); }),
+  CHECK(contains(message_of<ValueError>([&] {
+                   parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:0"});
+                 }),
                  "listed twice"));
   CHECK(contains(message_of<ValueError>([&] { parallel::multi_gpu_model(model, Devices{"cpu:0"}, {.ratios = {0}}); }),
                  "at least one ratio"));
