@@ -11,8 +11,10 @@
 #include "backends/cpu/nn_kernels.h"
 
 // The small-K loops get an AVX2/FMA (x86-64-v3) clone chosen at load time by CPU features; the
-// build itself targets baseline x86-64.
-#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11
+// build itself targets baseline x86-64. Not under ThreadSanitizer: its instrumented ifunc resolvers
+// would run before it is initialised.
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11 && \
+    !defined(__SANITIZE_THREAD__)
 #define TOWER_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define TOWER_SIMD_CLONES
