@@ -3,6 +3,7 @@
 #include "core/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <exception>
@@ -306,6 +307,12 @@ void Plan::plan_lanes() {
     }
 }
 
+double Plan::busy_seconds(const Device& device) const {
+  for (std::size_t l = 0; l < lanes_.size() && l < lane_busy_.size(); ++l)
+    if (steps_[lanes_[l].front()].device == &device) return lane_busy_[l];
+  return 0.0;
+}
+
 int Plan::num_groups() const {
   int n = 0;
   for (const Step& step : steps_) n += step.group_kernel ? 1 : 0;
@@ -376,7 +383,9 @@ void Plan::run_lanes() {
   std::condition_variable changed;
   std::vector<char> done(steps_.size(), 0);
   std::exception_ptr error;
-  const auto lane = [&](const std::vector<std::size_t>& mine) {
+  lane_busy_.assign(lanes_.size(), 0.0);
+  const auto lane = [&](std::size_t l) {
+    const std::vector<std::size_t>& mine = lanes_[l];
     try {
       for (std::size_t k = 0; k < mine.size();) {
         const std::size_t i = mine[k];
@@ -388,7 +397,9 @@ void Plan::run_lanes() {
           });
           if (error) return;
         }
+        const auto start = std::chrono::steady_clock::now();
         const std::size_t count = run_step(i);
+        lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         {
           std::lock_guard lock(mutex);
           for (std::size_t j = i; j < i + count; ++j) done[j] = 1;
@@ -403,8 +414,8 @@ void Plan::run_lanes() {
     }
   };
   std::vector<std::thread> threads;
-  for (std::size_t l = 1; l < lanes_.size(); ++l) threads.emplace_back(lane, std::cref(lanes_[l]));
-  lane(lanes_[0]);
+  for (std::size_t l = 1; l < lanes_.size(); ++l) threads.emplace_back(lane, l);
+  lane(0);
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 }
@@ -466,7 +477,9 @@ Plan& Executor::plan(const FeedMap& feeds, const std::vector<SymbolicTensor>& fe
 
 std::vector<Tensor> Executor::run(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches,
                                   const std::vector<Node*>& targets) {
-  return plan(feeds, fetches, targets).run(feeds);
+  Plan& p = plan(feeds, fetches, targets);
+  last_plan_ = &p;
+  return p.run(feeds);
 }
 
 }  // namespace tower

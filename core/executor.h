@@ -49,6 +49,9 @@ class Plan {
   int num_groups() const;
   // Devices whose steps run at the same time (1: everything on one device, or not concurrent).
   int num_lanes() const { return static_cast<int>(lanes_.size()); }
+  // Seconds `device`'s lane spent running its steps in the last run (not waiting for other lanes);
+  // 0 for a device without a lane.
+  double busy_seconds(const Device& device) const;
   std::string to_string() const;  // the schedule, one step a line
 
  private:
@@ -70,6 +73,7 @@ class Plan {
   PlanOptions options_;
   // Per device, the indices of its steps in schedule order (concurrent runs only).
   std::vector<std::vector<std::size_t>> lanes_;
+  std::vector<double> lane_busy_;  // seconds per lane in the last run
 };
 
 // Runs graphs, keeping one Plan per (fetches, targets, feed shapes and dtypes).
@@ -82,6 +86,8 @@ class Executor {
   // The plan run() would use, compiled now if it is not cached.
   Plan& plan(const FeedMap& feeds, const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets = {});
   int plans_compiled() const { return plans_compiled_; }
+  // The plan the last run() used (null before any).
+  const Plan* last_plan() const { return last_plan_; }
   Device& default_device() const { return *default_device_; }
 
  private:
@@ -89,6 +95,7 @@ class Executor {
   PlanOptions options_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   int plans_compiled_ = 0;
+  const Plan* last_plan_ = nullptr;
 };
 
 }  // namespace tower

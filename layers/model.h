@@ -187,7 +187,10 @@ class Model : public Layer {
   // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
   // Saving and loading weights or the whole model go to it, so files never nest.
   std::shared_ptr<const Model> wrapped_model() const;
-  void set_wrapped_model(std::shared_ptr<const Model> inner);
+  // `towers` and `ratios`: the devices that run it and their shares of a batch; fit reports each
+  // device's throughput from them.
+  void set_wrapped_model(std::shared_ptr<const Model> inner, std::vector<std::string> towers = {},
+                         std::vector<std::int64_t> ratios = {});
   // True once the model knows its inputs (a Sequential without an Input learns them from data).
   bool has_graph() const;
 

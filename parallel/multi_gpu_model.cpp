@@ -88,7 +88,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
     outputs.back().node()->device = merge;
   }
   Model wrapper(inputs, outputs);
-  wrapper.set_wrapped_model(inner);
+  wrapper.set_wrapped_model(inner, names, ratios);
   // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots
   // and step count belong to the shared variables, so a loaded model continues where it was).
   if (const Model::Data& d = inner->internal(); d.compiled)

@@ -4,6 +4,11 @@
 // clear errors.
 #include <doctest/doctest.h>
 
+#include <iostream>
+#include <iterator>
+#include <regex>
+#include <sstream>
+
 #include "core/random.h"
 #include "io/hdf5.h"
 #include "io/keras_model.h"
@@ -150,4 +155,20 @@ TEST_CASE("multi_gpu_model: bad devices and ratios get clear errors") {
     CHECK(contains(message, "GPU 0 does not exist; 0 GPU(s) are visible"));
   }
   CHECK(contains(message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, Devices{"tpu:0"}); }), "tpu:0"));
+}
+
+TEST_CASE("multi_gpu_model: fit reports each device's throughput after every epoch") {
+  clear_session();
+  auto model = make_model(5);
+  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.ratios = {3, 1}});
+  parallel.compile("sgd", "sparse_categorical_crossentropy");
+  auto [x, y] = data(32);
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  parallel.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 2});
+  std::cout.rdbuf(old);
+  const std::string out = captured.str();
+  const std::regex line(R"(cpu:0\[6\] [1-9][0-9]* sps  cpu:1\[2\] [1-9][0-9]* sps  total\[8\] [1-9][0-9]* sps)");
+  std::ptrdiff_t lines = std::distance(std::sregex_iterator(out.begin(), out.end(), line), std::sregex_iterator());
+  CHECK_MESSAGE(lines == 2, out);
 }
