@@ -46,7 +46,8 @@ int main(int argc, char** argv) try {
   namespace po = boost::program_options;
   std::string kind = "mlp", data = io::kFashionMnistDir, input = "arrays", device_name = "cpu:0";
   std::vector<std::string> towers;
-  std::vector<std::int64_t> ratios;
+  std::vector<std::string> ratio_args;  // integers, or "auto"
+  std::vector<std::string> slowdowns;   // DEVICE=FACTOR
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
@@ -61,7 +62,10 @@ int main(int argc, char** argv) try {
                           "where the model's weights live and it trains: cpu:0, cuda:0, ...")(
       "towers", po::value(&towers)->multitoken(),
       "train through parallel::multi_gpu_model on these devices (cpu:0 cpu:1, cuda:0 cuda:1); the weights stay on "
-      "--device")("ratios", po::value(&ratios)->multitoken(), "with --towers: each device's share of a batch");
+      "--device")("ratios", po::value(&ratio_args)->multitoken(),
+                  "with --towers: each device's share of a batch, or auto (measured in a first, untimed epoch)")(
+      "slowdown", po::value(&slowdowns)->multitoken(),
+      "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);
@@ -88,7 +92,18 @@ int main(int argc, char** argv) try {
     DefaultDeviceScope scope(where);
     return make_model(kind);
   }();
-  Model model = towers.empty() ? Model(inner) : parallel::multi_gpu_model(inner, towers, {.ratios = ratios});
+  const bool auto_ratios = ratio_args.size() == 1 && ratio_args[0] == "auto";
+  std::vector<std::int64_t> ratios;
+  if (!auto_ratios)
+    for (const auto& r : ratio_args) ratios.push_back(std::stoll(r));
+  for (const auto& s : slowdowns) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) throw ValueError("--slowdown takes DEVICE=FACTOR, got " + s);
+    device(s.substr(0, eq)).set_slowdown(std::stod(s.substr(eq + 1)));
+  }
+  Model model = towers.empty()
+                    ? Model(inner)
+                    : parallel::multi_gpu_model(inner, towers, {.ratios = ratios, .auto_ratios = auto_ratios});
   if (kind == "mlp")
     model.compile(optimizers::RMSprop(), "categorical_crossentropy", {"accuracy"});
   else
@@ -96,6 +111,7 @@ int main(int argc, char** argv) try {
   // Warm-up: compile the plans of a full and of the last partial batch before timing.
   model.train_on_batch({head(x, batch_size)}, {head(y, batch_size)});
   if (n % batch_size) model.train_on_batch({head(x, n % batch_size)}, {head(y, n % batch_size)});
+  if (auto_ratios) model.fit(x, y, {.batch_size = batch_size, .epochs = 1, .verbose = 2});  // measures, rebalances
   auto start = std::chrono::steady_clock::now();
   auto history = input == "arrays" ? model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0})
                                    : model.fit(io::Dataset::from_tensor_slices({x}, {y})
@@ -109,7 +125,8 @@ int main(int argc, char** argv) try {
   std::string on = where.name();
   if (!towers.empty())
     on = fmt::format("towers {}{}", fmt::join(towers, " "),
-                     ratios.empty() ? "" : fmt::format(" ratios {}", fmt::join(ratios, ":")));
+                     ratio_args.empty() ? "" : fmt::format(" ratios {}", fmt::join(ratio_args, ":")));
+  if (!slowdowns.empty()) on += fmt::format(" slowdown {}", fmt::join(slowdowns, " "));
   std::cout << "tower " << kind << " (" << input << ") on " << on << " batch " << batch_size << ": "
             << static_cast<double>(n * epochs) / seconds << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB";
   if (!where.host_accessible())  // what tensors held at most, and what the caching allocator held

@@ -17,6 +17,11 @@ Device::Device(DeviceKind kind, int index)
 
 Device::Device(DeviceKind kind, int index, std::string name) : kind_(kind), index_(index), name_(std::move(name)) {}
 
+void Device::set_slowdown(double factor) {
+  if (!(factor >= 1.0)) raise<ValueError>("{}: set_slowdown needs a factor >= 1, got {}", name_, factor);
+  slowdown_ = factor;
+}
+
 void* Device::allocate(std::size_t bytes) {
   void* p = do_allocate(bytes);
   std::lock_guard lock(stats_mutex_);

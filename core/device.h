@@ -58,6 +58,11 @@ class Device {
   // nothing on devices that do not cache.
   virtual void empty_cache() {}
 
+  // For tests and benchmarks of uneven devices: make this device `factor` times slower than it is
+  // (after each kernel the executor waits factor - 1 times the kernel's time). 1: full speed.
+  void set_slowdown(double factor);
+  double slowdown() const { return slowdown_; }
+
  protected:
   // Bytes held from the system, for devices with a caching allocator (memory_stats().reserved);
   // nullopt: reserved is the peak of in_use.
@@ -68,6 +73,7 @@ class Device {
  private:
   DeviceKind kind_;
   int index_;
+  double slowdown_ = 1.0;
   std::string name_;
   mutable std::mutex stats_mutex_;
   MemoryStats stats_;

@@ -368,11 +368,14 @@ std::size_t Plan::run_step(std::size_t i) {
     return 1;
   }
   KernelContext ctx = context(step);
+  const auto start = std::chrono::steady_clock::now();
   try {
     step.kernel(ctx);
   } catch (const Error& e) {
     rethrow_with_node(e, *step.node);
   }
+  if (const double slowdown = step.device->slowdown(); slowdown > 1.0)  // a throttled device (tests, benchmarks)
+    std::this_thread::sleep_for((std::chrono::steady_clock::now() - start) * (slowdown - 1.0));
   return 1;
 }
 

@@ -198,12 +198,10 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
 
 std::shared_ptr<const Model> Model::wrapped_model() const { return data_->wrapped; }
 
-void Model::set_wrapped_model(std::shared_ptr<const Model> inner, std::vector<std::string> towers,
-                              std::vector<std::int64_t> ratios) {
+void Model::set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout towers) {
   if (inner && inner->wrapped_model()) inner = inner->wrapped_model();  // a wrapper of a wrapper unwraps
   data_->wrapped = std::move(inner);
   data_->towers = std::move(towers);
-  data_->tower_ratios = std::move(ratios);
 }
 
 std::vector<VariablePtr> Model::trainable_weights() const {

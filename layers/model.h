@@ -53,6 +53,14 @@ struct CompileOptions {
   std::vector<double> loss_weights;  // one per output; empty = all 1
 };
 
+// The towers of a parallel wrapper (parallel::multi_gpu_model): fit reports each device's throughput
+// from them and, with auto_ratios, sets the shares from what it measured in the first epoch.
+struct TowerLayout {
+  std::vector<std::string> devices;
+  std::shared_ptr<std::vector<std::int64_t>> ratios;  // each device's share; read when a graph is built
+  bool auto_ratios = false;
+};
+
 struct FitOptions {
   std::int64_t batch_size = 32;
   int epochs = 1;
@@ -187,10 +195,8 @@ class Model : public Layer {
   // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
   // Saving and loading weights or the whole model go to it, so files never nest.
   std::shared_ptr<const Model> wrapped_model() const;
-  // `towers` and `ratios`: the devices that run it and their shares of a batch; fit reports each
-  // device's throughput from them.
-  void set_wrapped_model(std::shared_ptr<const Model> inner, std::vector<std::string> towers = {},
-                         std::vector<std::int64_t> ratios = {});
+  // `towers`: the devices that run it and their shares of a batch.
+  void set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout towers = {});
   // True once the model knows its inputs (a Sequential without an Input learns them from data).
   bool has_graph() const;
 

@@ -43,8 +43,7 @@ struct Model::Data {
 
   // parallel::multi_gpu_model: the model the towers run (its variables are the towers' variables).
   std::shared_ptr<const Model> wrapped;
-  std::vector<std::string> towers;          // its devices, in tower order
-  std::vector<std::int64_t> tower_ratios;   // their shares of a batch (all 1: equal)
+  TowerLayout towers;                     // its devices and their shares of a batch
 
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.

@@ -427,9 +427,9 @@ CallbackList make_callbacks(Model* model, bool progress, const std::vector<Callb
 // of a full batch. So a device that does nothing, or holds the others up, shows.
 class TowerMeter {
  public:
-  explicit TowerMeter(const Model::Data& d) : towers_(d.towers), ratios_(d.tower_ratios) {}
+  explicit TowerMeter(const TowerLayout& towers) : towers_(towers.devices), ratios_(towers.ratios) {}
 
-  bool active() const { return towers_.size() > 1; }
+  bool active() const { return towers_.size() > 1 && ratios_; }
   void begin_epoch() {
     samples_.assign(towers_.size(), 0);
     busy_.assign(towers_.size(), 0.0);
@@ -438,7 +438,7 @@ class TowerMeter {
   }
   void add_step(const Executor& executor, std::int64_t batch) {
     if (full_batch_ == 0) full_batch_ = batch;
-    const auto shares = largest_remainder_split(batch, ratios_);
+    const auto shares = largest_remainder_split(batch, *ratios_);
     const Plan* plan = executor.last_plan();
     for (std::size_t k = 0; k < towers_.size(); ++k) {
       samples_[k] += shares[k];
@@ -448,17 +448,31 @@ class TowerMeter {
   }
   std::string line() const {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const auto shares = largest_remainder_split(full_batch_, ratios_);
+    const auto shares = largest_remainder_split(full_batch_, *ratios_);
     std::string out;
     for (std::size_t k = 0; k < towers_.size(); ++k)
       out += fmt::format("{}[{}] {:.0f} sps  ", towers_[k], shares[k],
                          busy_[k] > 0 ? static_cast<double>(samples_[k]) / busy_[k] : 0.0);
     return out + fmt::format("total[{}] {:.0f} sps", full_batch_, wall > 0 ? static_cast<double>(total_) / wall : 0.0);
   }
+  // Shares in proportion to each device's measured samples per busy second (out of 1000), so that the
+  // devices finish their parts of a step together; empty when a device has no measurement.
+  std::vector<std::int64_t> balanced_ratios() const {
+    std::vector<double> speed;
+    double total = 0;
+    for (std::size_t k = 0; k < towers_.size(); ++k) {
+      if (busy_[k] <= 0 || samples_[k] == 0) return {};
+      speed.push_back(static_cast<double>(samples_[k]) / busy_[k]);
+      total += speed.back();
+    }
+    std::vector<std::int64_t> ratios;
+    for (double v : speed) ratios.push_back(std::max<std::int64_t>(1, std::llround(1000 * v / total)));
+    return ratios;
+  }
 
  private:
   std::vector<std::string> towers_;
-  std::vector<std::int64_t> ratios_;
+  std::shared_ptr<std::vector<std::int64_t>> ratios_;
   std::vector<std::int64_t> samples_;
   std::vector<double> busy_;
   std::int64_t total_ = 0, full_batch_ = 0;
@@ -588,7 +602,7 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
   StepBatches batches(d.inputs, "fit", true, dataset ? &options.class_weight : nullptr);
   DataElement element;
   Logs epoch_logs;
-  TowerMeter tower_meter(d);
+  TowerMeter tower_meter(d.towers);
   for (int epoch = first_epoch; epoch < options.epochs && !d.stop_training; ++epoch) {
     const std::int64_t skip = epoch == first_epoch ? first_step : 0;
     train.begin_epoch(epoch, skip);
@@ -623,6 +637,15 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
     }
     callbacks.each([&](Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
     if (options.verbose > 0 && tower_meter.active() && step > skip) std::cout << tower_meter.line() << "\n";
+    // ratios "auto": after the first epoch, shares in proportion to each device's measured speed (the
+    // engine graphs are rebuilt with them).
+    if (d.towers.auto_ratios && epoch == first_epoch && tower_meter.active())
+      if (auto balanced = tower_meter.balanced_ratios(); !balanced.empty() && balanced != *d.towers.ratios) {
+        if (options.verbose > 0)
+          std::cout << fmt::format("auto ratios: {} -> {}\n", fmt::join(*d.towers.ratios, ":"), fmt::join(balanced, ":"));
+        *d.towers.ratios = std::move(balanced);
+        reset_functions();
+      }
   }
   callbacks.each([&](Callback& cb) { cb.on_train_end(epoch_logs); });
   return *history;

@@ -55,7 +55,9 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
         "wrapping it",
         inner->name());
   const auto names = checked_devices(devices);
-  const auto ratios = checked_ratios(options.ratios, names.size());
+  // Shared with the wrapper: fit may rebalance them (auto_ratios), and the Lambdas read them whenever
+  // an engine graph is built.
+  const auto ratios = std::make_shared<std::vector<std::int64_t>>(checked_ratios(options.ratios, names.size()));
   const std::string merge = device(options.merge_device).name();
 
   std::vector<KerasTensor> inputs;
@@ -71,7 +73,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
     for (const auto& x : inputs) {
       const int share = static_cast<int>(i);
       const layers::Lambda slice(
-          [ratios, share](const SymbolicTensor& t) { return ops::batch_share(t, ratios, share); });
+          [ratios, share](const SymbolicTensor& t) { return ops::batch_share(t, *ratios, share); });
       shares.push_back(slice(x));
       shares.back().node()->device = merge;  // sliced where the batch arrives: only the share is copied over
     }
@@ -88,7 +90,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
     outputs.back().node()->device = merge;
   }
   Model wrapper(inputs, outputs);
-  wrapper.set_wrapped_model(inner, names, ratios);
+  wrapper.set_wrapped_model(inner, {.devices = names, .ratios = ratios, .auto_ratios = options.auto_ratios});
   // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots
   // and step count belong to the shared variables, so a loaded model continues where it was).
   if (const Model::Data& d = inner->internal(); d.compiled)

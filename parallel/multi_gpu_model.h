@@ -28,6 +28,9 @@ namespace tower::parallel {
 struct MultiGpuOptions {
   // Each device's relative share of every batch, as integers ({3, 2}: 60 % and 40 %); empty: equal.
   std::vector<std::int64_t> ratios;
+  // ratios = "auto": fit measures each device's samples per second in its first epoch and sets the
+  // ratios from them (starting from `ratios`, or equal shares), for devices of different speed.
+  bool auto_ratios = false;
   // Where the towers' outputs are concatenated and the loss and metrics computed (Keras: the CPU).
   std::string merge_device = "cpu:0";
 };

@@ -172,3 +172,23 @@ TEST_CASE("multi_gpu_model: fit reports each device's throughput after every epo
   std::ptrdiff_t lines = std::distance(std::sregex_iterator(out.begin(), out.end(), line), std::sregex_iterator());
   CHECK_MESSAGE(lines == 2, out);
 }
+
+TEST_CASE("multi_gpu_model: auto ratios give a slowed device less of every batch after the first epoch") {
+  clear_session();
+  Device& slow = device("cpu:1");
+  slow.set_slowdown(4.0);  // a test-only throttle: cpu:1 runs at a quarter of its speed
+  auto model = make_model(5);
+  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.auto_ratios = true});
+  parallel.compile("sgd", "sparse_categorical_crossentropy");
+  auto [x, y] = data(256);
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  parallel.fit(x, y, {.batch_size = 64, .epochs = 2, .verbose = 2});
+  std::cout.rdbuf(old);
+  slow.set_slowdown(1.0);
+  const std::string out = captured.str();
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(out, m, std::regex(R"(auto ratios: 1:1 -> (\d+):(\d+))")), out);
+  CHECK(std::stoi(m[1]) > std::stoi(m[2]));  // cpu:0, the fast one, takes more
+  CHECK(contains(message_of<ValueError>([&] { slow.set_slowdown(0.5); }), "factor >= 1"));
+}
