@@ -40,7 +40,9 @@ struct Args {
   std::string data;
   std::vector<std::string> gpus;
   int cpu_devices = 1;
-  std::vector<std::int64_t> ratios;  // each tower's share of a batch; empty: equal
+  std::vector<std::string> ratio_args;  // as given: integers or "auto"
+  std::vector<std::int64_t> ratios;      // each tower's share of a batch; empty: equal
+  bool auto_ratios = false;              // --ratios auto
   int virtual_gpus = 0;              // split GPU 0 into this many logical GPUs (0: leave it whole)
   std::uint64_t seed = 1;
   std::string save, load, resume;
@@ -100,8 +102,9 @@ Args parse(int argc, char** argv) {
       "gpus", po::value(&a.gpus)->multitoken()->default_value({}, ""),
       "GPUs: a count (--gpus 3) or a list of ids (--gpus 0 2 3); default: none (CPU)")(
       "cpu-devices", po::value(&a.cpu_devices)->default_value(a.cpu_devices), "CPU devices (towers) to train on")(
-      "ratios", po::value(&a.ratios)->multitoken(),
-      "each tower's share of a batch (--ratios 3 2: 60 % and 40 %); default: equal shares")(
+      "ratios", po::value(&a.ratio_args)->multitoken(),
+      "each tower's share of a batch (--ratios 3 2: 60 % and 40 %), or auto (measured in the first epoch); "
+      "default: equal shares")(
       "virtual-gpus", po::value(&a.virtual_gpus)->default_value(a.virtual_gpus),
       "split GPU 0 into N logical GPUs (towers on one GPU, for testing); then --gpus counts them")(
       "seed", po::value(&a.seed)->default_value(a.seed), "random seed (weights, shuffling, dropout)")(
@@ -135,8 +138,19 @@ Args parse(int argc, char** argv) {
   if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
   if (a.cpu_devices > 1 && !a.gpus.empty()) throw UsageError("--cpu-devices and --gpus exclude each other; give one");
   if (a.virtual_gpus < 0) throw UsageError(fmt::format("--virtual-gpus must be >= 0, got {}", a.virtual_gpus));
-  for (auto r : a.ratios)
-    if (r < 0) throw UsageError(fmt::format("--ratios must be >= 0, got {}", fmt::join(a.ratios, " ")));
+  a.auto_ratios = a.ratio_args.size() == 1 && a.ratio_args[0] == "auto";
+  if (!a.auto_ratios)
+    for (const auto& r : a.ratio_args) {
+      std::size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(r, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != r.size() || value < 0)
+        throw UsageError(fmt::format("--ratios takes integers >= 0 or auto, got {}", fmt::join(a.ratio_args, " ")));
+      a.ratios.push_back(value);
+    }
   if (a.verbose < 0 || a.verbose > 2) throw UsageError(fmt::format("--verbose must be 0, 1 or 2, got {}", a.verbose));
   if (a.backup_every < 0) throw UsageError(fmt::format("--backup-every must be >= 0, got {}", a.backup_every));
   if (a.train_samples < 0) throw UsageError(fmt::format("--train-samples must be >= 0, got {}", a.train_samples));
@@ -290,9 +304,10 @@ int run(const Args& a) {
     return a.load.empty() ? build_model(a.model) : load_or_build(a);
   }();
   if (devices.size() > 1) {
-    model = parallel::multi_gpu_model(model, devices, {.ratios = a.ratios, .merge_device = where.name()});
+    model = parallel::multi_gpu_model(
+        model, devices, {.ratios = a.ratios, .auto_ratios = a.auto_ratios, .merge_device = where.name()});
     std::cout << fmt::format("Training on {} towers: {}{}\n", devices.size(), fmt::join(devices, ", "),
-                             a.ratios.empty() ? "" : fmt::format(" (ratios {})", fmt::join(a.ratios, ":")));
+                             a.ratio_args.empty() ? "" : fmt::format(" (ratios {})", fmt::join(a.ratio_args, ":")));
   } else if (&where != &cpu_device()) {
     std::cout << "Training on " << where.name() << "\n";
   }

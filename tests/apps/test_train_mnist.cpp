@@ -74,7 +74,8 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--gpus", "two"}, "--gpus takes a count or a list of GPU ids"},
       {{"--cpu-devices", "2", "--ratios", "1", "2", "3"}, "--ratios gives 3 shares for 2 device(s) (cpu:0, cpu:1)"},
       {{"--cpu-devices", "2", "--gpus", "1"}, "--cpu-devices and --gpus exclude each other"},
-      {{"--ratios", "-1"}, "--ratios must be >= 0"},
+      {{"--ratios", "-1"}, "--ratios takes integers >= 0 or auto"},
+      {{"--ratios", "fast"}, "--ratios takes integers >= 0 or auto"},
       {{"--no-such-option"}, "unrecognised option"},
   };
   for (const auto& c : cases) {
