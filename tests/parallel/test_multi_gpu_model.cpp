@@ -157,36 +157,36 @@ TEST_CASE("multi_gpu_model: bad devices and ratios get clear errors") {
   CHECK(contains(message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, Devices{"tpu:0"}); }), "tpu:0"));
 }
 
-TEST_CASE("multi_gpu_model: fit reports each device's throughput after every epoch") {
+namespace {
+
+// What fit prints (verbose 2) while training a fresh wrapper of make_model on cpu:0 and cpu:1.
+std::string fit_output(const parallel::MultiGpuOptions& options, std::int64_t samples, std::int64_t batch) {
   clear_session();
   auto model = make_model(5);
-  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.ratios = {3, 1}});
+  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, options);
   parallel.compile("sgd", "sparse_categorical_crossentropy");
-  auto [x, y] = data(32);
+  auto [x, y] = data(samples);
   std::ostringstream captured;
   auto* old = std::cout.rdbuf(captured.rdbuf());
-  parallel.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 2});
+  parallel.fit(x, y, {.batch_size = batch, .epochs = 2, .verbose = 2});
   std::cout.rdbuf(old);
-  const std::string out = captured.str();
+  return captured.str();
+}
+
+}  // namespace
+
+TEST_CASE("multi_gpu_model: fit reports each device's throughput after every epoch") {
+  const std::string out = fit_output({.ratios = {3, 1}}, 32, 8);
   const std::regex line(R"(cpu:0\[6\] [1-9][0-9]* sps  cpu:1\[2\] [1-9][0-9]* sps  total\[8\] [1-9][0-9]* sps)");
   std::ptrdiff_t lines = std::distance(std::sregex_iterator(out.begin(), out.end(), line), std::sregex_iterator());
   CHECK_MESSAGE(lines == 2, out);
 }
 
 TEST_CASE("multi_gpu_model: auto ratios give a slowed device less of every batch after the first epoch") {
-  clear_session();
   Device& slow = device("cpu:1");
   slow.set_slowdown(4.0);  // a test-only throttle: cpu:1 runs at a quarter of its speed
-  auto model = make_model(5);
-  Model parallel = parallel::multi_gpu_model(model, Devices{"cpu:0", "cpu:1"}, {.auto_ratios = true});
-  parallel.compile("sgd", "sparse_categorical_crossentropy");
-  auto [x, y] = data(256);
-  std::ostringstream captured;
-  auto* old = std::cout.rdbuf(captured.rdbuf());
-  parallel.fit(x, y, {.batch_size = 64, .epochs = 2, .verbose = 2});
-  std::cout.rdbuf(old);
+  const std::string out = fit_output({.auto_ratios = true}, 256, 64);
   slow.set_slowdown(1.0);
-  const std::string out = captured.str();
   std::smatch m;
   REQUIRE_MESSAGE(std::regex_search(out, m, std::regex(R"(auto ratios: 1:1 -> (\d+):(\d+))")), out);
   CHECK(std::stoi(m[1]) > std::stoi(m[2]));  // cpu:0, the fast one, takes more
