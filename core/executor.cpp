@@ -40,6 +40,19 @@ struct Plan::Step {
   bool mutates = false;
 };
 
+// The lanes' threads (lane 0 runs on the caller's) and what they share during a run. The threads are
+// started with the first concurrent run and kept for the plan's life, so a step starts no thread.
+struct Plan::LaneThreads {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<char> done;         // per step, in this run
+  std::exception_ptr error;       // the first one of this run
+  std::uint64_t generation = 0;   // runs started
+  std::size_t finished = 0;       // lanes other than 0 done with this run
+  bool stop = false;
+  std::vector<std::thread> threads;
+};
+
 namespace {
 
 constexpr std::size_t kAlignment = 64;
@@ -319,7 +332,15 @@ int Plan::num_groups() const {
   return n;
 }
 
-Plan::~Plan() = default;
+Plan::~Plan() {
+  if (!lane_threads_) return;
+  {
+    std::lock_guard lock(lane_threads_->mutex);
+    lane_threads_->stop = true;
+  }
+  lane_threads_->changed.notify_all();
+  for (auto& thread : lane_threads_->threads) thread.join();
+}
 
 int Plan::num_steps() const { return static_cast<int>(steps_.size()); }
 
@@ -379,48 +400,76 @@ std::size_t Plan::run_step(std::size_t i) {
   return 1;
 }
 
-// One thread per lane (the caller takes the first); a step starts once the steps it waits for on other
-// lanes are done. The first error stops every lane and is rethrown here.
-void Plan::run_lanes() {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<char> done(steps_.size(), 0);
-  std::exception_ptr error;
-  lane_busy_.assign(lanes_.size(), 0.0);
-  const auto lane = [&](std::size_t l) {
-    const std::vector<std::size_t>& mine = lanes_[l];
-    try {
-      for (std::size_t k = 0; k < mine.size();) {
-        const std::size_t i = mine[k];
-        {
-          std::unique_lock lock(mutex);
-          const auto& waits = steps_[i].waits;
-          changed.wait(lock, [&] {
-            return error || std::all_of(waits.begin(), waits.end(), [&](std::size_t w) { return done[w]; });
-          });
-          if (error) return;
-        }
-        const auto start = std::chrono::steady_clock::now();
-        const std::size_t count = run_step(i);
-        lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        {
-          std::lock_guard lock(mutex);
-          for (std::size_t j = i; j < i + count; ++j) done[j] = 1;
-        }
-        changed.notify_all();
-        k += count;
+// Lane l's steps in order; a step starts once the steps it waits for on other lanes are done. The
+// first error stops every lane.
+void Plan::run_lane(std::size_t l) {
+  LaneThreads& t = *lane_threads_;
+  const std::vector<std::size_t>& mine = lanes_[l];
+  try {
+    for (std::size_t k = 0; k < mine.size();) {
+      const std::size_t i = mine[k];
+      {
+        std::unique_lock lock(t.mutex);
+        const auto& waits = steps_[i].waits;
+        t.changed.wait(lock, [&] {
+          return t.error || std::all_of(waits.begin(), waits.end(), [&](std::size_t w) { return t.done[w]; });
+        });
+        if (t.error) return;
       }
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!error) error = std::current_exception();
-      changed.notify_all();
+      const auto start = std::chrono::steady_clock::now();
+      const std::size_t count = run_step(i);
+      lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      {
+        std::lock_guard lock(t.mutex);
+        for (std::size_t j = i; j < i + count; ++j) t.done[j] = 1;
+      }
+      t.changed.notify_all();
+      k += count;
     }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t l = 1; l < lanes_.size(); ++l) threads.emplace_back(lane, l);
-  lane(0);
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  } catch (...) {
+    std::lock_guard lock(t.mutex);
+    if (!t.error) t.error = std::current_exception();
+    t.changed.notify_all();
+  }
+}
+
+void Plan::run_lanes() {
+  if (!lane_threads_) {
+    lane_threads_ = std::make_unique<LaneThreads>();
+    for (std::size_t l = 1; l < lanes_.size(); ++l)
+      lane_threads_->threads.emplace_back([this, l] {
+        LaneThreads& t = *lane_threads_;
+        std::uint64_t seen = 0;
+        for (;;) {
+          {
+            std::unique_lock lock(t.mutex);
+            t.changed.wait(lock, [&] { return t.stop || t.generation != seen; });
+            if (t.stop) return;
+            seen = t.generation;
+          }
+          run_lane(l);
+          {
+            std::lock_guard lock(t.mutex);
+            ++t.finished;
+          }
+          t.changed.notify_all();
+        }
+      });
+  }
+  LaneThreads& t = *lane_threads_;
+  {
+    std::lock_guard lock(t.mutex);
+    t.done.assign(steps_.size(), 0);
+    t.error = nullptr;
+    t.finished = 0;
+    lane_busy_.assign(lanes_.size(), 0.0);
+    ++t.generation;
+  }
+  t.changed.notify_all();
+  run_lane(0);
+  std::unique_lock lock(t.mutex);
+  t.changed.wait(lock, [&] { return t.finished == lanes_.size() - 1; });
+  if (t.error) std::rethrow_exception(t.error);
 }
 
 std::vector<Tensor> Plan::run(const FeedMap& feeds) {

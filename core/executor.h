@@ -63,6 +63,7 @@ class Plan {
   // Runs step i (a whole group when it starts one); returns how many steps it ran.
   std::size_t run_step(std::size_t i);
   void run_lanes();
+  void run_lane(std::size_t lane);
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Step> steps_;
   std::vector<Value*> fetch_values_;
@@ -74,6 +75,8 @@ class Plan {
   // Per device, the indices of its steps in schedule order (concurrent runs only).
   std::vector<std::vector<std::size_t>> lanes_;
   std::vector<double> lane_busy_;  // seconds per lane in the last run
+  struct LaneThreads;
+  std::unique_ptr<LaneThreads> lane_threads_;
 };
 
 // Runs graphs, keeping one Plan per (fetches, targets, feed shapes and dtypes).

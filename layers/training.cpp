@@ -427,10 +427,13 @@ CallbackList make_callbacks(Model* model, bool progress, const std::vector<Callb
 // of a full batch. So a device that does nothing, or holds the others up, shows.
 class TowerMeter {
  public:
-  explicit TowerMeter(const TowerLayout& towers) : towers_(towers.devices), ratios_(towers.ratios) {}
+  explicit TowerMeter(const TowerLayout& towers) : towers_(towers.devices), ratios_(towers.ratios) {
+    for (const auto& name : towers_) devices_.push_back(&device(name));
+  }
 
   bool active() const { return towers_.size() > 1 && ratios_; }
   void begin_epoch() {
+    shares_of_ = -1;  // the ratios may have changed (auto)
     samples_.assign(towers_.size(), 0);
     busy_.assign(towers_.size(), 0.0);
     total_ = 0;
@@ -438,11 +441,11 @@ class TowerMeter {
   }
   void add_step(const Executor& executor, std::int64_t batch) {
     if (full_batch_ == 0) full_batch_ = batch;
-    const auto shares = largest_remainder_split(batch, *ratios_);
+    if (batch != shares_of_) shares_ = largest_remainder_split(batch, *ratios_), shares_of_ = batch;  // once per size
     const Plan* plan = executor.last_plan();
     for (std::size_t k = 0; k < towers_.size(); ++k) {
-      samples_[k] += shares[k];
-      if (plan) busy_[k] += plan->busy_seconds(device(towers_[k]));
+      samples_[k] += shares_[k];
+      if (plan) busy_[k] += plan->busy_seconds(*devices_[k]);
     }
     total_ += batch;
   }
@@ -472,7 +475,10 @@ class TowerMeter {
 
  private:
   std::vector<std::string> towers_;
+  std::vector<Device*> devices_;
   std::shared_ptr<std::vector<std::int64_t>> ratios_;
+  std::vector<std::int64_t> shares_;  // of a batch of shares_of_ samples
+  std::int64_t shares_of_ = -1;
   std::vector<std::int64_t> samples_;
   std::vector<double> busy_;
   std::int64_t total_ = 0, full_batch_ = 0;
