@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/ops.h"
 #include "layers/input_layer.h"
 #include "layers/model_internal.h"
 
@@ -92,6 +93,57 @@ GraphOrder order_graph(const std::vector<KerasTensor>& inputs, const std::vector
   return order;
 }
 
+
+// A tower's update (BatchNormalization's moving statistics, made by one tower's call of the inner
+// model): its index in CallContext::updates and the rows of that tower's share of the batch.
+struct TowerUpdate {
+  std::size_t index;
+  SymbolicTensor rows;  // scalar, float
+};
+
+// The rows of x (batch, ...) as a float scalar, from the elements it has at run time.
+SymbolicTensor rows_of(const SymbolicTensor& x) {
+  std::int64_t per_row = 1;
+  for (int d = 1; d < x.rank(); ++d) per_row *= x.shape()[d];
+  const SymbolicTensor ones = ops::ones_like(is_floating(x.dtype()) ? x : ops::cast(x, DType::float32));
+  return ops::scale(ops::reduce_sum(ones), 1.0 / static_cast<double>(std::max<std::int64_t>(per_row, 1)));
+}
+
+// Towers call the same layers once each, so a variable that a layer updates (the moving statistics)
+// gets one assign per tower, and the last would win. They become one assign of the towers' new values
+// averaged by their shares' rows: the moving mean then follows the global batch's mean, whatever the
+// ratios, and a tower with an empty share (whose statistics are 0 there) counts for nothing.
+void merge_tower_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates) {
+  std::map<const Node*, std::vector<const TowerUpdate*>> by_variable;
+  for (const auto& u : tower_updates) {
+    Node* update = (*ctx.updates)[u.index];
+    if (update->op() == "assign") by_variable[update->inputs()[0].node()].push_back(&u);
+  }
+  std::set<std::size_t> replaced;
+  std::vector<Node*> merged;
+  for (const auto& [variable, updates] : by_variable) {
+    if (updates.size() < 2) continue;
+    Graph::DeviceScope on_variable(ctx.graph, variable->device());
+    SymbolicTensor weighted, rows;
+    for (const TowerUpdate* u : updates) {
+      const Node* update = (*ctx.updates)[u->index];
+      const SymbolicTensor& value = update->inputs()[1];
+      const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
+      const SymbolicTensor term = ops::multiply(value, share);
+      weighted = weighted.defined() ? ops::add(weighted, term) : term;
+      rows = rows.defined() ? ops::add(rows, share) : share;
+      replaced.insert(u->index);
+    }
+    const SymbolicTensor target = (*ctx.updates)[updates.front()->index]->inputs()[0];  // the variable's read
+    merged.push_back(ops::assign(target, ops::divide(weighted, rows)));
+  }
+  if (replaced.empty()) return;
+  std::vector<Node*> kept;
+  for (std::size_t k = 0; k < ctx.updates->size(); ++k)
+    if (!replaced.count(k)) kept.push_back((*ctx.updates)[k]);
+  kept.insert(kept.end(), merged.begin(), merged.end());
+  *ctx.updates = std::move(kept);
+}
 }  // namespace
 
 // ---- construction ------------------------------------------------------------------------------
@@ -183,14 +235,19 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
                         data_->inputs[i].layer().name(), expected.to_string(), inputs[i].shape().to_string());
     values[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = inputs[i];
   }
+  std::vector<TowerUpdate> tower_updates;
   for (const auto& node : data_->nodes) {
     std::vector<SymbolicTensor> args;
     for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
+    const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
     auto results = node->layer->call(ctx, args);
     for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
+    if (!node->device.empty() && ctx.updates && ctx.updates->size() > updates_before && !args.empty())
+      for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(args[0])});
   }
+  if (!tower_updates.empty()) merge_tower_updates(ctx, tower_updates);
   std::vector<SymbolicTensor> outputs;
   for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
   return outputs;

@@ -192,3 +192,30 @@ TEST_CASE("multi_gpu_model: auto ratios give a slowed device less of every batch
   CHECK(std::stoi(m[1]) > std::stoi(m[2]));  // cpu:0, the fast one, takes more
   CHECK(contains(message_of<ValueError>([&] { slow.set_slowdown(0.5); }), "factor >= 1"));
 }
+
+TEST_CASE("multi_gpu_model: BatchNormalization's moving mean follows the global batch, whatever the shares") {
+  // BatchNormalization right on the input: its batch means do not depend on the weights, so the towers'
+  // moving mean (their statistics averaged by rows) must equal one device's, also with an empty share.
+  for (const auto& [devices, batch] : std::vector<std::pair<Devices, std::int64_t>>{
+           {{"cpu:0", "cpu:1"}, 8}, {{"cpu:0", "cpu:1", "cpu:2"}, 2}}) {
+    CAPTURE(devices.size());
+    clear_session();
+    const auto make = [] {
+      set_random_seed(3);
+      return Sequential({layers::Input({6}), layers::BatchNormalization(), layers::Dense(3, {.activation = "softmax"})});
+    };
+    auto single = make();
+    auto inner = make();
+    Model parallel = parallel::multi_gpu_model(inner, devices, {.ratios = std::vector<std::int64_t>(devices.size(), 1)});
+    single.compile("sgd", "sparse_categorical_crossentropy");
+    parallel.compile("sgd", "sparse_categorical_crossentropy");
+    auto [x, y] = data(20);
+    const FitOptions fit{.batch_size = batch, .epochs = 2, .verbose = 0, .shuffle = false};
+    single.fit(x, y, fit);
+    parallel.fit(x, y, fit);
+    const auto moving_mean = [](const Sequential& m) { return m.layers()[0]->get_weights()[2]; };
+    const auto moving_variance = [](const Sequential& m) { return m.layers()[0]->get_weights()[3]; };
+    check_close(moving_mean(inner), moving_mean(single), 1e-5, 1e-6);
+    for (float v : moving_variance(inner).to_vector<float>()) CHECK(std::isfinite(v));
+  }
+}
