@@ -27,11 +27,8 @@ void by_element_size(DType dtype, const char* op, F&& f) {
   }
 }
 
-Ints row_major_strides(const Ints& dims) {
-  Ints strides(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
+// A contiguous tensor's element strides (broadcast_strides of a shape onto itself).
+Ints row_major(const Shape& shape) { return broadcast_strides(shape, shape); }
 
 // copy_box (array_copies.h) on the kernel's GPU, named after its op.
 void copy_box(KernelContext& ctx, const Tensor& src, const Ints& src_begin, Tensor& dst, const Ints& dst_begin,
@@ -200,7 +197,7 @@ void check_rank(CudaDevice& gpu, const char* op, std::size_t rank) {
 void copy_box(CudaDevice& gpu, const char* op, const Tensor& src, const Ints& src_begin, Tensor& dst,
               const Ints& dst_begin, const Ints& box) {
   check_rank(gpu, op, box.size());
-  const Ints src_strides = row_major_strides(src.shape().dims()), dst_strides = row_major_strides(dst.shape().dims());
+  const Ints src_strides = row_major(src.shape()), dst_strides = row_major(dst.shape());
   CopyLayout layout;
   layout.rank = static_cast<int>(box.size());
   std::int64_t n = 1, src_base = 0, dst_base = 0;
@@ -221,7 +218,7 @@ void copy_box(CudaDevice& gpu, const char* op, const Tensor& src, const Ints& sr
 // A box over y's dims whose source strides are x's, permuted.
 void transpose(CudaDevice& gpu, const char* op, const Tensor& x, Tensor& y, const Ints& perm) {
   check_rank(gpu, op, perm.size());
-  const Ints x_strides = row_major_strides(x.shape().dims()), y_strides = row_major_strides(y.shape().dims());
+  const Ints x_strides = row_major(x.shape()), y_strides = row_major(y.shape());
   CopyLayout layout;
   layout.rank = static_cast<int>(perm.size());
   for (std::size_t d = 0; d < perm.size(); ++d) {

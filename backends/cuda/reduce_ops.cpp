@@ -18,12 +18,7 @@ ReduceAxes reduce_axes(const KernelContext& ctx, const Shape& x, const std::vect
     raise<ShapeError>("{} on {}: reductions on the GPU handle up to {} axes, got {}", ctx.node.op(), ctx.device.name(),
                       ReduceAxes::kMaxRank, x.to_string());
   ReduceAxes axes;
-  std::int64_t stride = 1;
-  std::vector<std::int64_t> strides(static_cast<std::size_t>(x.rank()));
-  for (int d = x.rank() - 1; d >= 0; --d) {
-    strides[static_cast<std::size_t>(d)] = stride;
-    stride *= x[d];
-  }
+  const auto strides = broadcast_strides(x, x);  // row-major
   for (int d = 0; d < x.rank(); ++d) {
     const bool is_reduced = std::find(reduced.begin(), reduced.end(), d) != reduced.end();
     if (is_reduced) {
