@@ -175,6 +175,7 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
         raise<ValueError>("{}: input {} is written in place but is not a variable on {}", node.describe(), m,
                           dev->name());
       step.mutates = true;
+      if (const auto& written = node.inputs()[static_cast<std::size_t>(m)].node()->variable()) written_.push_back(written);
     }
     for (std::size_t k = 0; k < out_specs.size(); ++k) {
       bool alias = k == 0 && node.def().alias_input >= 0;
@@ -492,6 +493,7 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
   } else {
     run_lanes();
   }
+  for (const auto& v : written_) v->note_written();
   std::vector<Tensor> out;
   out.reserve(fetch_values_.size());
   for (Value* v : fetch_values_) out.push_back(v->tensor.clone());

@@ -68,6 +68,7 @@ class Plan {
   std::vector<Step> steps_;
   std::vector<Value*> fetch_values_;
   std::map<int, Value*> feed_values_;  // placeholder node id -> value
+  std::vector<VariablePtr> written_;    // variables the run updates (their version counts the runs)
   std::map<const Device*, std::shared_ptr<Storage>> arenas_;
   std::size_t unshared_bytes_ = 0;
   int num_copies_ = 0;

@@ -150,6 +150,12 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   return variable;
 }
 
+SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight) {
+  if (ctx.tower_copies)
+    if (auto it = ctx.tower_copies->find(weight.get()); it != ctx.tower_copies->end()) return ctx.graph.variable(it->second);
+  return ctx.graph.variable(weight);
+}
+
 VariablePtr Layer::weight(const std::string& name) const {
   const std::string full = state_->name + "/" + name + ":0";
   for (const auto& w : state_->weights)

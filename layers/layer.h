@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ struct CallContext {
   std::vector<Node*>* updates = nullptr;
   // Scalar losses added by layers (regularizers), summed into the training loss.
   std::vector<SymbolicTensor>* losses = nullptr;
+  // In a tower of a parallel wrapper with mirrored variables: the copies of the layers' variables on
+  // the tower's device, which Layer::read reads instead (a variable not listed is read itself).
+  const std::map<const Variable*, VariablePtr>* tower_copies = nullptr;
 };
 
 class Layer {
@@ -144,8 +148,8 @@ class Layer {
   // The weight add_weight(name, ...) made, or null. Every handle of the layer sees it, whereas a member
   // set in build() lives only in the handle that was built: call() should look weights up here.
   VariablePtr weight(const std::string& name) const;
-  // Reads a weight in the graph being built.
-  static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight) { return ctx.graph.variable(weight); }
+  // Reads a weight in the graph being built (in a tower, its copy on the tower's device).
+  static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight);
   void mark_built() { state_->built = true; }
 
  private:

@@ -110,32 +110,46 @@ SymbolicTensor rows_of(const SymbolicTensor& x) {
 }
 
 // Towers call the same layers once each, so a variable that a layer updates (the moving statistics)
-// gets one assign per tower, and the last would win. They become one assign of the towers' new values
-// averaged by their shares' rows: the moving mean then follows the global batch's mean, whatever the
-// ratios, and a tower with an empty share (whose statistics are 0 there) counts for nothing.
-void merge_tower_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates) {
-  std::map<const Node*, std::vector<const TowerUpdate*>> by_variable;
+// gets one assign per tower (of the variable, or of the tower's mirror of it), and the last would win.
+// They become one assign of the towers' new values averaged by their shares' rows, given to every copy
+// of the variable: the moving mean then follows the global batch's mean, whatever the ratios, and a
+// tower with an empty share (whose statistics are 0 there) counts for nothing.
+void merge_tower_updates(CallContext& ctx, const TowerLayout& towers, const std::vector<TowerUpdate>& tower_updates) {
+  std::map<const Variable*, std::vector<const TowerUpdate*>> by_variable;  // primary -> its towers' assigns
+  std::map<const Variable*, VariablePtr> primary_of;
   for (const auto& u : tower_updates) {
     Node* update = (*ctx.updates)[u.index];
-    if (update->op() == "assign") by_variable[update->inputs()[0].node()].push_back(&u);
+    if (update->op() != "assign") continue;
+    const VariablePtr& target = update->inputs()[0].node()->variable();
+    if (!target) continue;
+    const VariablePtr& primary = target->primary() ? target->primary() : target;
+    by_variable[primary.get()].push_back(&u);
+    primary_of[primary.get()] = primary;
   }
   std::set<std::size_t> replaced;
   std::vector<Node*> merged;
   for (const auto& [variable, updates] : by_variable) {
-    if (updates.size() < 2) continue;
-    Graph::DeviceScope on_variable(ctx.graph, variable->device());
-    SymbolicTensor weighted, rows;
-    for (const TowerUpdate* u : updates) {
-      const Node* update = (*ctx.updates)[u->index];
-      const SymbolicTensor& value = update->inputs()[1];
-      const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
-      const SymbolicTensor term = ops::multiply(value, share);
-      weighted = weighted.defined() ? ops::add(weighted, term) : term;
-      rows = rows.defined() ? ops::add(rows, share) : share;
-      replaced.insert(u->index);
+    const auto copies = towers.copies_of(primary_of.at(variable));
+    if (updates.size() < 2 && copies.size() < 2) continue;
+    SymbolicTensor average;
+    {
+      Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
+      SymbolicTensor weighted, rows;
+      for (const TowerUpdate* u : updates) {
+        const Node* update = (*ctx.updates)[u->index];
+        const SymbolicTensor& value = update->inputs()[1];
+        const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
+        const SymbolicTensor term = ops::multiply(value, share);
+        weighted = weighted.defined() ? ops::add(weighted, term) : term;
+        rows = rows.defined() ? ops::add(rows, share) : share;
+        replaced.insert(u->index);
+      }
+      average = ops::divide(weighted, rows);
     }
-    const SymbolicTensor target = (*ctx.updates)[updates.front()->index]->inputs()[0];  // the variable's read
-    merged.push_back(ops::assign(target, ops::divide(weighted, rows)));
+    for (const auto& copy : copies) {
+      Graph::DeviceScope on_copy(ctx.graph, copy->device().name());
+      merged.push_back(ops::assign(ctx.graph.variable(copy), average));
+    }
   }
   if (replaced.empty()) return;
   std::vector<Node*> kept;
@@ -241,13 +255,17 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
     for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
+    const auto* copies_before = ctx.tower_copies;  // a tower reads its device's mirrors
+    if (auto it = data_->towers.mirrors.find(node->device); !node->device.empty() && it != data_->towers.mirrors.end())
+      ctx.tower_copies = &it->second;
     const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
     auto results = node->layer->call(ctx, args);
+    ctx.tower_copies = copies_before;
     for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
     if (!node->device.empty() && ctx.updates && ctx.updates->size() > updates_before && !args.empty())
       for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(args[0])});
   }
-  if (!tower_updates.empty()) merge_tower_updates(ctx, tower_updates);
+  if (!tower_updates.empty()) merge_tower_updates(ctx, data_->towers, tower_updates);
   std::vector<SymbolicTensor> outputs;
   for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
   return outputs;
@@ -259,6 +277,15 @@ void Model::set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout to
   if (inner && inner->wrapped_model()) inner = inner->wrapped_model();  // a wrapper of a wrapper unwraps
   data_->wrapped = std::move(inner);
   data_->towers = std::move(towers);
+}
+
+std::vector<VariablePtr> TowerLayout::copies_of(const VariablePtr& variable) const {
+  const VariablePtr& primary = variable->primary() ? variable->primary() : variable;
+  std::vector<VariablePtr> copies{primary};
+  for (const auto& device : devices)
+    if (auto on = mirrors.find(device); on != mirrors.end())
+      if (auto it = on->second.find(primary.get()); it != on->second.end()) copies.push_back(it->second);
+  return copies;
 }
 
 std::vector<VariablePtr> Model::trainable_weights() const {

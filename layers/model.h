@@ -4,6 +4,7 @@
 // object share one model.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +60,19 @@ struct TowerLayout {
   std::vector<std::string> devices;
   std::shared_ptr<std::vector<std::int64_t>> ratios;  // each device's share; read when a graph is built
   bool auto_ratios = false;
+  // Mirrored variables: per device, the copy of each inner-model variable that its tower reads
+  // (variables living on that device are read themselves). Empty: the towers share one copy.
+  std::map<std::string, std::map<const Variable*, VariablePtr>> mirrors;
+  // With mirrors: adds a training step's updates to `graph`: the gradient of `loss` for every copy
+  // of `variables`, summed across the copies (an all-reduce), and `optimizer`'s update of every copy
+  // with that sum (parallel/mirrored_variables.h).
+  std::function<std::vector<Node*>(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
+                                   const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
+                                   const SymbolicTensor& learning_rate, const SymbolicTensor& iteration)>
+      apply_gradients;
+  // Every copy of `variable` (a variable or one of its mirrors): itself first, then its mirrors in
+  // device order.
+  std::vector<VariablePtr> copies_of(const VariablePtr& variable) const;
 };
 
 struct FitOptions {

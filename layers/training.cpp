@@ -166,6 +166,14 @@ Device& compute_device(const Model& model) {
   return first;
 }
 
+// The mirrors (Variable::primary) among the variables `graph` reads.
+std::vector<VariablePtr> mirrors_read(const Graph& graph) {
+  std::vector<VariablePtr> mirrors;
+  for (int id = 0; id < graph.num_nodes(); ++id)
+    if (const auto& v = graph.node(id).variable(); v && v->primary()) mirrors.push_back(v);
+  return mirrors;
+}
+
 }  // namespace
 
 void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training) {
@@ -241,13 +249,27 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   auto variables = trainable_weights();
   if (variables.empty())
     raise<ValueError>("Model \"{}\": has no trainable weights (are all its layers frozen?)", name());
-  std::vector<SymbolicTensor> reads;
-  for (const auto& v : variables) reads.push_back(f.graph.variable(v));
-  auto grads = gradients(total, reads);
   f.learning_rate = f.graph.placeholder({}, DType::float32, "learning_rate");
   f.iteration = f.graph.placeholder({}, DType::float32, "iteration");
-  f.targets = d.optimizer->apply_gradients(f.graph, grads, variables, f.learning_rate, f.iteration);
+  if (d.towers.apply_gradients) {  // mirrored towers: an all-reduce, then the update of every copy
+    f.targets = d.towers.apply_gradients(f.graph, d.towers, total, variables, *d.optimizer, f.learning_rate, f.iteration);
+  } else {
+    std::vector<SymbolicTensor> reads;
+    for (const auto& v : variables) reads.push_back(f.graph.variable(v));
+    f.targets = d.optimizer->apply_gradients(f.graph, gradients(total, reads), variables, f.learning_rate, f.iteration);
+  }
   f.targets.insert(f.targets.end(), updates.begin(), updates.end());
+}
+
+std::vector<Tensor> Model::Function::run(const FeedMap& feeds) {
+  if (!mirrors_found) {
+    mirrors = mirrors_read(graph);
+    mirrors_found = true;
+  }
+  for (const auto& m : mirrors) m->sync_from_primary();
+  auto values = executor->run(feeds, fetches, targets);
+  for (const auto& m : mirrors) m->mark_in_sync();  // the step gave every copy the same update
+  return values;
 }
 
 namespace {
@@ -333,7 +355,7 @@ std::vector<double> train_step(Model::Function& f, optimizers::Optimizer& optimi
   feeds.emplace_back(f.learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
   feeds.emplace_back(f.iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
   f.graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
-  auto values = scalars(f.executor->run(feeds, f.fetches, f.targets));
+  auto values = scalars(f.run(feeds));
   optimizer.finish_step();
   return values;
 }
@@ -714,7 +736,7 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
     auto batch = batches.make(element);
     Function& f = function(d.test_fn, &batch.y, false);
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    auto values = scalars(f.executor->run(feeds_for(f, batch.x, batch.y, batch.sample_weight), f.fetches));
+    auto values = scalars(f.run(feeds_for(f, batch.x, batch.y, batch.sample_weight)));
     averages.add(f.names, values, batch.size);
     auto logs = averages.logs();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_end(step, logs); });
@@ -775,7 +797,7 @@ std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& 
     auto batch = batches.make(element);
     const std::int64_t size = batch.size;
     callbacks.each([&](Callback& cb) { cb.on_predict_batch_begin(step, {}); });
-    auto outs = f.executor->run(feeds_for(f, batch.x, {}, Tensor()), f.fetches);
+    auto outs = f.run(feeds_for(f, batch.x, {}, Tensor()));
     for (std::size_t k = 0; k < outs.size(); ++k) {
       Tensor out = outs[k].to(cpu_device());
       if (n < 0) {
@@ -858,7 +880,7 @@ Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor
                           const std::optional<Tensor>& sample_weight) {
   auto batch = prepare_batch(x, y, sample_weight, "test_on_batch");
   Function& f = function(data_->test_fn, &batch.y, false);
-  return batch_logs(f.names, scalars(f.executor->run(feeds_for(f, batch.x, batch.y, batch.sample_weight), f.fetches)));
+  return batch_logs(f.names, scalars(f.run(feeds_for(f, batch.x, batch.y, batch.sample_weight))));
 }
 
 std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x_in) {
@@ -867,7 +889,7 @@ std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x_in) {
   auto x = prepare_inputs(x_in, data_->inputs);
   Function& f = function(data_->predict_fn, nullptr, false);
   std::vector<Tensor> out;
-  for (auto& t : f.executor->run(feeds_for(f, x, {}, Tensor()), f.fetches)) out.push_back(t.to(cpu_device()));
+  for (auto& t : f.run(feeds_for(f, x, {}, Tensor()))) out.push_back(t.to(cpu_device()));
   return out;
 }
 

@@ -96,8 +96,8 @@ Optimizer& Optimizer::operator=(const Optimizer& other) {
     copies.emplace(slot.get(), copy);
     slot_order_.push_back(copy);
   }
-  for (const auto& [key, entry] : other.slots_)
-    slots_.emplace(key, std::make_pair(entry.first, copies.at(entry.second.get())));
+  for (const auto& [key, entry] : other.slots_)  // mirrors' slots are made again when a tower needs them
+    if (!entry.second->primary()) slots_.emplace(key, std::make_pair(entry.first, copies.at(entry.second.get())));
   return *this;
 }
 
@@ -113,23 +113,32 @@ void Optimizer::set_learning_rate(double value) {
 
 std::vector<VariablePtr> Optimizer::variables() const { return slot_order_; }
 
-SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name,
-                               double initial) {
+VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial) {
   auto key = std::make_pair(variable.get(), slot_name);
-  auto it = slots_.find(key);
-  if (it == slots_.end()) {
+  if (auto it = slots_.find(key); it != slots_.end()) return it->second.second;
+  VariablePtr created;
+  if (variable->primary()) {
+    // A mirror's slot mirrors its primary's slot (same name and value, on the mirror's device); only
+    // the primary's is saved.
+    created = make_mirror(slot_variable(variable->primary(), slot_name, initial), variable->device());
+  } else {
     std::string base = variable->name();
     if (base.ends_with(":0")) base.resize(base.size() - 2);
     auto value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
-    auto created = make_variable(name() + "/" + slot_name + "/" + base + ":0", value, false);
+    created = make_variable(name() + "/" + slot_name + "/" + base + ":0", value, false);
     if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
       created->assign(saved->second);
       pending_.erase(saved);
     }
-    it = slots_.emplace(key, std::make_pair(variable, created)).first;
     slot_order_.push_back(created);
   }
-  return graph.variable(it->second.second);
+  slots_.emplace(key, std::make_pair(variable, created));
+  return created;
+}
+
+SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name,
+                               double initial) {
+  return graph.variable(slot_variable(variable, slot_name, initial));
 }
 
 std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,

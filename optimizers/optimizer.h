@@ -93,9 +93,11 @@ class Optimizer {
   // The slot `slot_name` of `variable` ("m", "v", "momentum", ...), created as zeros (or `initial`)
   // on first use and kept for the optimizer's life, so rebuilding the training graph keeps the state.
   // Named as tf.keras 2.11+ names them: "<name()>/<slot_name>/<variable name without :0>:0".
+  // A mirror's slots (parallel towers) mirror its primary's slots and are not in variables().
   SymbolicTensor slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name, double initial = 0.0);
 
  private:
+  VariablePtr slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial);
   double learning_rate_ = 0.001;
   std::shared_ptr<const LearningRateSchedule> schedule_;
   ClipOptions clip_;

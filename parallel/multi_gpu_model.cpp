@@ -12,6 +12,7 @@
 #include "layers/input_layer.h"
 #include "layers/lambda.h"
 #include "layers/model_internal.h"
+#include "parallel/mirrored_variables.h"
 
 namespace tower::parallel {
 
@@ -90,7 +91,12 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
     outputs.back().node()->device = merge;
   }
   Model wrapper(inputs, outputs);
-  wrapper.set_wrapped_model(inner, {.devices = names, .ratios = ratios, .auto_ratios = options.auto_ratios});
+  TowerLayout layout{.devices = names, .ratios = ratios, .auto_ratios = options.auto_ratios};
+  if (options.mirrored) {
+    layout.mirrors = make_mirrors(*inner, names);
+    layout.apply_gradients = apply_mirrored_gradients;
+  }
+  wrapper.set_wrapped_model(inner, std::move(layout));
   // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots
   // and step count belong to the shared variables, so a loaded model continues where it was).
   if (const Model::Data& d = inner->internal(); d.compiled)

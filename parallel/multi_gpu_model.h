@@ -12,9 +12,12 @@
 //   parallel.save("m.h5");                       // the file `model` would write
 // A compiled model's wrapper starts compiled the same way, with the same optimizer.
 //
-// The towers read the inner model's variables where they live and their gradients are summed into
-// one update, so training is synchronous and gives the single-device result on the same global batch
-// (the loss is the mean over the whole batch, whatever the ratios).
+// Each device keeps a mirror of the inner model's variables (parallel/mirrored_variables.h): the
+// towers' gradients are summed by an all-reduce and every copy gets the same update, so training is
+// synchronous and gives the single-device result on the same global batch (the loss is the mean over
+// the whole batch, whatever the ratios). The inner model's own variables are the primary copies: they
+// are updated too, and are what is saved and read. With `.mirrored = false` the towers instead read
+// one shared copy where it lives (Keras 2's multi_gpu_model, a parameter server).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,8 @@ struct MultiGpuOptions {
   bool auto_ratios = false;
   // Where the towers' outputs are concatenated and the loss and metrics computed (Keras: the CPU).
   std::string merge_device = "cpu:0";
+  // A copy of the variables per device (true), or one copy the towers read from where it lives.
+  bool mirrored = true;
 };
 
 // `gpus` GPUs: cuda:0 .. cuda:gpus-1 (logical GPUs count: see set_logical_device_configuration).

@@ -1,7 +1,7 @@
 // parallel::multi_gpu_model on CPU devices (label unit: no GPU needed): the towers' structure, the
 // same weights as one device after training on the same global batches (ratios 1:1, 3:1, 5:2:1, a
-// batch smaller than the device count, a last partial batch), files that are the inner model's, and
-// clear errors.
+// batch smaller than the device count, a last partial batch; mirrored and shared variables), files
+// that are the inner model's, and clear errors. test_mirrored_variables.cpp tests the mirrors.
 #include <doctest/doctest.h>
 
 #include <iostream>
@@ -78,7 +78,9 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
       {{"cpu:0", "cpu:1", "cpu:2"}, {5, 2, 1}, 21, 8},  // last batch 5: shares 3, 1, 1
       {{"cpu:1", "cpu:2", "cpu:3"}, {1, 1, 1}, 7, 2},   // batches of 2 on 3 devices: one sits out
   };
+  for (const bool mirrored : {true, false})
   for (const auto& c : cases) {
+    CAPTURE(mirrored);
     CAPTURE(c.devices.size());
     CAPTURE(c.ratios.size() ? c.ratios[0] : 0);
     CAPTURE(c.batch);
@@ -86,7 +88,7 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
     auto [x, y] = data(c.samples);
     auto single = make_model(7);
     auto inner = make_model(7);  // the same initial weights
-    Model parallel = parallel::multi_gpu_model(inner, c.devices, {.ratios = c.ratios});
+    Model parallel = parallel::multi_gpu_model(inner, c.devices, {.ratios = c.ratios, .mirrored = mirrored});
     single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
     parallel.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
     const FitOptions fit{.batch_size = c.batch, .epochs = 3, .verbose = 0, .shuffle = false};
