@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/ops.h"
@@ -277,6 +278,16 @@ void Model::set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout to
   if (inner && inner->wrapped_model()) inner = inner->wrapped_model();  // a wrapper of a wrapper unwraps
   data_->wrapped = std::move(inner);
   data_->towers = std::move(towers);
+}
+
+namespace {
+thread_local std::shared_ptr<const DistributionStrategy> this_thread_strategy;
+}  // namespace
+
+const std::shared_ptr<const DistributionStrategy>& current_strategy() { return this_thread_strategy; }
+
+std::shared_ptr<const DistributionStrategy> set_current_strategy(std::shared_ptr<const DistributionStrategy> strategy) {
+  return std::exchange(this_thread_strategy, std::move(strategy));
 }
 
 std::vector<VariablePtr> TowerLayout::copies_of(const VariablePtr& variable) const {

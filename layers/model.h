@@ -245,4 +245,20 @@ class Model : public Layer {
   std::shared_ptr<Data> data_;
 };
 
+// A tf.distribute-style strategy (parallel::MirroredStrategy): a model compiled while the strategy's
+// scope is open trains, evaluates and predicts through it.
+class DistributionStrategy {
+ public:
+  virtual ~DistributionStrategy() = default;
+  // The towers that run `model` (a parallel wrapper around it) for one engine graph. `previous`: the
+  // layout of the model's earlier towers (empty the first time), whose mirrors and ratios the new
+  // towers keep, so every graph of the model (train, test, predict) uses the same copies.
+  virtual Model distribute(const Model& model, const TowerLayout& previous) const = 0;
+};
+
+// The strategy whose scope is open on this thread, or null.
+const std::shared_ptr<const DistributionStrategy>& current_strategy();
+// Makes `strategy` this thread's current one; returns the one it replaces (for scope guards).
+std::shared_ptr<const DistributionStrategy> set_current_strategy(std::shared_ptr<const DistributionStrategy> strategy);
+
 }  // namespace tower

@@ -49,7 +49,11 @@ struct Model::Data {
 
   // parallel::multi_gpu_model: the model the towers run (its variables are the towers' variables).
   std::shared_ptr<const Model> wrapped;
-  TowerLayout towers;                     // its devices and their shares of a batch
+  // Its devices and their shares of a batch; for a model compiled under a strategy, the layout of the
+  // towers it runs as.
+  TowerLayout towers;
+  // Set by compile() under a strategy's scope: the engine graphs run the model as its towers.
+  std::shared_ptr<const DistributionStrategy> strategy;
 
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.

@@ -119,6 +119,7 @@ Logs batch_logs(const std::vector<std::string>& names, const std::vector<double>
 void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics,
                     const CompileOptions& options) {
   auto& d = *data_;
+  d.strategy = current_strategy();  // under MirroredStrategy::scope(): train through its towers
   d.optimizer = optimizer.get();
   d.losses = loss.losses();
   d.metrics = metrics;
@@ -186,7 +187,14 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> layer_losses;
   CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
-  auto outputs = call(ctx, f.x);
+  // Compiled under a strategy: the graph is the towers' (a wrapper around this model, made for this
+  // graph only, so the model never owns a wrapper that owns it), with the mirrors of earlier graphs.
+  std::optional<Model> towers;
+  if (d.strategy && !d.wrapped) {
+    towers.emplace(d.strategy->distribute(*this, d.towers));
+    d.towers = towers->internal().towers;
+  }
+  auto outputs = towers ? towers->call(ctx, f.x) : call(ctx, f.x);
   f.executor = std::make_unique<Executor>(compute_device(*this));  // every node without a device of its own
   if (!y) {  // predict
     f.fetches = outputs;

@@ -1,0 +1,61 @@
+// parallel::MirroredStrategy: tf.distribute.MirroredStrategy's front door to the same towers as
+// multi_gpu_model. Models built and compiled under its scope keep their weights on the first device
+// and train, evaluate and predict as towers on all of them, with mirrored variables; the model itself
+// is what fit, save and summary see.
+//
+//   parallel::MirroredStrategy strategy;                  // every GPU (cpu:0 when there is none)
+//   parallel::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+//   Sequential model;
+//   {
+//     auto scope = strategy.scope();
+//     model = make_model();
+//     model.compile("adam", "sparse_categorical_crossentropy", {"accuracy"});
+//   }
+//   model.fit(x, y, {.batch_size = 64 * strategy.num_replicas_in_sync()});   // the global batch
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "layers/model.h"
+#include "parallel/multi_gpu_model.h"
+
+namespace tower::parallel {
+
+class MirroredStrategy {
+ public:
+  // Every visible GPU (logical GPUs count), or cpu:0 when there is none, as TensorFlow does.
+  MirroredStrategy();
+  // These devices ("cuda:0", "cuda:1"; "cpu:0", "cpu:1"), each once. `options`: ratios (or auto) for
+  // devices of different speed, and the merge device, as multi_gpu_model takes them.
+  explicit MirroredStrategy(const std::vector<std::string>& devices, const MultiGpuOptions& options = {});
+
+  // How many towers share each batch.
+  int num_replicas_in_sync() const;
+  const std::vector<std::string>& devices() const;
+
+  // While a Scope lives, models compiled on this thread train through this strategy, and new layer
+  // weights are created on the first device. Scopes nest; the innermost wins.
+  class Scope {
+   public:
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    friend class MirroredStrategy;
+    explicit Scope(const MirroredStrategy& strategy);
+    std::shared_ptr<const DistributionStrategy> previous_;
+    DefaultDeviceScope weights_;
+  };
+  Scope scope() const { return Scope(*this); }
+
+ private:
+  class Towers;  // the DistributionStrategy the models hold
+  std::shared_ptr<const Towers> towers_;
+};
+
+}  // namespace tower::parallel

@@ -1,0 +1,103 @@
+// parallel::MirroredStrategy on CPU devices (label unit): models compiled under its scope train as
+// towers with mirrored variables and give one device's results; its scope nests and ends.
+#include <doctest/doctest.h>
+
+#include "core/device.h"
+#include "core/random.h"
+#include "layers/layers.h"
+#include "layers/model_internal.h"
+#include "optimizers/optimizers.h"
+#include "parallel/mirrored_strategy.h"
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
+
+namespace {
+
+Sequential make_model(std::uint64_t seed) {
+  set_random_seed(seed);
+  // No BatchNormalization: its per-tower batch statistics differ from one device's (as in Keras).
+  return Sequential({layers::Input({5}), layers::Dense(12, {.activation = "relu"}),
+                     layers::Dense(4, {.activation = "softmax"})});
+}
+
+std::pair<Tensor, Tensor> data(std::int64_t n) {
+  Tensor x = random_normal({n, 5}, 0.0, 1.0, 11);
+  std::vector<std::int32_t> y;
+  for (std::int64_t i = 0; i < n; ++i) y.push_back(static_cast<std::int32_t>((i * 3 + i / 4) % 4));
+  return {x, Tensor::from_vector<std::int32_t>({n}, y)};
+}
+
+}  // namespace
+
+TEST_CASE("MirroredStrategy: a model compiled under its scope trains on every device and gives one device's result") {
+  clear_session();
+  parallel::MirroredStrategy strategy({"cpu:1", "cpu:2", "cpu:3"});
+  CHECK(strategy.num_replicas_in_sync() == 3);
+  auto single = make_model(4);
+  single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+  Sequential model = [&] {
+    auto scope = strategy.scope();
+    CHECK(current_strategy() != nullptr);
+    auto m = make_model(4);  // the same initial values as `single`
+    m.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    return m;
+  }();
+  CHECK(current_strategy() == nullptr);  // the scope ended
+  CHECK(default_device().name() == "cpu:0");
+  for (const auto& w : model.weights()) CHECK(w->device().name() == "cpu:1");  // made on the first device
+
+  auto [x, y] = data(26);  // batches of 9: shares 3, 3, 3; the last batch of 8: 3, 3, 2
+  const FitOptions fit{.batch_size = 9, .epochs = 3, .verbose = 0, .shuffle = false};
+  const auto h1 = single.fit(x, y, fit);
+  Device& last = device("cpu:3");
+  const auto allocations = last.memory_stats().allocations;
+  const auto h2 = model.fit(x, y, fit);
+  CHECK(last.memory_stats().allocations > allocations);  // a tower ran there
+  CHECK(model.internal().towers.devices == strategy.devices());
+  CHECK(model.internal().towers.mirrors.size() == 2);  // cpu:2 and cpu:3; cpu:1 holds the variables
+  for (std::size_t e = 0; e < 3; ++e)
+    CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
+  const auto w1 = single.get_weights(), w2 = model.get_weights();
+  for (std::size_t i = 0; i < w1.size(); ++i) check_close(w2[i].to(cpu_device()), w1[i], 1e-5, 1e-6);
+  CHECK(model.evaluate(x, y, {.verbose = 0})[0] == doctest::Approx(single.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
+  check_close(model.predict(x, {.verbose = 0}), single.predict(x, {.verbose = 0}), 1e-5, 1e-6);
+  CHECK(model.wrapped_model() == nullptr);  // the model is itself: it saves and summarises as it is
+}
+
+TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first batch under the strategy") {
+  clear_session();
+  parallel::MirroredStrategy strategy({"cpu:0", "cpu:1"});
+  Sequential model;
+  {
+    auto scope = strategy.scope();
+    set_random_seed(9);
+    model = Sequential({layers::Dense(6, {.activation = "tanh"}), layers::Dense(4, {.activation = "softmax"})});
+    model.compile("sgd", "sparse_categorical_crossentropy");
+  }
+  auto [x, y] = data(16);
+  const auto history = model.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0});
+  CHECK(std::isfinite(history.history.at("loss")[1]));
+  CHECK(model.internal().towers.devices.size() == 2);
+}
+
+TEST_CASE("MirroredStrategy: scopes nest, and bad devices get clear errors") {
+  parallel::MirroredStrategy outer({"cpu:0"}), inner({"cpu:1", "cpu:2"});
+  {
+    auto a = outer.scope();
+    {
+      auto b = inner.scope();
+      CHECK(default_device().name() == "cpu:1");
+    }
+    CHECK(default_device().name() == "cpu:0");
+    CHECK(current_strategy() != nullptr);
+  }
+  CHECK(current_strategy() == nullptr);
+  if (device_count(DeviceKind::cuda) == 0) CHECK(parallel::MirroredStrategy().devices() == std::vector<std::string>{"cpu:0"});
+  CHECK(contains(message_of<ValueError>([] { parallel::MirroredStrategy(std::vector<std::string>{}); }), "at least one device"));
+  CHECK(contains(message_of<NotFoundError>([] { parallel::MirroredStrategy({"cuda:7"}); }), "cuda:7"));
+}
