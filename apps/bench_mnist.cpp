@@ -10,6 +10,8 @@
 #include <chrono>
 #include <iostream>
 
+#include "apps/device_args.h"
+#include "apps/mnist_models.h"
 #include "core/random.h"
 #include "io/dataset.h"
 #include "io/datasets.h"
@@ -20,17 +22,6 @@
 using namespace tower;
 
 namespace {
-
-Sequential make_model(const std::string& kind) {
-  if (kind == "mlp")
-    return Sequential({layers::Input({784}), layers::Dense(512, {.activation = "relu"}), layers::Dropout(0.2),
-                       layers::Dense(512, {.activation = "relu"}), layers::Dropout(0.2),
-                       layers::Dense(10, {.activation = "softmax"})});
-  return Sequential({layers::Input({28, 28, 1}), layers::Conv2D(32, {3, 3}, {.activation = "relu"}),
-                     layers::Conv2D(64, {3, 3}, {.activation = "relu"}), layers::MaxPooling2D({2, 2}),
-                     layers::Dropout(0.25), layers::Flatten(), layers::Dense(128, {.activation = "relu"}),
-                     layers::Dropout(0.5), layers::Dense(10, {.activation = "softmax"})});
-}
 
 // The first `rows` samples of a float32 array.
 Tensor head(const Tensor& t, std::int64_t rows) {
@@ -90,17 +81,13 @@ int main(int argc, char** argv) try {
   Device& where = device(device_name);
   Sequential inner = [&] {
     DefaultDeviceScope scope(where);
-    return make_model(kind);
+    return apps::mnist_model(kind);
   }();
   const bool auto_ratios = ratio_args.size() == 1 && ratio_args[0] == "auto";
   std::vector<std::int64_t> ratios;
   if (!auto_ratios)
     for (const auto& r : ratio_args) ratios.push_back(std::stoll(r));
-  for (const auto& s : slowdowns) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos) throw ValueError("--slowdown takes DEVICE=FACTOR, got " + s);
-    device(s.substr(0, eq)).set_slowdown(std::stod(s.substr(eq + 1)));
-  }
+  apps::apply_slowdowns(slowdowns);
   Model model = towers.empty()
                     ? Model(inner)
                     : parallel::multi_gpu_model(inner, towers, {.ratios = ratios, .auto_ratios = auto_ratios});

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/device_args.h"
 #include "core/device.h"
 #include "core/random.h"
 #include "io/backup_and_restore.h"
@@ -26,6 +27,7 @@
 #endif
 
 using namespace tower;
+using apps::UsageError;
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
@@ -49,11 +51,6 @@ struct Args {
   std::int64_t backup_every = 0;
   std::int64_t train_samples = 0;
   int verbose = 1;
-};
-
-// A bad command line: the message is printed with a hint and the program exits with code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
 };
 
 bool has_idx_files(const fs::path& dir) {
@@ -137,7 +134,6 @@ Args parse(int argc, char** argv) {
   if (a.lr < 0) throw UsageError(fmt::format("--lr must be >= 0, got {}", a.lr));
   if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
   if (a.cpu_devices > 1 && !a.gpus.empty()) throw UsageError("--cpu-devices and --gpus exclude each other; give one");
-  if (a.virtual_gpus < 0) throw UsageError(fmt::format("--virtual-gpus must be >= 0, got {}", a.virtual_gpus));
   a.auto_ratios = a.ratio_args.size() == 1 && a.ratio_args[0] == "auto";
   if (!a.auto_ratios)
     for (const auto& r : a.ratio_args) {
@@ -171,30 +167,6 @@ Args parse(int argc, char** argv) {
 }
 
 // --gpus as a list of device ids: "3" means GPUs 0, 1, 2; "0 2 3" those ids.
-std::vector<int> gpu_ids(const std::vector<std::string>& values) {
-  std::vector<int> ids;
-  for (const auto& v : values) {
-    std::size_t used = 0;
-    int n = -1;
-    try {
-      n = std::stoi(v, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != v.size() || n < 0) throw UsageError("--gpus takes a count or a list of GPU ids, got \"" + v + "\"");
-    ids.push_back(n);
-  }
-  if (ids.size() == 1) {
-    if (ids[0] == 0) throw UsageError("--gpus 0 is a count of zero GPUs; leave --gpus out to train on the CPU");
-    const int count = ids[0];
-    ids.clear();
-    for (int i = 0; i < count; ++i) ids.push_back(i);
-  }
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    for (std::size_t j = i + 1; j < ids.size(); ++j)
-      if (ids[i] == ids[j]) throw UsageError(fmt::format("--gpus lists GPU {} twice", ids[i]));
-  return ids;
-}
-
 // The first n rows of a host array (n, ...).
 Tensor first_rows(const Tensor& t, std::int64_t n) {
   auto dims = t.shape().dims();
@@ -254,26 +226,10 @@ Model load_or_build(const Args& a) {
 
 // The devices to train on: one (no towers) or several (parallel::multi_gpu_model's towers).
 std::vector<std::string> training_devices(const Args& a) {
-  if (a.virtual_gpus > 0) {
-    if (device_count(DeviceKind::cuda) == 0)
-      throw UsageError("--virtual-gpus splits GPU 0, but no GPU is visible (no CUDA device, or tower was built "
-                       "without CUDA)");
-    set_logical_device_configuration(0, std::vector<LogicalDeviceConfiguration>(static_cast<std::size_t>(a.virtual_gpus)));
-  }
+  apps::split_gpu0(a.virtual_gpus);
   std::vector<std::string> devices;
   if (!a.gpus.empty()) {
-    const auto ids = gpu_ids(a.gpus);
-    const int visible = device_count(DeviceKind::cuda);
-    if (visible == 0)
-      throw UsageError(fmt::format("--gpus asks for {} GPU(s) but none is visible (no CUDA device, or tower was built "
-                                   "without CUDA); leave --gpus out to train on the CPU",
-                                   ids.size()));
-    for (int id : ids) {
-      if (id >= visible)
-        throw UsageError(fmt::format("--gpus: GPU {} does not exist; {} GPU(s) are visible (ids 0 to {})", id, visible,
-                                     visible - 1));
-      devices.push_back(fmt::format("cuda:{}", id));
-    }
+    devices = apps::gpu_devices(a.gpus);
   } else {
     for (int i = 0; i < a.cpu_devices; ++i) devices.push_back(fmt::format("cpu:{}", i));
   }

@@ -1,0 +1,77 @@
+// Command-line device options shared by train_mnist, bench_mnist and bench_gpus: --gpus (a count or a
+// list of ids), --virtual-gpus (split GPU 0), --slowdown (a test throttle).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+
+namespace tower::apps {
+
+// A bad command line: the program prints the message with a hint and exits with code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// --virtual-gpus N: GPU 0 split into N logical GPUs (towers on one GPU, for testing). 0: leave it.
+inline void split_gpu0(int virtual_gpus) {
+  if (virtual_gpus < 0) throw UsageError(fmt::format("--virtual-gpus must be >= 0, got {}", virtual_gpus));
+  if (virtual_gpus == 0) return;
+  if (device_count(DeviceKind::cuda) == 0)
+    throw UsageError("--virtual-gpus splits GPU 0, but no GPU is visible (no CUDA device, or tower was built "
+                     "without CUDA)");
+  set_logical_device_configuration(0, std::vector<LogicalDeviceConfiguration>(static_cast<std::size_t>(virtual_gpus)));
+}
+
+// --gpus: one value N is a count (GPUs 0 .. N-1), several are ids ("0 2 3"). Returns "cuda:<id>" names;
+// a GPU that does not exist is an error that says which are visible.
+inline std::vector<std::string> gpu_devices(const std::vector<std::string>& values) {
+  std::vector<int> ids;
+  for (const auto& v : values) {
+    std::size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != v.size() || n < 0) throw UsageError("--gpus takes a count or a list of GPU ids, got \"" + v + "\"");
+    ids.push_back(n);
+  }
+  if (ids.size() == 1) {
+    if (ids[0] == 0) throw UsageError("--gpus 0 is a count of zero GPUs; leave --gpus out to run on the CPU");
+    const int count = ids[0];
+    ids.clear();
+    for (int i = 0; i < count; ++i) ids.push_back(i);
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::size_t j = i + 1; j < ids.size(); ++j)
+      if (ids[i] == ids[j]) throw UsageError(fmt::format("--gpus lists GPU {} twice", ids[i]));
+  const int visible = device_count(DeviceKind::cuda);
+  if (visible == 0)
+    throw UsageError(fmt::format("--gpus asks for {} GPU(s) but none is visible (no CUDA device, or tower was built "
+                                 "without CUDA); leave --gpus out to run on the CPU",
+                                 ids.size()));
+  std::vector<std::string> devices;
+  for (int id : ids) {
+    if (id >= visible)
+      throw UsageError(
+          fmt::format("--gpus: GPU {} does not exist; {} GPU(s) are visible (ids 0 to {})", id, visible, visible - 1));
+    devices.push_back(fmt::format("cuda:{}", id));
+  }
+  return devices;
+}
+
+// --slowdown DEVICE=FACTOR ...: each DEVICE runs FACTOR times slower (Device::set_slowdown).
+inline void apply_slowdowns(const std::vector<std::string>& values) {
+  for (const auto& s : values) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) throw UsageError("--slowdown takes DEVICE=FACTOR, e.g. cpu:1=2; got " + s);
+    device(s.substr(0, eq)).set_slowdown(std::stod(s.substr(eq + 1)));
+  }
+}
+
+}  // namespace tower::apps
