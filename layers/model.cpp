@@ -239,6 +239,11 @@ std::vector<std::string> Model::output_names() const {
 // ---- Layer -------------------------------------------------------------------------------------
 
 std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  return call_graph(ctx, inputs, nullptr);
+}
+
+std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
+                                              std::vector<std::vector<SymbolicTensor>>* tower_outputs) {
   if (!has_graph()) raise<ValueError>("Model \"{}\": called before its input shape is known", name());
   if (inputs.size() != data_->inputs.size())
     raise<ValueError>("Model \"{}\": expects {} inputs, got {}", name(), data_->inputs.size(), inputs.size());
@@ -269,6 +274,14 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
   if (!tower_updates.empty()) merge_tower_updates(ctx, data_->towers, tower_updates);
   std::vector<SymbolicTensor> outputs;
   for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
+  // A tower wrapper's outputs are Concatenates of one output per tower.
+  if (tower_outputs && !data_->towers.devices.empty())
+    for (const auto& y : data_->outputs) {
+      if (y.node()->inputs.size() != data_->towers.devices.size())
+        raise<ValueError>("Model \"{}\": output \"{}\" does not join one output per tower", name(), y.layer().name());
+      tower_outputs->emplace_back();
+      for (const auto& part : y.node()->inputs) tower_outputs->back().push_back(values.at({part.node().get(), part.index()}));
+    }
   return outputs;
 }
 

@@ -232,6 +232,10 @@ class Model : public Layer {
   // labels' layout changes.
   Function& function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training);
   void build_function(Function& f, const std::vector<Tensor>* y, bool training);
+  // call(); for a tower wrapper, also each output's per-tower parts (tower_outputs[k][i]: output k
+  // of tower i, before the Concatenate), from which training computes losses tower by tower.
+  std::vector<SymbolicTensor> call_graph(CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
+                                         std::vector<std::vector<SymbolicTensor>>* tower_outputs);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
   // The loops, written once over DataAdapter (arrays and datasets). dataset: check each batch's inputs
   // and apply class_weight per batch (arrays are checked and weighted once before).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -189,12 +190,14 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
   // Compiled under a strategy: the graph is the towers' (a wrapper around this model, made for this
   // graph only, so the model never owns a wrapper that owns it), with the mirrors of earlier graphs.
-  std::optional<Model> towers;
+  std::optional<Model> strategy_towers;
   if (d.strategy && !d.wrapped) {
-    towers.emplace(d.strategy->distribute(*this, d.towers));
-    d.towers = towers->internal().towers;
+    strategy_towers.emplace(d.strategy->distribute(*this, d.towers));
+    d.towers = strategy_towers->internal().towers;
   }
-  auto outputs = towers ? towers->call(ctx, f.x) : call(ctx, f.x);
+  // Train and test: each output's parts, one per tower, for per-tower losses and metrics.
+  std::vector<std::vector<SymbolicTensor>> tower_outputs;
+  auto outputs = (strategy_towers ? *strategy_towers : *this).call_graph(ctx, f.x, y ? &tower_outputs : nullptr);
   f.executor = std::make_unique<Executor>(compute_device(*this));  // every node without a device of its own
   if (!y) {  // predict
     f.fetches = outputs;
@@ -215,26 +218,56 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
 
   f.sample_weight = f.graph.placeholder({-1}, DType::float32, "sample_weight");
   auto names = output_names();
+  for (std::size_t k = 0; k < n_out; ++k) {
+    auto dims = (*y)[k].shape().dims();
+    dims[0] = -1;
+    f.y.push_back(f.graph.placeholder(Shape(dims), (*y)[k].dtype(), names[k] + "_target"));
+    f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
+  }
+  // The mean over the batch of per_element(labels, outputs, sample weights) for output k. With towers,
+  // each tower computes its share's sum and element count on its device and only those scalars meet:
+  // the mean is exact over the global batch whatever the shares, and no output is gathered (only
+  // predict concatenates them).
+  using PerElement = std::function<SymbolicTensor(const SymbolicTensor& y, const SymbolicTensor& out,
+                                                  const SymbolicTensor& sample_weight)>;
+  std::vector<std::vector<SymbolicTensor>> y_shares(n_out);  // [k][tower]
+  std::vector<SymbolicTensor> weight_shares;                 // [tower]
+  for (std::size_t i = 0; !tower_outputs.empty() && i < d.towers.devices.size(); ++i) {
+    const int share = static_cast<int>(i);
+    weight_shares.push_back(ops::batch_share(f.sample_weight, *d.towers.ratios, share));
+    for (std::size_t k = 0; k < n_out; ++k) y_shares[k].push_back(ops::batch_share(f.y[k], *d.towers.ratios, share));
+  }
+  const auto batch_mean = [&](std::size_t k, const PerElement& per_element) {
+    if (tower_outputs.empty()) return ops::reduce_mean(per_element(f.y[k], outputs[k], f.sample_weight));
+    std::vector<SymbolicTensor> sums, counts;
+    for (std::size_t i = 0; i < d.towers.devices.size(); ++i) {
+      Graph::DeviceScope on(f.graph, d.towers.devices[i]);
+      const auto v = per_element(y_shares[k][i], tower_outputs[k][i], weight_shares[i]);
+      sums.push_back(ops::reduce_sum(v));
+      counts.push_back(ops::reduce_sum(ops::ones_like(v)));
+    }
+    SymbolicTensor sum = sums[0], count = counts[0];
+    for (std::size_t i = 1; i < sums.size(); ++i) sum = ops::add(sum, sums[i]), count = ops::add(count, counts[i]);
+    return ops::divide(sum, count);
+  };
+
   SymbolicTensor total;
   std::vector<SymbolicTensor> output_losses, metric_values;
   std::vector<std::string> metric_names;
   for (std::size_t k = 0; k < n_out; ++k) {
-    const Tensor& labels = (*y)[k];
-    auto dims = labels.shape().dims();
-    dims[0] = -1;
-    f.y.push_back(f.graph.placeholder(Shape(dims), labels.dtype(), names[k] + "_target"));
-    f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
-    auto per_sample = losses[k](f.y[k], outputs[k]);  // (batch,)
-    auto sw = f.sample_weight;
-    if (per_sample.dtype() != DType::float32) sw = ops::cast(sw, per_sample.dtype());
-    auto loss_k = ops::reduce_mean(ops::multiply(per_sample, sw));
+    auto loss_k = batch_mean(k, [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
+      auto per_sample = losses[k](y_k, out);  // (batch,)
+      return ops::multiply(per_sample, per_sample.dtype() == DType::float32 ? sw : ops::cast(sw, per_sample.dtype()));
+    });
     output_losses.push_back(loss_k);
     auto weighted = weights[k] == 1.0 ? loss_k : ops::scale(loss_k, weights[k]);
     total = total.defined() ? ops::add(total, weighted) : weighted;
     const std::string prefix = n_out > 1 ? names[k] + "_" : "";
     for (const auto& metric : d.metrics) {
-      auto resolved = metric.resolve(labels.shape(), outputs[k].shape());
-      metric_values.push_back(ops::reduce_mean(resolved(f.y[k], outputs[k])));
+      auto resolved = metric.resolve((*y)[k].shape(), outputs[k].shape());
+      metric_values.push_back(batch_mean(k, [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor&) {
+        return resolved(y_k, out);
+      }));
       metric_names.push_back(prefix + metric.name());
     }
   }

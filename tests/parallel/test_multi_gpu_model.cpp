@@ -12,6 +12,7 @@
 #include "core/random.h"
 #include "io/hdf5.h"
 #include "io/keras_model.h"
+#include "layers/model_internal.h"
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
 #include "parallel/multi_gpu_model.h"
@@ -220,4 +221,24 @@ TEST_CASE("multi_gpu_model: BatchNormalization's moving mean follows the global 
     check_close(moving_mean(inner), moving_mean(single), 1e-5, 1e-6);
     for (float v : moving_variance(inner).to_vector<float>()) CHECK(std::isfinite(v));
   }
+}
+
+TEST_CASE("multi_gpu_model: training and evaluation compute losses and metrics per tower and gather no outputs") {
+  clear_session();
+  auto inner = make_model(4);
+  Model parallel = parallel::multi_gpu_model(inner, Devices{"cpu:0", "cpu:1", "cpu:2"}, {.ratios = {3, 2, 1}});
+  parallel.compile("sgd", "sparse_categorical_crossentropy", {"accuracy"});
+  auto [x, y] = data(12);
+  parallel.train_on_batch({x}, {y});
+  parallel.test_on_batch({x}, {y});
+  for (const auto* fn : {parallel.internal().train_fn.get(), parallel.internal().test_fn.get()}) {
+    const std::string plan = fn->executor->last_plan()->to_string();
+    CHECK_MESSAGE(!contains(plan, "(None, 3) float32, (None, 3) float32"), plan);  // no Concatenate of outputs
+    for (const char* device : {"cpu:1 ", "cpu:2 "}) {  // each tower's own loss and accuracy
+      CHECK(contains(plan, std::string(device) + "       sparse_softmax_cross_entropy"));
+      CHECK(contains(plan, std::string(device) + "       argmax"));
+    }
+  }
+  parallel.predict(x, {.verbose = 0});  // predict alone gathers the outputs
+  CHECK(contains(parallel.internal().predict_fn->executor->last_plan()->to_string(), "concat"));
 }
