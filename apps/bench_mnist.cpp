@@ -40,7 +40,7 @@ int main(int argc, char** argv) try {
   std::vector<std::string> ratio_args;  // integers, or "auto"
   std::vector<std::string> slowdowns;   // DEVICE=FACTOR
   std::int64_t batch_size = 128, samples = 0;
-  int epochs = 1;
+  int epochs = 1, virtual_gpus = 0;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
   options.add_options()("help,h", "show this help")("model", po::value(&kind)->default_value(kind), "mlp or cnn")(
       "batch-size", po::value(&batch_size)->default_value(batch_size), "samples per step")(
@@ -56,7 +56,9 @@ int main(int argc, char** argv) try {
       "--device")("ratios", po::value(&ratio_args)->multitoken(),
                   "with --towers: each device's share of a batch, or auto (measured in a first, untimed epoch)")(
       "slowdown", po::value(&slowdowns)->multitoken(),
-      "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2");
+      "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2")(
+      "virtual-gpus", po::value(&virtual_gpus)->default_value(virtual_gpus),
+      "split GPU 0 into N logical GPUs first (towers on one GPU: --towers cuda:0 cuda:1 ...)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   po::notify(vm);
@@ -67,6 +69,7 @@ int main(int argc, char** argv) try {
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
   if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
 
+  apps::split_gpu0(virtual_gpus);
   auto [train, test] = io::load_mnist(data);
   Shape shape = kind == "mlp" ? Shape{-1, 784} : Shape{-1, 28, 28, 1};
   Tensor x = io::to_float(train.first, 1.0 / 255, shape);

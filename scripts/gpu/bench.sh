@@ -2,7 +2,9 @@
 # On the device machine: the GPU figures of docs/benchmarks.md. GEMM TFLOP/s through tower beside
 # cuBLAS alone; mnist_mlp and mnist_cnn training samples/s and peak GPU memory at batch 128 and 1024
 # in tower and, when the machine's Python has a CUDA PyTorch, in PyTorch eager on the same data
-# (the 10,000 MNIST digits packed by package.sh). Prints and writes $OUT/bench.txt.
+# (the 10,000 MNIST digits packed by package.sh); the overhead of 1, 2 and 3 logical towers on the
+# one GPU against the plain model at the same global batch, and bench_gpus on 3 logical GPUs.
+# Prints and writes $OUT/bench.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/unpack.sh
@@ -26,4 +28,12 @@ epochs="${EPOCHS:-5}"
       fi
     done
   done
+  # Towers on one GPU split into N logical GPUs, global batch 384 (shares of 384/N), mirrored variables.
+  gpu-pack/bench_mnist --device cuda:0 --model cnn --batch-size 384 --epochs "$epochs" --data gpu-pack/data
+  for n in 1 2 3; do
+    towers=$(seq -s ' ' -f 'cuda:%g' 0 $((n - 1)))
+    gpu-pack/bench_mnist --virtual-gpus $n --device cuda:0 --towers $towers --model cnn --batch-size 384 \
+      --epochs "$epochs" --data gpu-pack/data
+  done
+  gpu-pack/bench_gpus --virtual-gpus 3 --gpus 3 --batches 128 --model cnn
 } 2>&1 | tee "$out"

@@ -8,6 +8,7 @@
 #include "layers/model_internal.h"
 #include "optimizers/optimizers.h"
 #include "parallel/mirrored_strategy.h"
+#include "tests/parallel/tower_test_model.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 
@@ -18,19 +19,9 @@ using tower::testing::message_of;
 
 namespace {
 
-Sequential make_model(std::uint64_t seed) {
-  set_random_seed(seed);
-  // No BatchNormalization: its per-tower batch statistics differ from one device's (as in Keras).
-  return Sequential({layers::Input({5}), layers::Dense(12, {.activation = "relu"}),
-                     layers::Dense(4, {.activation = "softmax"})});
-}
-
-std::pair<Tensor, Tensor> data(std::int64_t n) {
-  Tensor x = random_normal({n, 5}, 0.0, 1.0, 11);
-  std::vector<std::int32_t> y;
-  for (std::int64_t i = 0; i < n; ++i) y.push_back(static_cast<std::int32_t>((i * 3 + i / 4) % 4));
-  return {x, Tensor::from_vector<std::int32_t>({n}, y)};
-}
+// No BatchNormalization: its per-tower batch statistics differ from one device's (as in Keras).
+Sequential make_model(std::uint64_t seed) { return testing::tower_test_model(seed); }
+std::pair<Tensor, Tensor> data(std::int64_t n) { return testing::tower_test_data(n); }
 
 }  // namespace
 
@@ -76,7 +67,7 @@ TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first
   {
     auto scope = strategy.scope();
     set_random_seed(9);
-    model = Sequential({layers::Dense(6, {.activation = "tanh"}), layers::Dense(4, {.activation = "softmax"})});
+    model = Sequential({layers::Dense(6, {.activation = "tanh"}), layers::Dense(3, {.activation = "softmax"})});
     model.compile("sgd", "sparse_categorical_crossentropy");
   }
   auto [x, y] = data(16);

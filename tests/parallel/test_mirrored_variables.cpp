@@ -14,6 +14,7 @@
 #include "optimizers/optimizers.h"
 #include "parallel/all_reduce.h"
 #include "parallel/multi_gpu_model.h"
+#include "tests/parallel/tower_test_model.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"
 
@@ -29,18 +30,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
-Sequential make_model(std::uint64_t seed) {
-  set_random_seed(seed);
-  return Sequential({layers::Input({6}), layers::BatchNormalization(), layers::Dense(16, {.activation = "relu"}),
-                     layers::Dense(3, {.activation = "softmax"})});
-}
-
-std::pair<Tensor, Tensor> data(std::int64_t n) {
-  Tensor x = random_normal({n, 6}, 0.0, 1.0, 42);
-  std::vector<std::int32_t> y;
-  for (std::int64_t i = 0; i < n; ++i) y.push_back(static_cast<std::int32_t>((i * 7 + i / 3) % 3));
-  return {x, Tensor::from_vector<std::int32_t>({n}, y)};
-}
+Sequential make_model(std::uint64_t seed) { return testing::tower_test_model(seed, /*batch_normalization=*/true); }
+std::pair<Tensor, Tensor> data(std::int64_t n) { return testing::tower_test_data(n); }
 
 // Every (primary, mirror) pair of a wrapper.
 std::vector<std::pair<VariablePtr, VariablePtr>> mirror_pairs(const Model& wrapper) {
@@ -127,7 +118,7 @@ TEST_CASE("mirrored variables: the towers read their mirrors, which train with t
   // The towers read the mirrors: spoil cpu:2's copy of the output kernel (its primary unchanged, so
   // nothing re-syncs it) and only the rows of cpu:2's share change.
   const auto reference = parallel.predict(x, {.batch_size = 6, .verbose = 0});
-  const auto kernel = inner.layers()[2]->weights()[0];
+  const auto kernel = inner.layers()[3]->weights()[0];  // the output layer's
   const auto& spoiled = parallel.internal().towers.mirrors.at("cpu:2").at(kernel.get());
   spoiled->assign(Tensor::zeros(spoiled->shape(), spoiled->dtype(), spoiled->device()));
   const auto changed = parallel.predict(x, {.batch_size = 6, .verbose = 0});

@@ -19,6 +19,7 @@
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"
+#include "tests/parallel/tower_test_model.h"
 
 using namespace tower;
 using tower::testing::check_close;
@@ -27,22 +28,8 @@ using tower::testing::message_of;
 using Devices = std::vector<std::string>;
 
 namespace {
-
-// A small convnet-free model with every kind of weight use: two Dense layers (one fused with ReLU)
-// and a softmax output.
-Sequential make_model(std::uint64_t seed) {
-  set_random_seed(seed);
-  return Sequential({layers::Input({6}), layers::Dense(16, {.activation = "relu"}),
-                     layers::Dense(8, {.activation = "tanh"}), layers::Dense(3, {.activation = "softmax"})});
-}
-
-std::pair<Tensor, Tensor> data(std::int64_t n) {
-  Tensor x = random_normal({n, 6}, 0.0, 1.0, 42);
-  std::vector<std::int32_t> y;
-  for (std::int64_t i = 0; i < n; ++i) y.push_back(static_cast<std::int32_t>((i * 5 + i / 2) % 3));
-  return {x, Tensor::from_vector<std::int32_t>({n}, y)};
-}
-
+Sequential make_model(std::uint64_t seed) { return testing::tower_test_model(seed); }
+std::pair<Tensor, Tensor> data(std::int64_t n) { return testing::tower_test_data(n); }
 }  // namespace
 
 TEST_CASE("multi_gpu_model: an Input, a Lambda and a call of the same model per device, a Concatenate") {

@@ -1,0 +1,129 @@
+// Towers on 3 logical GPUs (label gpu): GPU 0 split in three, multi_gpu_model with mirrored variables
+// gives one device's weights after training (ratios 1:1, 3:1, 5:2:1, a batch smaller than the device
+// count, a last partial batch), the mirrors keep the same bits as their primaries, the saved file is
+// the inner model's, and MirroredStrategy trains the same way. Its own process, because the split
+// must come before any GPU is used. Without a GPU it exits with 77 (skipped).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "io/hdf5.h"
+#include "layers/model_internal.h"
+#include "optimizers/optimizers.h"
+#include "parallel/mirrored_strategy.h"
+#include "parallel/multi_gpu_model.h"
+#include "tests/parallel/tower_test_model.h"
+#include "tests/support/grad_check.h"
+#include "tests/support/temp_dir.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::tower_test_data;
+using tower::testing::tower_test_model;
+using Devices = std::vector<std::string>;
+
+int main(int argc, char** argv) {
+  if (device_count(DeviceKind::cuda) == 0) {
+    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
+    return 77;
+  }
+  set_logical_device_configuration(0, std::vector<LogicalDeviceConfiguration>(3));
+  doctest::Context context(argc, argv);
+  return context.run();
+}
+
+namespace {
+
+// A model with its weights on `where`.
+Sequential model_on(const std::string& where, std::uint64_t seed) {
+  DefaultDeviceScope on(where);
+  return tower_test_model(seed);
+}
+
+void check_same_weights(const Model& actual, const Model& expected) {
+  const auto a = actual.get_weights(), e = expected.get_weights();
+  REQUIRE(a.size() == e.size());
+  for (std::size_t i = 0; i < a.size(); ++i) check_close(a[i].to(cpu_device()), e[i].to(cpu_device()), 1e-4, 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("towers on 3 logical GPUs give one device's weights, whatever the ratios") {
+  struct Case {
+    Devices devices;
+    std::vector<std::int64_t> ratios;
+    std::int64_t samples, batch;
+    std::string home;  // where the inner model's weights live
+  };
+  const std::vector<Case> cases = {
+      {{"cuda:0", "cuda:1"}, {1, 1}, 20, 8, "cuda:0"},  // the last batch has 4
+      {{"cuda:0", "cuda:1"}, {3, 1}, 20, 8, "cuda:0"},
+      {{"cuda:0", "cuda:1", "cuda:2"}, {5, 2, 1}, 21, 8, "cuda:0"},  // last batch 5: shares 3, 1, 1
+      {{"cuda:0", "cuda:1", "cuda:2"}, {1, 1, 1}, 7, 2, "cuda:0"},   // batches of 2: one tower sits out
+      {{"cuda:0", "cuda:1", "cuda:2"}, {1, 1, 1}, 20, 9, "cpu:0"},   // Keras's layout: weights and merge on the CPU
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.devices.size());
+    CAPTURE(c.ratios[0]);
+    CAPTURE(c.batch);
+    CAPTURE(c.home);
+    clear_session();
+    auto [x, y] = tower_test_data(c.samples);
+    auto single = model_on("cpu:0", 7);
+    auto inner = model_on(c.home, 7);
+    Model towers = parallel::multi_gpu_model(inner, c.devices, {.ratios = c.ratios, .merge_device = c.home});
+    single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    towers.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    const FitOptions fit{.batch_size = c.batch, .epochs = 3, .verbose = 0, .shuffle = false};
+    const auto h1 = single.fit(x, y, fit);
+    const auto h2 = towers.fit(x, y, fit);
+    for (std::size_t e = 0; e < 3; ++e)
+      CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-4));
+    check_same_weights(inner, single);
+    // Every mirror holds its primary's bits (the same kernels on every logical GPU of one GPU).
+    for (const auto& [device, copies] : towers.internal().towers.mirrors)
+      for (const auto& [primary, mirror] : copies) {
+        const Tensor a = mirror->value().to(cpu_device()), b = mirror->primary()->value().to(cpu_device());
+        if (mirror->primary()->device().kind() == DeviceKind::cuda)
+          CHECK_MESSAGE(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0, mirror->name() << " on " << device);
+        else
+          check_close(a, b, 1e-5, 1e-6);  // CPU and GPU updates may differ in the last bits
+      }
+  }
+}
+
+TEST_CASE("towers on logical GPUs save the inner model's file") {
+  clear_session();
+  testing::TempDir dir("towers_gpu");
+  auto inner = model_on("cuda:0", 3);
+  Model towers = parallel::multi_gpu_model(inner, 3, {.merge_device = "cuda:0"});
+  towers.compile("sgd", "sparse_categorical_crossentropy");
+  auto [x, y] = tower_test_data(12);
+  towers.fit(x, y, {.batch_size = 6, .verbose = 0});
+  towers.save_weights(dir / "towers.h5");
+  inner.save_weights(dir / "inner.h5");
+  auto a = io::hdf5::File::open(dir / "towers.h5"), b = io::hdf5::File::open(dir / "inner.h5");
+  CHECK(a.read_string_array_attr("layer_names") == b.read_string_array_attr("layer_names"));
+}
+
+TEST_CASE("MirroredStrategy on 3 logical GPUs trains as one device does") {
+  clear_session();
+  parallel::MirroredStrategy strategy;  // every GPU: the three logical ones
+  REQUIRE(strategy.num_replicas_in_sync() == 3);
+  auto single = model_on("cpu:0", 5);
+  single.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+  Sequential model = [&] {
+    auto scope = strategy.scope();
+    auto m = tower_test_model(5);
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    return m;
+  }();
+  for (const auto& w : model.weights()) CHECK(w->device().name() == "cuda:0");
+  auto [x, y] = tower_test_data(30);
+  const FitOptions fit{.batch_size = 12, .epochs = 2, .verbose = 0, .shuffle = false};
+  single.fit(x, y, fit);
+  model.fit(x, y, fit);
+  check_same_weights(model, single);
+}
