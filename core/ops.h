@@ -145,7 +145,10 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
 // Inverted dropout: keeps each element with probability 1 - rate and scales it by 1 / (1 - rate).
 // -> {y, mask} where mask (x's shape and dtype) holds 0 or 1 / (1 - rate). The mask comes from a
 // counter-based generator keyed by (seed, run count of this node): reproducible per seed.
-std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed);
+// row_offset (optional int64 scalar): x's first row in a larger batch, whose mask x then gets for its
+// rows: parallel towers draw, between them, the masks one device draws for the whole batch.
+std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed,
+                                    const SymbolicTensor& row_offset = {});
 
 // ---- array manipulation (core/ops/array_ops.cpp) -------------------------------------------------
 // shape may hold one -1, inferred from the element count (Keras Reshape's (-1) or the batch).
@@ -159,6 +162,8 @@ SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size);
 // last partial batch included; a share may be empty). Gradient: batch_share_grad.
 SymbolicTensor batch_share(const SymbolicTensor& x, Ints ratios, int share);
 SymbolicTensor batch_share_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints ratios, int share);
+// x (n, ...) -> int64 scalar: the first row of that share (the rows of the shares before it).
+SymbolicTensor batch_share_start(const SymbolicTensor& x, Ints ratios, int share);
 // Gradient of slice: dy placed at `begin` inside zeros of x's shape.
 SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin);
 // sizes: length of each piece along axis; they must add up to that axis's length.

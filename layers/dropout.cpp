@@ -20,7 +20,7 @@ Dropout::Dropout(double rate, const DropoutOptions& options)
 std::vector<SymbolicTensor> Dropout::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);
   if (!ctx.training || rate_ == 0.0) return {x};
-  return {ops::dropout(x, rate_, seed_)[0]};
+  return {ops::dropout(x, rate_, seed_, ctx.row_offset)[0]};
 }
 
 nlohmann::json Dropout::get_config() const {

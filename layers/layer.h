@@ -76,6 +76,9 @@ struct CallContext {
   // In a tower of a parallel wrapper with mirrored variables: the copies of the layers' variables on
   // the tower's device, which Layer::read reads instead (a variable not listed is read itself).
   const std::map<const Variable*, VariablePtr>* tower_copies = nullptr;
+  // In a tower: its share's first row in the global batch (int64 scalar), so that Dropout draws, for
+  // the tower's rows, the masks one device would draw for the whole batch.
+  SymbolicTensor row_offset;
 };
 
 class Layer {

@@ -102,6 +102,13 @@ struct TowerUpdate {
   SymbolicTensor rows;  // scalar, float
 };
 
+// Which of the towers runs on `device` (-1: none, or not a tower wrapper).
+int tower_index(const TowerLayout& towers, const std::string& device) {
+  if (device.empty() || !towers.ratios) return -1;
+  const auto it = std::find(towers.devices.begin(), towers.devices.end(), device);
+  return it == towers.devices.end() ? -1 : static_cast<int>(it - towers.devices.begin());
+}
+
 // The rows of x (batch, ...) as a float scalar, from the elements it has at run time.
 SymbolicTensor rows_of(const SymbolicTensor& x) {
   std::int64_t per_row = 1;
@@ -262,11 +269,16 @@ std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vecto
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
     const auto* copies_before = ctx.tower_copies;  // a tower reads its device's mirrors
-    if (auto it = data_->towers.mirrors.find(node->device); !node->device.empty() && it != data_->towers.mirrors.end())
-      ctx.tower_copies = &it->second;
+    const SymbolicTensor offset_before = ctx.row_offset;
+    if (const int tower = tower_index(data_->towers, node->device); tower >= 0) {
+      if (auto it = data_->towers.mirrors.find(node->device); it != data_->towers.mirrors.end())
+        ctx.tower_copies = &it->second;
+      if (ctx.training && !inputs.empty()) ctx.row_offset = ops::batch_share_start(inputs[0], *data_->towers.ratios, tower);
+    }
     const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
     auto results = node->layer->call(ctx, args);
     ctx.tower_copies = copies_before;
+    ctx.row_offset = offset_before;
     for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
     if (!node->device.empty() && ctx.updates && ctx.updates->size() > updates_before && !args.empty())
       for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(args[0])});

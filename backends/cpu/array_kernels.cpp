@@ -230,6 +230,10 @@ void batch_share_kernel(KernelContext& ctx) {
   copy_box(ctx, x.raw_data(), x.shape().dims(), begin, y.raw_data(), yd, Ints(yd.size(), 0), yd, dtype_size(x.dtype()));
 }
 
+void batch_share_start_kernel(KernelContext& ctx) {
+  ctx.outputs[0].data<std::int64_t>()[0] = share_of(ctx, ctx.inputs[0].shape()[0]).first;
+}
+
 void batch_share_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];  // (share's rows, ...)
   Tensor& dx = ctx.outputs[0];       // (x's shape)
@@ -341,6 +345,7 @@ void register_array_kernels() {
   register_kernel("slice_grad", DeviceKind::cpu, slice_grad_kernel);
   register_kernel("batch_share", DeviceKind::cpu, batch_share_kernel);
   register_kernel("batch_share_grad", DeviceKind::cpu, batch_share_grad_kernel);
+  register_kernel("batch_share_start", DeviceKind::cpu, batch_share_start_kernel);
   register_kernel("pad", DeviceKind::cpu, pad_kernel);
   register_kernel("pad_grad", DeviceKind::cpu, pad_grad_kernel);
   register_kernel("one_hot", DeviceKind::cpu, one_hot_kernel);

@@ -122,6 +122,12 @@ void batch_share_kernel(KernelContext& ctx) {
   copy_box(ctx, x, begin, y, Ints(box.size(), 0), box);
 }
 
+void batch_share_start_kernel(KernelContext& ctx) {
+  auto launch = launch_fill<std::int64_t>;
+  CUDA_CHECK(launch(ctx.outputs[0].data<std::int64_t>(), 1, share_begin(ctx, ctx.inputs[0].shape()[0]),
+                    gpu_of(ctx).stream()));
+}
+
 void batch_share_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];  // (share's rows, ...)
   Tensor& dx = ctx.outputs[0];       // (x's shape)
@@ -240,6 +246,7 @@ void register_array_kernels() {
   register_kernel("slice", DeviceKind::cuda, slice_kernel);
   register_kernel("slice_grad", DeviceKind::cuda, slice_grad_kernel);
   register_kernel("batch_share", DeviceKind::cuda, batch_share_kernel);
+  register_kernel("batch_share_start", DeviceKind::cuda, batch_share_start_kernel);
   register_kernel("batch_share_grad", DeviceKind::cuda, batch_share_grad_kernel);
   register_kernel("pad", DeviceKind::cuda, pad_kernel);
   register_kernel("pad_grad", DeviceKind::cuda, pad_grad_kernel);

@@ -9,15 +9,20 @@ namespace tower::cuda {
 
 namespace {
 
+// quads: Philox blocks covering elements first .. first + n - 1 (one more than n needs when first
+// is not a multiple of 4).
 template <typename T>
-__global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, double keep, T scale, std::uint64_t seed,
-                               std::uint64_t counter) {
-  const std::int64_t quads = (n + 3) / 4;
-  TOWER_GRID_STRIDE(q, quads) {
+__global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, const std::int64_t* row_offset,
+                               std::int64_t row_elements, std::int64_t quads, double keep, T scale,
+                               std::uint64_t seed, std::uint64_t counter) {
+  const std::int64_t first = row_offset ? *row_offset * row_elements : 0, end = first + n;
+  TOWER_GRID_STRIDE(j, quads) {
+    const std::int64_t q = first / 4 + j;
     const PhiloxBlock block = philox4x32_block(seed, counter, static_cast<std::uint64_t>(q));
-    for (int k = 0; k < 4 && 4 * q + k < n; ++k) {
-      const std::int64_t i = 4 * q + k;
-      const double u = block.word[k] * kPhiloxInv2Pow32;  // as uniform_at
+    const std::int64_t g_begin = 4 * q > first ? 4 * q : first, g_end = 4 * q + 4 < end ? 4 * q + 4 : end;
+    for (std::int64_t g = g_begin; g < g_end; ++g) {
+      const std::int64_t i = g - first;
+      const double u = block.word[g - 4 * q] * kPhiloxInv2Pow32;  // as uniform_at
       mask[i] = u < keep ? scale : T(0);
       y[i] = x[i] * mask[i];
     }
@@ -27,18 +32,20 @@ __global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, double
 }  // namespace
 
 template <typename T>
-cudaError_t launch_dropout(const T* x, T* y, T* mask, std::int64_t n, double keep, std::uint64_t seed,
-                           std::uint64_t counter, cudaStream_t stream) {
+cudaError_t launch_dropout(const T* x, T* y, T* mask, std::int64_t n, const std::int64_t* row_offset,
+                           std::int64_t row_elements, double keep, std::uint64_t seed, std::uint64_t counter,
+                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const std::int64_t quads = (n + 3) / 4;
+  const std::int64_t quads = (n + 3) / 4 + (row_offset ? 1 : 0);
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((quads + kThreads - 1) / kThreads, 65535));
-  dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(x, y, mask, n, keep, static_cast<T>(1.0 / keep), seed, counter);
+  dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(x, y, mask, n, row_offset, row_elements, quads, keep,
+                                                     static_cast<T>(1.0 / keep), seed, counter);
   return cudaGetLastError();
 }
 
-template cudaError_t launch_dropout<float>(const float*, float*, float*, std::int64_t, double, std::uint64_t,
-                                           std::uint64_t, cudaStream_t);
-template cudaError_t launch_dropout<double>(const double*, double*, double*, std::int64_t, double, std::uint64_t,
-                                            std::uint64_t, cudaStream_t);
+template cudaError_t launch_dropout<float>(const float*, float*, float*, std::int64_t, const std::int64_t*,
+                                           std::int64_t, double, std::uint64_t, std::uint64_t, cudaStream_t);
+template cudaError_t launch_dropout<double>(const double*, double*, double*, std::int64_t, const std::int64_t*,
+                                            std::int64_t, double, std::uint64_t, std::uint64_t, cudaStream_t);
 
 }  // namespace tower::cuda

@@ -33,6 +33,10 @@ SymbolicTensor batch_share(const SymbolicTensor& x, Ints ratios, int share) {
   return x.graph().add1("batch_share", {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
 }
 
+SymbolicTensor batch_share_start(const SymbolicTensor& x, Ints ratios, int share) {
+  return x.graph().add1("batch_share_start", {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+}
+
 SymbolicTensor batch_share_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints ratios, int share) {
   return dy.graph().add1("batch_share_grad", {dy, x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
 }
@@ -218,6 +222,13 @@ std::vector<TensorSpec> batch_share_shape(const std::vector<TensorSpec>& in, con
   const auto [begin, count] = share_range(std::max<std::int64_t>(dims[0], 0), attrs.get_ints("ratios"), share);
   if (dims[0] >= 0) dims[0] = count;  // an unknown batch stays unknown
   return {TensorSpec{Shape(dims), in[0].dtype}};
+}
+
+std::vector<TensorSpec> batch_share_start_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  expect_min_rank(in[0], 1, "x");
+  share_range(0, attrs.get_ints("ratios"), static_cast<int>(attrs.get_int("share")));  // checks the ratios
+  return {TensorSpec{Shape{}, DType::int64}};
 }
 
 std::vector<TensorSpec> batch_share_grad_shape(const std::vector<TensorSpec>& in, const Attrs&) {  // (dy, x)
@@ -421,6 +432,7 @@ void register_array_ops() {
                }});
   // Internal: dy placed at its share's rows inside zeros of x's shape.
   register_op({.name = "batch_share_grad", .shape = batch_share_grad_shape});
+  register_op({.name = "batch_share_start", .shape = batch_share_start_shape});
   register_op({.name = "split", .shape = split_shape, .grad = split_grad});
   register_op({.name = "pad", .shape = pad_shape, .grad = pad_grad});
   // Internal: dy with the paddings stripped (pad gradients on unknown axes padded at the end).

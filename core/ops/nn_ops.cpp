@@ -278,8 +278,11 @@ Grads batch_norm_inference_grad_fn(Node& node, const Grads& g) {
 // ---- dropout ------------------------------------------------------------------------------------------
 
 Specs dropout_shape(const Specs& in, const Attrs& attrs) {
-  expect_num_inputs(in, 1);
+  if (in.size() != 1 && in.size() != 2)
+    raise<ValueError>("dropout takes x and an optional row offset, got {} inputs", in.size());
   expect_floating(in[0], "x");
+  if (in.size() == 2 && (in[1].dtype != DType::int64 || in[1].shape.rank() != 0))
+    raise<ValueError>("dropout: the row offset must be an int64 scalar, got {}", in[1].to_string());
   double rate = attrs.get_float("rate");
   if (!(rate >= 0.0 && rate < 1.0))
     raise<ValueError>("rate must be in [0, 1), got {}; it is the fraction of inputs to drop", rate);
@@ -288,8 +291,9 @@ Specs dropout_shape(const Specs& in, const Attrs& attrs) {
 }
 
 Grads dropout_grad(Node& node, const Grads& g) {
-  if (!g[0].defined()) return {SymbolicTensor{}};
-  return {ops::multiply(g[0], node.output(1))};  // the mask holds 0 or 1 / (1 - rate)
+  Grads out(node.inputs().size());  // the row offset has none
+  if (g[0].defined()) out[0] = ops::multiply(g[0], node.output(1));  // the mask holds 0 or 1 / (1 - rate)
+  return out;
 }
 
 }  // namespace
@@ -343,9 +347,12 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
   return x.graph().add1("batch_norm_inference", {x, gamma, beta, mean, variance}, {{"epsilon", epsilon}});
 }
 
-std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed) {
+std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed,
+                                    const SymbolicTensor& row_offset) {
   // The attr stores the seed's 64 bits; kernels read them back as uint64.
-  return x.graph().add("dropout", {x}, {{"rate", rate}, {"seed", static_cast<std::int64_t>(seed)}});
+  std::vector<SymbolicTensor> inputs{x};
+  if (row_offset.defined()) inputs.push_back(row_offset);
+  return x.graph().add("dropout", inputs, {{"rate", rate}, {"seed", static_cast<std::int64_t>(seed)}});
 }
 
 }  // namespace ops

@@ -452,6 +452,12 @@ TEST_CASE("array: batch_share takes a share of the rows at run time; its gradien
   r = evaluate(shares, {{x, Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4})}});  // 2 rows: 1, 1, 0
   CHECK(r[2].shape() == Shape{0, 2});
   check_close(r[1], {3, 4});
+  // batch_share_start: where each share begins (8 rows: 0, 5, 7).
+  std::vector<SymbolicTensor> starts;
+  for (int i = 0; i < 3; ++i) starts.push_back(ops::batch_share_start(x, {5, 2, 1}, i));
+  CHECK(starts[1].dtype() == DType::int64);
+  r = evaluate(starts, {{x, Tensor::zeros({8, 2})}});
+  CHECK((std::vector<double>{r[0].item(), r[1].item(), r[2].item()} == std::vector<double>{0, 5, 7}));
   check_gradients({{7, 3}}, [](const Inputs& in) -> Inputs {
     return {ops::multiply(ops::batch_share(in[0], {2, 1}, 0), ops::batch_share(in[0], {2, 1}, 0)),
             ops::batch_share(in[0], {2, 1}, 1)};

@@ -321,6 +321,10 @@ TEST_CASE("cuda: dropout draws the CPU's masks, bit for bit") {
   Tensor x = testing::random_tensor({123, 45}, 91, 0.1, 1, false, DType::float32);
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.3, 42)[0]; }, 0, 0);
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.5, 7)[1]; }, 0, 0);
+  // A tower's share with its row offset (computed on the GPU by batch_share_start), rows of 45 elements.
+  check_parity({x}, [](std::vector<SymbolicTensor> v) {
+    return ops::dropout(ops::batch_share(v[0], {5, 3}, 1), 0.4, 9, ops::batch_share_start(v[0], {5, 3}, 1))[1];
+  }, 0, 0);
 }
 
 TEST_CASE("cuda: cast between every pair of dtypes matches the CPU") {

@@ -461,6 +461,24 @@ TEST_CASE("nn: dropout keeps about 1 - rate, scales, and follows uniform_at") {
   check_close(none[0], xt);
 }
 
+TEST_CASE("nn: dropout with a row offset draws, for its rows, the whole batch's masks") {
+  // 7 rows of 3 (rows not a multiple of 4 elements: shares start inside a Philox block) split 3:2:2.
+  Graph g;
+  auto x = g.placeholder({-1, 3});
+  Tensor xt = random_tensor({7, 3}, 5, 0.1, 1.0, false, DType::float32);
+  std::vector<SymbolicTensor> fetches{ops::dropout(x, 0.5, 11)[1]};
+  for (int i = 0; i < 3; ++i)
+    fetches.push_back(ops::dropout(ops::batch_share(x, {3, 2, 2}, i), 0.5, 11, ops::batch_share_start(x, {3, 2, 2}, i))[1]);
+  const auto r = evaluate(fetches, {{x, xt}});
+  const auto whole = r[0].to_vector<float>();
+  std::vector<float> joined;
+  for (int i = 1; i <= 3; ++i)
+    for (float v : r[static_cast<std::size_t>(i)].to_vector<float>()) joined.push_back(v);
+  CHECK(joined == whole);
+  check_throws_naming<ValueError>([&] { ops::dropout(x, 0.5, 1, g.constant(Tensor::scalar(1.0))); },
+                                  {"dropout", "row offset", "int64"});
+}
+
 TEST_CASE("nn: dropout gradient is dy * mask") {
   for (DType dtype : {DType::float64, DType::float32}) {
     Graph g;

@@ -118,7 +118,7 @@ TEST_CASE("mirrored variables: the towers read their mirrors, which train with t
   // The towers read the mirrors: spoil cpu:2's copy of the output kernel (its primary unchanged, so
   // nothing re-syncs it) and only the rows of cpu:2's share change.
   const auto reference = parallel.predict(x, {.batch_size = 6, .verbose = 0});
-  const auto kernel = inner.layers()[3]->weights()[0];  // the output layer's
+  const auto kernel = inner.layers().back()->weights()[0];  // the output layer's
   const auto& spoiled = parallel.internal().towers.mirrors.at("cpu:2").at(kernel.get());
   spoiled->assign(Tensor::zeros(spoiled->shape(), spoiled->dtype(), spoiled->device()));
   const auto changed = parallel.predict(x, {.batch_size = 6, .verbose = 0});

@@ -1,5 +1,6 @@
 // The small model and data the tower tests train (CPU devices and GPUs): Dense layers with every kind
-// of weight use (one fused with ReLU, a tanh, a softmax output), optionally BatchNormalization first.
+// of weight use (one fused with ReLU, a tanh, a softmax output), a Dropout (towers draw one device's
+// masks), optionally BatchNormalization first.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@ inline Sequential tower_test_model(std::uint64_t seed, bool batch_normalization 
   set_random_seed(seed);
   std::vector<LayerRef> layers{layers::Input({6})};
   if (batch_normalization) layers.push_back(layers::BatchNormalization());
-  for (const LayerRef& layer : {LayerRef(layers::Dense(16, {.activation = "relu"})),
+  for (const LayerRef& layer : {LayerRef(layers::Dense(16, {.activation = "relu"})), LayerRef(layers::Dropout(0.25)),
                                 LayerRef(layers::Dense(8, {.activation = "tanh"})),
                                 LayerRef(layers::Dense(3, {.activation = "softmax"}))})
     layers.push_back(layer);
