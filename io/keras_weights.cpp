@@ -41,49 +41,86 @@ struct Assignment {
   Shape file_shape;
 };
 
-// The file index of each of the layer's weights: by position, or for a nested model by name when
-// every weight finds exactly one match (its order in the file depends on which sublayers were
-// trainable when it was saved), else by position as Keras does. Empty when the counts differ.
-std::vector<std::size_t> match_weights(const Layer& layer, const std::vector<VariablePtr>& weights,
-                                       const WeightFileLayer& entry) {
+// The file index of each weight by name ("dense_1/kernel:0"), when every weight finds exactly one
+// match and the counts agree; else empty.
+std::vector<std::size_t> match_by_name(const std::vector<VariablePtr>& weights, const WeightFileLayer& entry) {
   std::vector<std::size_t> index;
-  if (dynamic_cast<const Model*>(&layer)) {
-    std::set<std::size_t> used;
-    for (const auto& w : weights) {
-      std::vector<std::size_t> found;
-      for (std::size_t j = 0; j < entry.weight_names.size(); ++j)
-        if (same_weight(w->name(), entry.weight_names[j])) found.push_back(j);
-      if (found.size() != 1 || !used.insert(found[0]).second) break;
-      index.push_back(found[0]);
-    }
-    if (index.size() == weights.size() && weights.size() == entry.weight_names.size()) return index;
-    index.clear();
+  std::set<std::size_t> used;
+  for (const auto& w : weights) {
+    std::vector<std::size_t> found;
+    for (std::size_t j = 0; j < entry.weight_names.size(); ++j)
+      if (same_weight(w->name(), entry.weight_names[j])) found.push_back(j);
+    if (found.size() != 1 || !used.insert(found[0]).second) return {};
+    index.push_back(found[0]);
   }
+  if (weights.size() != entry.weight_names.size()) return {};
+  return index;
+}
+
+// The file index of each of a layer's weights: for a nested model by name when every weight finds
+// exactly one match (its order in the file depends on which sublayers were trainable when it was
+// saved), else by position as Keras does. Empty when the counts differ.
+std::vector<std::size_t> match_weights(bool nested_model, const std::vector<VariablePtr>& weights,
+                                       const WeightFileLayer& entry) {
+  if (nested_model)
+    if (auto index = match_by_name(weights, entry); !index.empty()) return index;
+  std::vector<std::size_t> index;
   if (weights.size() != entry.weight_names.size()) return index;
   for (std::size_t j = 0; j < weights.size(); ++j) index.push_back(j);
   return index;
 }
 
-// The assignments for one layer, or an error message (empty when it fits).
-std::string plan_layer(const Layer& layer, const WeightFileLayer& entry, std::vector<Assignment>& out) {
-  const auto weights = layer.weights();
-  const auto index = match_weights(layer, weights, entry);
+// The assignments of `weights` (owners[i]: the model's layer holding weights[i]) from the file's
+// layer `entry`, or an error message (empty when it fits).
+std::string plan_weights(const std::vector<VariablePtr>& weights, const std::vector<std::string>& owners,
+                         const std::string& what_owns, bool nested_model, const WeightFileLayer& entry,
+                         std::vector<Assignment>& out) {
+  const auto index = match_weights(nested_model, weights, entry);
   if (index.empty() && !weights.empty())
-    return fmt::format("layer \"{}\" has {} weights in the model but the file's layer \"{}\" has {} ({})",
-                       layer.name(), weights.size(), entry.name, entry.weight_names.size(),
-                       join(entry.weight_names));
+    return fmt::format("{} has {} weights in the model but the file's layer \"{}\" has {} ({})", what_owns,
+                       weights.size(), entry.name, entry.weight_names.size(), join(entry.weight_names));
   std::vector<Assignment> planned;
   for (std::size_t i = 0; i < weights.size(); ++i) {
     const std::size_t j = index[i];
     const std::string dataset = entry.name + "/" + entry.weight_names[j];
     if (entry.shapes[j] != weights[i]->shape())
       return fmt::format("layer \"{}\" weight \"{}\" has shape {} in the model but {} in the file (\"{}\")",
-                         layer.name(), weights[i]->name(), weights[i]->shape().to_string(),
+                         owners[i], weights[i]->name(), weights[i]->shape().to_string(),
                          entry.shapes[j].to_string(), dataset);
-    planned.push_back({weights[i], layer.name(), dataset, entry.shapes[j]});
+    planned.push_back({weights[i], owners[i], dataset, entry.shapes[j]});
   }
   out.insert(out.end(), planned.begin(), planned.end());
   return "";
+}
+
+// The assignments for one layer, or an error message (empty when it fits).
+std::string plan_layer(const Layer& layer, const WeightFileLayer& entry, std::vector<Assignment>& out) {
+  const auto weights = layer.weights();
+  return plan_weights(weights, std::vector<std::string>(weights.size(), layer.name()),
+                      fmt::format("layer \"{}\"", layer.name()), dynamic_cast<const Model*>(&layer) != nullptr,
+                      entry, out);
+}
+
+// A file whose only layer with weights holds a whole model nested in it, loaded into that model:
+// what saving a Keras 2 multi_gpu_model wrapper (or any model around one inner model) wrote. The
+// weights are matched as a nested model's: by name, else by position in Keras's order (every layer's
+// trainable weights, then the non-trainable ones).
+std::vector<Assignment> plan_unwrapping(const std::vector<LayerPtr>& layers, const WeightFileLayer& entry,
+                                        const std::string& what) {
+  std::vector<VariablePtr> weights;
+  std::vector<std::string> owners;
+  for (const bool trainable : {true, false})
+    for (const auto& layer : layers)
+      for (auto& w : trainable ? layer->trainable_weights() : layer->non_trainable_weights()) {
+        weights.push_back(std::move(w));
+        owners.push_back(layer->name());
+      }
+  std::vector<Assignment> plan;
+  const std::string error = plan_weights(weights, owners, "the model (read as the model nested in the file's only "
+                                         "layer with weights, as a Keras multi_gpu_model file holds it)",
+                                         /*nested_model=*/true, entry, plan);
+  if (!error.empty()) raise<ValueError>("{}: {}", what, error);
+  return plan;
 }
 
 std::vector<LayerPtr> with_weights(const std::vector<LayerPtr>& layers) {
@@ -99,6 +136,7 @@ std::vector<Assignment> plan_by_position(const std::vector<LayerPtr>& layers, co
   std::vector<WeightFileLayer> file_layers;
   std::copy_if(file.begin(), file.end(), std::back_inserter(file_layers),
                [](const WeightFileLayer& l) { return !l.weight_names.empty(); });
+  if (file_layers.size() == 1 && model_layers.size() > 1) return plan_unwrapping(layers, file_layers.front(), what);
   if (model_layers.size() != file_layers.size()) {
     std::vector<std::string> model_names, file_names;
     for (const auto& l : model_layers) model_names.push_back(l->name());

@@ -13,6 +13,9 @@
 #include "layers/dense.h"
 #include "layers/input_layer.h"
 #include "layers/model.h"
+#include "layers/layers.h"
+#include "parallel/multi_gpu_model.h"
+#include "tests/support/grad_check.h"
 #include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,6 +24,7 @@ using tower::testing::read_bytes;
 using tower::testing::TempDir;
 using tower::testing::contains;
 using tower::testing::message_of;
+using tower::testing::check_close;
 namespace fs = std::filesystem;
 namespace h5 = tower::io::hdf5;
 
@@ -456,6 +460,35 @@ TEST_CASE("load_weights: a file written by Keras 3's legacy writer (nested model
       check_predictions(m);
     }
   }
+}
+
+TEST_CASE("load_weights: a Keras multi_gpu_model wrapper's file loads into the plain model and into towers") {
+  // tests/golden/make_multi_gpu_file.py: the wrapper's layers input_1, lambda_1, lambda_2, "seq" (the
+  // inner model, every weight) and "b" (the Concatenate); BatchNormalization's moving statistics last.
+  const std::string path = (kGoldenFiles / "keras_multi_gpu_weights.h5").string();
+  auto expected = h5::File::open((kGoldenFiles / "keras_multi_gpu_expected.h5").string());
+  const Tensor x = expected.read_dataset("x"), y = expected.read_dataset("y");
+  const auto make = [](bool keras_names) {
+    const auto name = [&](const char* n) { return keras_names ? std::string(n) : std::string(); };
+    return Sequential({layers::Input({6}), layers::Dense(8, {.activation = "relu", .name = name("a")}),
+                       layers::BatchNormalization({.name = name("bn")}),
+                       layers::Dense(3, {.activation = "softmax", .name = name("b")})});
+  };
+  for (const bool keras_names : {true, false}) {  // matched by name, else by position in Keras's order
+    CAPTURE(keras_names);
+    clear_session();
+    Sequential model = make(keras_names);
+    model.load_weights(path);
+    check_close(model.predict(x), y, 1e-5, 1e-6);
+    Model towers = parallel::multi_gpu_model(make(keras_names), std::vector<std::string>{"cpu:0", "cpu:1"});
+    towers.load_weights(path);  // through the wrapper, into its inner model
+    check_close(towers.predict(x), y, 1e-5, 1e-6);
+  }
+  // A model that is not the nested one: the error says what the file holds.
+  clear_session();
+  Sequential other({layers::Input({6}), layers::Dense(8), layers::Dense(3)});
+  CHECK(contains(message_of<ValueError>([&] { other.load_weights(path); }),
+                 "the file's layer \"seq\" has 8 (a/kernel:0, a/bias:0, bn/gamma:0"));
 }
 
 TEST_CASE("read_weight_file_layers: the real tf.keras 2.2.4 files (h5py 2, fixed-length strings)") {
