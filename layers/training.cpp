@@ -490,34 +490,38 @@ CallbackList make_callbacks(Model* model, bool progress, const std::vector<Callb
 // of a full batch. So a device that does nothing, or holds the others up, shows.
 class TowerMeter {
  public:
-  explicit TowerMeter(const TowerLayout& towers) : towers_(towers.devices), ratios_(towers.ratios) {
-    for (const auto& name : towers_) devices_.push_back(&device(name));
-  }
+  // `towers` is read as fit goes: a model compiled under a strategy learns its towers with its first
+  // training graph, which a dataset's first batch builds.
+  explicit TowerMeter(const TowerLayout& towers) : towers_(towers) {}
 
-  bool active() const { return towers_.size() > 1 && ratios_; }
+  bool active() const { return towers_.devices.size() > 1 && towers_.ratios; }
   void begin_epoch() {
     shares_of_ = -1;  // the ratios may have changed (auto)
-    samples_.assign(towers_.size(), 0);
-    busy_.assign(towers_.size(), 0.0);
+    samples_.assign(towers_.devices.size(), 0);
+    busy_.assign(towers_.devices.size(), 0.0);
     total_ = 0;
     start_ = std::chrono::steady_clock::now();
   }
   void add_step(const Executor& executor, std::int64_t batch) {
+    if (samples_.size() != towers_.devices.size()) {  // the towers appeared with this step's graph
+      samples_.assign(towers_.devices.size(), 0);
+      busy_.assign(towers_.devices.size(), 0.0);
+    }
     if (full_batch_ == 0) full_batch_ = batch;
-    if (batch != shares_of_) shares_ = largest_remainder_split(batch, *ratios_), shares_of_ = batch;  // once per size
+    if (batch != shares_of_) shares_ = largest_remainder_split(batch, *towers_.ratios), shares_of_ = batch;  // once per size
     const Plan* plan = executor.last_plan();
-    for (std::size_t k = 0; k < towers_.size(); ++k) {
+    for (std::size_t k = 0; k < samples_.size(); ++k) {
       samples_[k] += shares_[k];
-      if (plan) busy_[k] += plan->busy_seconds(*devices_[k]);
+      if (plan) busy_[k] += plan->busy_seconds(device(towers_.devices[k]));
     }
     total_ += batch;
   }
   std::string line() const {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const auto shares = largest_remainder_split(full_batch_, *ratios_);
+    const auto shares = largest_remainder_split(full_batch_, *towers_.ratios);
     std::string out;
-    for (std::size_t k = 0; k < towers_.size(); ++k)
-      out += fmt::format("{}[{}] {:.0f} sps  ", towers_[k], shares[k],
+    for (std::size_t k = 0; k < samples_.size(); ++k)
+      out += fmt::format("{}[{}] {:.0f} sps  ", towers_.devices[k], shares[k],
                          busy_[k] > 0 ? static_cast<double>(samples_[k]) / busy_[k] : 0.0);
     return out + fmt::format("total[{}] {:.0f} sps", full_batch_, wall > 0 ? static_cast<double>(total_) / wall : 0.0);
   }
@@ -526,7 +530,7 @@ class TowerMeter {
   std::vector<std::int64_t> balanced_ratios() const {
     std::vector<double> speed;
     double total = 0;
-    for (std::size_t k = 0; k < towers_.size(); ++k) {
+    for (std::size_t k = 0; k < samples_.size(); ++k) {
       if (busy_[k] <= 0 || samples_[k] == 0) return {};
       speed.push_back(static_cast<double>(samples_[k]) / busy_[k]);
       total += speed.back();
@@ -537,9 +541,7 @@ class TowerMeter {
   }
 
  private:
-  std::vector<std::string> towers_;
-  std::vector<Device*> devices_;
-  std::shared_ptr<std::vector<std::int64_t>> ratios_;
+  const TowerLayout& towers_;
   std::vector<std::int64_t> shares_;  // of a batch of shares_of_ samples
   std::int64_t shares_of_ = -1;
   std::vector<std::int64_t> samples_;

@@ -2,8 +2,13 @@
 // towers with mirrored variables and give one device's results; its scope nests and ends.
 #include <doctest/doctest.h>
 
+#include <iostream>
+#include <regex>
+#include <sstream>
+
 #include "core/device.h"
 #include "core/random.h"
+#include "io/dataset.h"
 #include "layers/layers.h"
 #include "layers/model_internal.h"
 #include "optimizers/optimizers.h"
@@ -74,6 +79,25 @@ TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first
   const auto history = model.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0});
   CHECK(std::isfinite(history.history.at("loss")[1]));
   CHECK(model.internal().towers.devices.size() == 2);
+}
+
+TEST_CASE("MirroredStrategy: fit on a dataset reports each device from the first epoch") {
+  clear_session();
+  parallel::MirroredStrategy strategy({"cpu:0", "cpu:1"}, {.ratios = {3, 1}});
+  Sequential model = [&] {
+    auto scope = strategy.scope();
+    auto m = make_model(2);
+    m.compile("sgd", "sparse_categorical_crossentropy");
+    return m;
+  }();
+  auto [x, y] = data(32);
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  model.fit(io::Dataset::from_tensor_slices({x}, {y}).batch(8), {.epochs = 2, .verbose = 2});
+  std::cout.rdbuf(old);
+  const std::string out = captured.str();
+  const std::regex line(R"(cpu:0\[6\] [1-9][0-9]* sps  cpu:1\[2\] [1-9][0-9]* sps  total\[8\] [1-9][0-9]* sps)");
+  CHECK_MESSAGE(std::distance(std::sregex_iterator(out.begin(), out.end(), line), std::sregex_iterator()) == 2, out);
 }
 
 TEST_CASE("MirroredStrategy: scopes nest, and bad devices get clear errors") {
