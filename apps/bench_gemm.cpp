@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "apps/command_line.h"
 #include "core/executor.h"
 #include "core/ops.h"
 #include "core/random.h"
@@ -93,13 +94,7 @@ int main(int argc, char** argv) try {
                                                     "the GPU")(
       "sizes", po::value(&sizes)->multitoken(), "n of the n×n×n GEMMs (default 1024 2048 4096 8192)")(
       "repeats", po::value(&repeats)->default_value(repeats), "timed GEMMs per size");
-  po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, options), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return 0;
-  }
+  if (!apps::parse_command_line(options, argc, argv)) return 0;
   Device& gpu = device(device_name);
   if (gpu.kind() != DeviceKind::cuda) throw ValueError("--device must be a GPU (cuda:N), got " + device_name);
   std::cout << "n      tower TFLOP/s  cuBLAS TFLOP/s  tower/cuBLAS   (FP32, no TF32, " << gpu.name() << ")\n";

@@ -169,13 +169,7 @@ int main(int argc, char** argv) {
       "slowdown", po::value(&a.slowdowns)->multitoken(),
       "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle), e.g. cpu:1=2");
   try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << options << "\n";
-      return 0;
-    }
+    if (!apps::parse_command_line(options, argc, argv)) return 0;
     if (a.model != "mlp" && a.model != "cnn") throw apps::UsageError("--model must be mlp or cnn, got " + a.model);
     if (!a.gpus.empty() && !a.devices.empty()) throw apps::UsageError("--gpus and --devices exclude each other");
     return run(a);

@@ -59,13 +59,7 @@ int main(int argc, char** argv) try {
       "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2")(
       "virtual-gpus", po::value(&virtual_gpus)->default_value(virtual_gpus),
       "split GPU 0 into N logical GPUs first (towers on one GPU: --towers cuda:0 cuda:1 ...)");
-  po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, options), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return 0;
-  }
+  if (!apps::parse_command_line(options, argc, argv)) return 0;
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
   if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
 

@@ -4,18 +4,13 @@
 
 #include <fmt/format.h>
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "apps/command_line.h"
 #include "core/device.h"
 
 namespace tower::apps {
-
-// A bad command line: the program prints the message with a hint and exits with code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // --virtual-gpus N: GPU 0 split into N logical GPUs (towers on one GPU, for testing). 0: leave it.
 inline void split_gpu0(int virtual_gpus) {
