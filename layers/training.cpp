@@ -121,6 +121,7 @@ void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const st
                     const CompileOptions& options) {
   auto& d = *data_;
   d.strategy = current_strategy();  // under MirroredStrategy::scope(): train through its towers
+  if (!d.wrapped) d.towers = {};     // a strategy's towers are made again with the next graph
   d.optimizer = optimizer.get();
   d.losses = loss.losses();
   d.metrics = metrics;

@@ -63,6 +63,13 @@ TEST_CASE("MirroredStrategy: a model compiled under its scope trains on every de
   CHECK(model.evaluate(x, y, {.verbose = 0})[0] == doctest::Approx(single.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
   check_close(model.predict(x, {.verbose = 0}), single.predict(x, {.verbose = 0}), 1e-5, 1e-6);
   CHECK(model.wrapped_model() == nullptr);  // the model is itself: it saves and summarises as it is
+
+  // Compiled again outside the scope, it trains on its own device.
+  model.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+  const auto copies_before = last.memory_stats().allocations;
+  model.fit(x, y, fit);
+  CHECK(model.internal().towers.devices.empty());
+  CHECK(last.memory_stats().allocations == copies_before);  // no tower on cpu:3 any more
 }
 
 TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first batch under the strategy") {
