@@ -266,15 +266,16 @@ std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vecto
   for (const auto& node : data_->nodes) {
     std::vector<SymbolicTensor> args;
     for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
-    std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
-    if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
     const auto* copies_before = ctx.tower_copies;  // a tower reads its device's mirrors
     const SymbolicTensor offset_before = ctx.row_offset;
     if (const int tower = tower_index(data_->towers, node->device); tower >= 0) {
       if (auto it = data_->towers.mirrors.find(node->device); it != data_->towers.mirrors.end())
         ctx.tower_copies = &it->second;
+      // Where the batch is (only the scalar goes to the tower).
       if (ctx.training && !inputs.empty()) ctx.row_offset = ops::batch_share_start(inputs[0], *data_->towers.ratios, tower);
     }
+    std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
+    if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
     const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
     auto results = node->layer->call(ctx, args);
     ctx.tower_copies = copies_before;

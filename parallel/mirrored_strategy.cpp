@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "layers/model_internal.h"
 #include "parallel/mirrored_variables.h"
 
@@ -45,7 +47,11 @@ MirroredStrategy::MirroredStrategy() : MirroredStrategy(all_gpus_or_cpu()) {}
 MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices, const MultiGpuOptions& options) {
   if (devices.empty()) raise<ValueError>("MirroredStrategy: give at least one device, e.g. {{\"cuda:0\", \"cuda:1\"}}");
   std::vector<std::string> names;
-  for (const auto& d : devices) names.push_back(device(d).name());  // unknown devices: NotFoundError listing them
+  for (const auto& d : devices) {
+    names.push_back(device(d).name());  // unknown devices: NotFoundError listing them
+    if (std::count(names.begin(), names.end(), names.back()) > 1)
+      raise<ValueError>("MirroredStrategy: device {} is listed twice; give each device once", names.back());
+  }
   towers_ = std::make_shared<const Towers>(std::move(names), options);
 }
 

@@ -122,4 +122,5 @@ TEST_CASE("MirroredStrategy: scopes nest, and bad devices get clear errors") {
   if (device_count(DeviceKind::cuda) == 0) CHECK(parallel::MirroredStrategy().devices() == std::vector<std::string>{"cpu:0"});
   CHECK(contains(message_of<ValueError>([] { parallel::MirroredStrategy(std::vector<std::string>{}); }), "at least one device"));
   CHECK(contains(message_of<NotFoundError>([] { parallel::MirroredStrategy({"cuda:7"}); }), "cuda:7"));
+  CHECK(contains(message_of<ValueError>([] { parallel::MirroredStrategy({"cpu:1", "cpu:1"}); }), "listed twice"));
 }
