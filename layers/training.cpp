@@ -498,22 +498,18 @@ class TowerMeter {
   bool active() const { return towers_.devices.size() > 1 && towers_.ratios; }
   void begin_epoch() {
     shares_of_ = -1;  // the ratios may have changed (auto)
-    samples_.assign(towers_.devices.size(), 0);
-    busy_.assign(towers_.devices.size(), 0.0);
+    reset_counts();
     total_ = 0;
     start_ = std::chrono::steady_clock::now();
   }
   void add_step(const Executor& executor, std::int64_t batch) {
-    if (samples_.size() != towers_.devices.size()) {  // the towers appeared with this step's graph
-      samples_.assign(towers_.devices.size(), 0);
-      busy_.assign(towers_.devices.size(), 0.0);
-    }
+    if (samples_.size() != towers_.devices.size()) reset_counts();  // the towers appeared with this step's graph
     if (full_batch_ == 0) full_batch_ = batch;
     if (batch != shares_of_) shares_ = largest_remainder_split(batch, *towers_.ratios), shares_of_ = batch;  // once per size
     const Plan* plan = executor.last_plan();
     for (std::size_t k = 0; k < samples_.size(); ++k) {
       samples_[k] += shares_[k];
-      if (plan) busy_[k] += plan->busy_seconds(device(towers_.devices[k]));
+      if (plan) busy_[k] += plan->busy_seconds(*devices_[k]);
     }
     total_ += batch;
   }
@@ -542,7 +538,15 @@ class TowerMeter {
   }
 
  private:
+  void reset_counts() {
+    devices_.clear();
+    for (const auto& name : towers_.devices) devices_.push_back(&device(name));
+    samples_.assign(devices_.size(), 0);
+    busy_.assign(devices_.size(), 0.0);
+  }
+
   const TowerLayout& towers_;
+  std::vector<Device*> devices_;
   std::vector<std::int64_t> shares_;  // of a batch of shares_of_ samples
   std::int64_t shares_of_ = -1;
   std::vector<std::int64_t> samples_;
