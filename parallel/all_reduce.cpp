@@ -12,6 +12,7 @@ namespace {
 // A run of variables (indices into a replica's gradient list) reduced as one flat tensor.
 struct Bucket {
   std::vector<std::size_t> variables;
+  std::vector<Shape> shapes;
   std::vector<std::int64_t> sizes;  // elements of each
   DType dtype = DType::float32;
   std::size_t bytes = 0;
@@ -33,6 +34,7 @@ std::vector<Bucket> make_buckets(const std::vector<std::vector<SymbolicTensor>>&
       buckets.push_back({.dtype = any->dtype()});
     Bucket& b = buckets.back();
     b.variables.push_back(k);
+    b.shapes.push_back(any->shape());
     b.sizes.push_back(elements);
     b.bytes += bytes;
   }
@@ -80,13 +82,8 @@ std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std:
     for (std::size_t r = 0; r < replicas; ++r) {
       Graph::DeviceScope on(graph, devices[r]);
       const auto pieces = bucket.variables.size() == 1 ? std::vector<SymbolicTensor>{sum} : ops::split(sum, 0, bucket.sizes);
-      for (std::size_t j = 0; j < bucket.variables.size(); ++j) {
-        const std::size_t k = bucket.variables[j];
-        const SymbolicTensor* like = nullptr;
-        for (const auto& replica : grads)
-          if (replica[k].defined()) like = &replica[k];
-        sums[r][k] = ops::reshape(pieces[j], like->shape().dims());
-      }
+      for (std::size_t j = 0; j < bucket.variables.size(); ++j)
+        sums[r][bucket.variables[j]] = ops::reshape(pieces[j], bucket.shapes[j].dims());
     }
   }
   return sums;
