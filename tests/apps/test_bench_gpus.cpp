@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -42,13 +43,18 @@ TEST_CASE("bench_gpus: alone, together, and ratios that give a slowed device les
 
 TEST_CASE("bench_gpus: bad options end with a message and exit code 2") {
   TempDir dir("bench");
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--devices", "cpu:0", "cpu:1", "--batches", "8", "8", "8"}, "--batches gives 3 sizes for 2 devices"},
       {{"--devices", "cpu:0", "--batches", "0"}, "--batches must be > 0"},
       {{"--devices", "cpu:0", "--model", "resnet"}, "--model must be mlp or cnn"},
       {{"--devices", "cpu:0", "--slowdown", "cpu:0"}, "DEVICE=FACTOR"},
       {{"--gpus", "0", "1", "--devices", "cpu:0"}, "exclude each other"},
   };
+  if (tower::device_count(tower::DeviceKind::cuda) == 0) {  // what a machine without a GPU says
+    cases.push_back({{"--gpus", "2"}, "none is visible"});
+    cases.push_back({{"--virtual-gpus", "3"}, "no GPU is visible"});
+    cases.push_back({{}, "measure CPU devices with --devices cpu:0 cpu:1"});
+  }
   for (const auto& [args, message] : cases) {
     CAPTURE(message);
     const auto r = bench_gpus(args, dir);
