@@ -24,7 +24,6 @@ struct Model::Function {
   std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
   std::vector<Node*> targets;           // weight updates (train only)
   std::vector<VariablePtr> mirrors;     // the mirrored variables the graph reads (parallel towers)
-  bool mirrors_found = false;           // `mirrors` is filled on the first run
   std::unique_ptr<Executor> executor;
 
   // Runs the graph once (fetches and targets). Mirrors written to since the last run (load_weights,

@@ -304,10 +304,6 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
 }
 
 std::vector<Tensor> Model::Function::run(const FeedMap& feeds) {
-  if (!mirrors_found) {
-    mirrors = mirrors_read(graph);
-    mirrors_found = true;
-  }
   for (const auto& m : mirrors) m->sync_from_primary();
   auto values = executor->run(feeds, fetches, targets);
   for (const auto& m : mirrors) m->mark_in_sync();  // the step gave every copy the same update
@@ -332,6 +328,7 @@ Model::Function& Model::function(std::unique_ptr<Function>& slot, const std::vec
     slot.reset();
     auto f = std::make_unique<Function>();
     build_function(*f, y, training);
+    f->mirrors = mirrors_read(f->graph);
     slot = std::move(f);
   }
   return *slot;
