@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "core/error.h"
@@ -58,6 +59,17 @@ void copy_between(Device& to, void* dst, Device& from, const void* src, std::siz
   // Two accelerators without a direct path: stage through the host.
   std::vector<unsigned char> staging(bytes);
   from.copy_to_host(staging.data(), src, bytes);
+  to.copy_from_host(dst, staging.data(), bytes);
+}
+
+void copy_between_ready(Device& to, void* dst, Device& from, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (&to == &from) return to.copy_within(dst, src, bytes);
+  if (to.host_accessible()) return from.copy_to_host_ready(dst, src, bytes);
+  if (from.host_accessible()) return to.copy_from_host(dst, src, bytes);
+  if (to.copy_from_peer_ready(dst, from, src, bytes)) return;
+  std::vector<unsigned char> staging(bytes);
+  from.copy_to_host_ready(staging.data(), src, bytes);
   to.copy_from_host(dst, staging.data(), bytes);
 }
 
@@ -197,6 +209,25 @@ Device* pinned_host_device(DeviceKind kind) {
     make = it->second.pinned_host;
   }
   return make();
+}
+
+std::string all_reduce_unsupported(const std::vector<Device*>& devices) {
+  if (devices.size() < 2) return "it needs at least two replicas";
+  std::set<Device*> distinct(devices.begin(), devices.end());
+  if (distinct.size() != devices.size()) return "two replicas are on one device";
+  for (Device* d : devices)
+    if (d->kind() != devices.front()->kind())
+      return fmt::format("the replicas are on {} and {}, and a collective runs on devices of one kind", devices.front()->name(),
+                         d->name());
+  ensure_backends_registered();
+  std::function<std::string(const std::vector<Device*>&)> check;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    if (auto it = r.factories.find(devices.front()->kind()); it != r.factories.end())
+      check = it->second.all_reduce_unsupported;
+  }
+  return check ? check(devices) : std::string();
 }
 
 Device& device(std::string_view name) {

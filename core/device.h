@@ -18,6 +18,15 @@ namespace tower {
 enum class DeviceKind : std::uint8_t { cpu, cuda };
 std::string_view device_kind_name(DeviceKind kind);
 
+// A mark in a device's queue of work (a CUDA event on a GPU's stream), for ordering work across
+// devices whose steps are issued by threads of their own (the executor's lanes).
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  // The host waits until the work queued before the mark is done.
+  virtual void synchronize() const = 0;
+};
+
 struct MemoryStats {
   std::size_t in_use = 0;    // bytes handed out and not yet returned
   std::size_t peak = 0;      // the most that was ever in use at once
@@ -54,6 +63,23 @@ class Device {
   virtual bool copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) { return false; }
   // Waits until all work queued on this device has finished.
   virtual void synchronize() {}
+
+  // Ordering across devices without waiting on the host (the executor's lanes). A device that queues
+  // its work (a GPU) makes events; one whose work is done when a kernel returns (a CPU device)
+  // returns null and needs none.
+  virtual std::unique_ptr<DeviceEvent> create_event() { return nullptr; }
+  // Marks what is queued on this device now.
+  virtual void record_event(DeviceEvent& event) {}
+  // Work queued on this device from now on starts after `event`'s mark, which may be on another
+  // device; the host does not wait.
+  virtual void wait_event(const DeviceEvent& event) {}
+  // Copies whose source is ready: the caller has ordered them after the work that wrote src (on the
+  // host, or by wait_event), so they need not wait for the rest of the source's queue. The host
+  // waits for copy_to_host_ready; copy_from_peer_ready is queued on this device like a kernel.
+  virtual void copy_to_host_ready(void* dst, const void* src, std::size_t bytes) { copy_to_host(dst, src, bytes); }
+  virtual bool copy_from_peer_ready(void* dst, Device& from, const void* src, std::size_t bytes) {
+    return copy_from_peer(dst, from, src, bytes);
+  }
   // Returns the memory a caching allocator keeps for reuse to the system (torch.cuda.empty_cache);
   // nothing on devices that do not cache.
   virtual void empty_cache() {}
@@ -81,6 +107,8 @@ class Device {
 
 // Copies `bytes` from `src` on device `from` to `dst` on device `to`, whatever their kinds.
 void copy_between(Device& to, void* dst, Device& from, const void* src, std::size_t bytes);
+// The same for a source that is ready (Device::copy_to_host_ready): the executor's copies between lanes.
+void copy_between_ready(Device& to, void* dst, Device& from, const void* src, std::size_t bytes);
 
 // --- registry --------------------------------------------------------------------------------
 
@@ -146,6 +174,9 @@ struct DeviceFactory {
   std::function<std::unique_ptr<Device>(int index, LogicalGpu where)> make_logical = nullptr;
   // Page-locked host memory for this kind's copies (CUDA), or null: see pinned_host_device.
   std::function<Device*()> pinned_host = nullptr;
+  // Why the all_reduce op cannot have a replica on each of `devices` (all of this kind, all different),
+  // or "" when it can. Null: it always can.
+  std::function<std::string(const std::vector<Device*>& devices)> all_reduce_unsupported = nullptr;
 };
 void register_device_factory(DeviceKind kind, DeviceFactory factory);
 
@@ -153,6 +184,10 @@ void register_device_factory(DeviceKind kind, DeviceFactory factory);
 // device whose tensors go to a GPU faster and while the GPU computes. Null when no backend of `kind`
 // offers it or no such device is visible (then ordinary host memory is the fallback).
 Device* pinned_host_device(DeviceKind kind = DeviceKind::cuda);
+
+// Why the all_reduce op (core/ops.h) cannot have one replica on each of `devices`, or "" when it can:
+// CPU devices meet on the host; GPUs need NCCL and a physical GPU each.
+std::string all_reduce_unsupported(const std::vector<Device*>& devices);
 
 // Defined by the backends (backends/backends.cpp): registers every compiled-in backend's device
 // factory and kernels. The registries call it once, on first use; core includes no backend header.

@@ -2,6 +2,8 @@
 // execution; Executor caches one Plan per (fetches, targets, feed shapes).
 #include "core/executor.h"
 
+#include "core/collective.h"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -35,6 +37,9 @@ struct Plan::Step {
   // Steps on other devices that must have finished first (their outputs are read here, or this step
   // overwrites memory they read); plan_lanes fills it for concurrent runs.
   std::vector<std::size_t> waits;
+  // Recorded on this step's device after it runs when a step of another lane waits for it there
+  // (plan_lanes; null where the device needs none: a CPU step is done when it returns).
+  std::unique_ptr<DeviceEvent> mark;
   Device* device = nullptr;
   std::vector<Value*> inputs, outputs;
   bool mutates = false;
@@ -154,7 +159,7 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
           copy.device = dev;
           copy.inputs = {v};
           copy.outputs = {c};
-          steps_.push_back(copy);
+          steps_.push_back(std::move(copy));
           copies[key] = c;
           ++num_copies_;
         }
@@ -246,6 +251,17 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
     }
   }
   if (options.concurrent_devices) plan_lanes();
+  for (const Step& step : steps_)
+    if (step.node && step.node->op() == "all_reduce") collective_groups_.push_back(step.node->attrs().get_string("group"));
+  if (!collective_groups_.empty() && lanes_.empty())
+    raise<ValueError>("the plan has all_reduce steps (\"{}\") but runs every device on one thread "
+                      "(PlanOptions::concurrent_devices is off), so its replicas would wait for each other forever; "
+                      "turn concurrent_devices on",
+                      collective_groups_.front());
+}
+
+void Plan::abort_collectives() {
+  for (const auto& group : collective_groups_) abort_collective(group);
 }
 
 bool Plan::alias_step(const Step& step) { return step.node && step.node->def().alias_input >= 0; }
@@ -319,6 +335,26 @@ void Plan::plan_lanes() {
       const auto& more = steps_[i + static_cast<std::size_t>(k)].waits;
       steps_[i].waits.insert(steps_[i].waits.end(), more.begin(), more.end());
     }
+  // A step waited for marks its place in its device's queue, so that the waiting lane orders its own
+  // work after that step only (not after what the other lane queued since, which may be a collective
+  // that waits for this lane in turn).
+  for (const Step& step : steps_)
+    for (std::size_t w : step.waits)
+      if (!steps_[w].mark) steps_[w].mark = steps_[w].device->create_event();
+}
+
+// Orders step i after the steps of other lanes it waits for, which have been issued: a GPU step waits
+// on its stream (the host goes on), a step on a host device (CPU) waits on the host.
+void Plan::order_after_waits(std::size_t i) {
+  Step& step = steps_[i];
+  for (std::size_t w : step.waits) {
+    const DeviceEvent* mark = steps_[w].mark.get();
+    if (!mark) continue;  // done when its lane marked it done
+    if (step.device->host_accessible())
+      mark->synchronize();
+    else
+      step.device->wait_event(*mark);
+  }
 }
 
 double Plan::busy_seconds(const Device& device) const {
@@ -380,7 +416,10 @@ std::size_t Plan::run_step(std::size_t i) {
   if (!step.node) {  // cross-device copy
     const Tensor& src = step.inputs[0]->tensor;
     Tensor& dst = step.outputs[0]->tensor;
-    copy_between(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
+    if (lanes_.empty())
+      copy_between(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
+    else  // ordered after src's producer by order_after_waits
+      copy_between_ready(*step.device, dst.raw_data(), src.device(), src.raw_data(), src.nbytes());
     return 1;
   }
   if (alias_step(step)) {
@@ -418,7 +457,10 @@ void Plan::run_lane(std::size_t l) {
         if (t.error) return;
       }
       const auto start = std::chrono::steady_clock::now();
+      order_after_waits(i);
       const std::size_t count = run_step(i);
+      for (std::size_t j = i; j < i + count; ++j)
+        if (steps_[j].mark) steps_[j].device->record_event(*steps_[j].mark);
       lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
         std::lock_guard lock(t.mutex);
@@ -427,10 +469,16 @@ void Plan::run_lane(std::size_t l) {
       t.changed.notify_all();
       k += count;
     }
+    // The run ends when the work is done, not only issued: the next run may overwrite what this
+    // lane's queued copies still read on other devices, and the caller reads the results.
+    steps_[mine.front()].device->synchronize();
   } catch (...) {
-    std::lock_guard lock(t.mutex);
-    if (!t.error) t.error = std::current_exception();
+    {
+      std::lock_guard lock(t.mutex);
+      if (!t.error) t.error = std::current_exception();
+    }
     t.changed.notify_all();
+    abort_collectives();  // the other replicas of a collective this lane will not join stop waiting
   }
 }
 
@@ -458,6 +506,7 @@ void Plan::run_lanes() {
       });
   }
   LaneThreads& t = *lane_threads_;
+  for (const auto& group : collective_groups_) reset_collective(group);  // after a failed run
   {
     std::lock_guard lock(t.mutex);
     t.done.assign(steps_.size(), 0);

@@ -64,11 +64,15 @@ class Plan {
   std::size_t run_step(std::size_t i);
   void run_lanes();
   void run_lane(std::size_t lane);
+  void order_after_waits(std::size_t i);
+  // Stops the collectives of this plan whose replicas wait on the host for a lane that failed.
+  void abort_collectives();
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<Step> steps_;
   std::vector<Value*> fetch_values_;
   std::map<int, Value*> feed_values_;  // placeholder node id -> value
   std::vector<VariablePtr> written_;    // variables the run updates (their version counts the runs)
+  std::vector<std::string> collective_groups_;  // the `group` of each all_reduce step
   std::map<const Device*, std::shared_ptr<Storage>> arenas_;
   std::size_t unshared_bytes_ = 0;
   int num_copies_ = 0;

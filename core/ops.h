@@ -190,6 +190,16 @@ SymbolicTensor sparse_softmax_cross_entropy(const SymbolicTensor& logits, const 
 SymbolicTensor mean_squared_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred);
 SymbolicTensor mean_absolute_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred);
 
+// ---- collectives (core/ops/collective_ops.cpp) ---------------------------------------------------
+// x on replica `rank` of the replicas on `devices` (one all_reduce node per replica, each placed on its
+// device, all with the same `group`, a name no other collective uses) -> the sum of every replica's
+// x, the same bits on each. The replicas meet when the plan runs, each on its device's lane: a plan
+// with an all_reduce needs concurrent lanes (PlanOptions::concurrent_devices). Every replica must
+// reach its all_reduces in the same order. Kernels: NCCL on GPUs (one physical GPU per replica),
+// threads that meet on the host (core/collective.h) on CPU devices. Not differentiable.
+SymbolicTensor all_reduce(const SymbolicTensor& x, const std::string& group, const std::vector<std::string>& devices,
+                          int rank);
+
 // ---- optimizer updates (core/ops/optimizer_ops.cpp) ----------------------------------------------
 // Each writes var and its slots in place (all must be Graph::variable reads on the same device)
 // following Keras 3's update rules. grad: var's shape. lr: scalar of var's dtype. Slots that a

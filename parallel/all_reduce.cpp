@@ -1,6 +1,9 @@
 // In-process all-reduce: fixed-order buckets, reduced on the first replica, broadcast back.
 #include "parallel/all_reduce.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "core/device.h"
 #include "core/error.h"
 #include "core/ops.h"
@@ -41,11 +44,41 @@ std::vector<Bucket> make_buckets(const std::vector<std::vector<SymbolicTensor>>&
   return buckets;
 }
 
+// The replicas that join one all_reduce op per bucket (indices into devices), as `how` says; empty:
+// reduce on the first replica.
+std::vector<std::size_t> collective_members(const std::vector<std::string>& devices, CrossDeviceOps how) {
+  if (how == CrossDeviceOps::reduction_to_one_device) return {};
+  const DeviceKind kind = how == CrossDeviceOps::automatic ? DeviceKind::cuda : device(devices.front()).kind();
+  std::vector<std::size_t> members;
+  std::vector<Device*> on;
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    if (Device& d = device(devices[r]); d.kind() == kind) {
+      members.push_back(r);
+      on.push_back(&d);
+    }
+  const std::string why = all_reduce_unsupported(on);
+  if (why.empty()) return members;
+  if (how == CrossDeviceOps::automatic) return {};
+  std::string names;
+  for (std::size_t r : members) names += (names.empty() ? "" : ", ") + devices[r];
+  raise<ValueError>("all_reduce_sum: cross_device_ops all_reduce cannot run on {}: {}; use reduction_to_one_device "
+                    "(or automatic)",
+                    names, why);
+}
+
+// A name for one bucket's all_reduce that no other collective of this process has.
+std::string collective_name(const std::vector<std::string>& names) {
+  static std::atomic<std::uint64_t> made{0};
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
+  return fmt::format("{} #{}", s, made++);
+}
+
 }  // namespace
 
 std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std::vector<std::string>& devices,
                                                         const std::vector<std::vector<SymbolicTensor>>& grads,
-                                                        std::size_t bucket_bytes) {
+                                                        CrossDeviceOps how, std::size_t bucket_bytes) {
   if (devices.empty() || grads.size() != devices.size())
     raise<ValueError>("all_reduce_sum: {} gradient lists for {} devices; give one list per device", grads.size(),
                       devices.size());
@@ -57,11 +90,22 @@ std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std:
   if (devices.size() == 1) return grads;
 
   const std::size_t replicas = devices.size();
+  const std::vector<std::size_t> members = collective_members(devices, how);
+  std::vector<std::string> member_names;
+  for (std::size_t r : members) member_names.push_back(devices[r]);
+  // The replica whose sum the others copy, and which adds the non-members' buckets to its own first.
+  const std::size_t lead = members.empty() ? 0 : members.front();
+
   std::vector<std::vector<SymbolicTensor>> sums(replicas, std::vector<SymbolicTensor>(grads.front().size()));
   for (const Bucket& bucket : make_buckets(grads, bucket_bytes)) {
-    // Each replica's bucket, flat, on its device (zeros for a gradient that replica lacks).
+    // Each replica's bucket, flat, on its device (zeros for a gradient it lacks); undefined for a
+    // replica with none of the bucket's gradients, which adds nothing.
     std::vector<SymbolicTensor> flat(replicas);
     for (std::size_t r = 0; r < replicas; ++r) {
+      const bool any = std::any_of(bucket.variables.begin(), bucket.variables.end(),
+                                   [&](std::size_t k) { return grads[r][k].defined(); });
+      const bool member = std::find(members.begin(), members.end(), r) != members.end();
+      if (!any && !member && r != lead) continue;
       Graph::DeviceScope on(graph, devices[r]);
       std::vector<SymbolicTensor> parts;
       for (std::size_t j = 0; j < bucket.variables.size(); ++j) {
@@ -72,16 +116,33 @@ std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std:
       }
       flat[r] = parts.size() == 1 ? parts.front() : ops::concat(parts, 0);
     }
-    // The sum, on the first replica, in replica order.
-    SymbolicTensor sum = flat.front();
+    // The buckets of the replicas outside the collective (all of them but the lead without one), added
+    // to the lead's in replica order.
+    SymbolicTensor lead_sum = flat[lead];
     {
-      Graph::DeviceScope on(graph, devices.front());
-      for (std::size_t r = 1; r < replicas; ++r) sum = ops::add(sum, flat[r]);
+      Graph::DeviceScope on(graph, devices[lead]);
+      for (std::size_t r = 0; r < replicas; ++r)
+        if (r != lead && flat[r].defined() && std::find(members.begin(), members.end(), r) == members.end())
+          lead_sum = ops::add(lead_sum, flat[r]);
     }
-    // Copied to every replica (the executor copies `sum` once per device) and cut back into gradients.
+    // The collective: one all_reduce per member, made one after another (the executor's lanes meet in
+    // them in this order); the other replicas copy the lead's sum.
+    std::vector<SymbolicTensor> sum(replicas, lead_sum);
+    if (!members.empty()) {
+      const std::string group = collective_name(member_names);
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        const std::size_t r = members[m];
+        Graph::DeviceScope on(graph, devices[r]);
+        sum[r] = ops::all_reduce(r == lead ? lead_sum : flat[r], group, member_names, static_cast<int>(m));
+      }
+      for (std::size_t r = 0; r < replicas; ++r)
+        if (std::find(members.begin(), members.end(), r) == members.end()) sum[r] = sum[lead];
+    }
+    // Cut back into gradients on every replica (the executor copies a sum made elsewhere once per device).
     for (std::size_t r = 0; r < replicas; ++r) {
       Graph::DeviceScope on(graph, devices[r]);
-      const auto pieces = bucket.variables.size() == 1 ? std::vector<SymbolicTensor>{sum} : ops::split(sum, 0, bucket.sizes);
+      const auto pieces =
+          bucket.variables.size() == 1 ? std::vector<SymbolicTensor>{sum[r]} : ops::split(sum[r], 0, bucket.sizes);
       for (std::size_t j = 0; j < bucket.variables.size(); ++j)
         sums[r][bucket.variables[j]] = ops::reshape(pieces[j], bucket.shapes[j].dims());
     }

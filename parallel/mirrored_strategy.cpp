@@ -22,7 +22,7 @@ class MirroredStrategy::Towers : public DistributionStrategy {
     Model wrapper = multi_gpu_model(model, devices, o);
     TowerLayout layout = wrapper.internal().towers;
     layout.mirrors = previous.devices.empty() ? make_mirrors(model, devices) : previous.mirrors;
-    layout.apply_gradients = apply_mirrored_gradients;
+    layout.apply_gradients = mirrored_gradients(options.cross_device_ops);
     wrapper.set_wrapped_model(wrapper.wrapped_model(), std::move(layout));
     return wrapper;
   }

@@ -23,7 +23,8 @@ std::map<std::string, std::map<const Variable*, VariablePtr>> make_mirrors(const
 
 std::vector<Node*> apply_mirrored_gradients(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
                                             const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
-                                            const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) {
+                                            const SymbolicTensor& learning_rate, const SymbolicTensor& iteration,
+                                            CrossDeviceOps how) {
   std::vector<std::string> replicas = towers.devices;
   const std::string home = variables.front()->device().name();  // Model refuses weights on several devices
   if (std::find(replicas.begin(), replicas.end(), home) == replicas.end()) replicas.push_back(home);
@@ -49,7 +50,7 @@ std::vector<Node*> apply_mirrored_gradients(Graph& graph, const TowerLayout& tow
   for (std::size_t r = 0; r < replicas.size(); ++r)
     grads[r].assign(all.begin() + static_cast<std::ptrdiff_t>(r * variables.size()),
                     all.begin() + static_cast<std::ptrdiff_t>((r + 1) * variables.size()));
-  const auto sums = all_reduce_sum(graph, replicas, grads);
+  const auto sums = all_reduce_sum(graph, replicas, grads, how);
 
   std::vector<Node*> updates;
   for (std::size_t r = 0; r < replicas.size(); ++r) {
@@ -57,6 +58,14 @@ std::vector<Node*> apply_mirrored_gradients(Graph& graph, const TowerLayout& tow
     for (Node* u : optimizer.apply_gradients(graph, sums[r], copies[r], learning_rate, iteration)) updates.push_back(u);
   }
   return updates;
+}
+
+decltype(TowerLayout::apply_gradients) mirrored_gradients(CrossDeviceOps how) {
+  return [how](Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
+               const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
+               const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) {
+    return apply_mirrored_gradients(graph, towers, loss, variables, optimizer, learning_rate, iteration, how);
+  };
 }
 
 }  // namespace tower::parallel

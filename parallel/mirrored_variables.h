@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "layers/model.h"
+#include "parallel/all_reduce.h"
 
 namespace tower::parallel {
 
@@ -22,6 +23,10 @@ std::map<std::string, std::map<const Variable*, VariablePtr>> make_mirrors(const
 // applies `optimizer` to its copies with the sums, on its own device, with its own slots.
 std::vector<Node*> apply_mirrored_gradients(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
                                             const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
-                                            const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
+                                            const SymbolicTensor& learning_rate, const SymbolicTensor& iteration,
+                                            CrossDeviceOps how);
+
+// apply_mirrored_gradients with `how`, as TowerLayout::apply_gradients holds it.
+decltype(TowerLayout::apply_gradients) mirrored_gradients(CrossDeviceOps how);
 
 }  // namespace tower::parallel

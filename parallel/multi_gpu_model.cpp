@@ -94,7 +94,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
   TowerLayout layout{.devices = names, .ratios = ratios, .auto_ratios = options.auto_ratios};
   if (options.mirrored) {
     layout.mirrors = make_mirrors(*inner, names);
-    layout.apply_gradients = apply_mirrored_gradients;
+    layout.apply_gradients = mirrored_gradients(options.cross_device_ops);
   }
   wrapper.set_wrapped_model(inner, std::move(layout));
   // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "layers/model.h"
+#include "parallel/all_reduce.h"
 
 namespace tower::parallel {
 
@@ -38,6 +39,9 @@ struct MultiGpuOptions {
   std::string merge_device = "cpu:0";
   // A copy of the variables per device (true), or one copy the towers read from where it lives.
   bool mirrored = true;
+  // How the mirrored towers' gradients are summed: automatic is NCCL across several physical GPUs,
+  // else a reduction on the first device (parallel/all_reduce.h).
+  CrossDeviceOps cross_device_ops = CrossDeviceOps::automatic;
 };
 
 // `gpus` GPUs: cuda:0 .. cuda:gpus-1 (logical GPUs count: see set_logical_device_configuration).

@@ -69,6 +69,7 @@ void register_cpu_backend() {
   cpu::register_array_kernels();
   cpu::register_loss_kernels();
   cpu::register_optimizer_kernels();
+  cpu::register_collective_kernels();
 }
 
 }  // namespace tower

@@ -16,6 +16,7 @@ void register_nn_kernels();          // conv_kernels.cpp, pool_kernels.cpp, batc
 void register_array_kernels();       // array_kernels.cpp
 void register_loss_kernels();        // loss_kernels.cpp
 void register_optimizer_kernels();   // optimizer_kernels.cpp
+void register_collective_kernels();  // collective_kernels.cpp: all_reduce
 
 // Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
 constexpr std::int64_t kElementwiseGrain = 1 << 15;

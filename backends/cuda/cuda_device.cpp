@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/nccl.h"
 #include "backends/cuda/pinned_host_device.h"
 
 namespace tower::cuda {
@@ -62,6 +63,7 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&download_stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
 }
 
@@ -69,7 +71,7 @@ CudaDevice::~CudaDevice() {
   if (cublas_) cublasDestroy(cublas_);
   if (cublas_lt_) cublasLtDestroy(cublas_lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
-  for (cudaStream_t stream : {copy_stream_, stream_})
+  for (cudaStream_t stream : {download_stream_, copy_stream_, stream_})
     if (stream) {
       cudaStreamSynchronize(stream);
       cudaStreamDestroy(stream);
@@ -162,19 +164,64 @@ void enable_peer_access(int to, int from) {
 }  // namespace
 
 bool CudaDevice::copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) {
-  auto* source = dynamic_cast<CudaDevice*>(&from);
-  if (!source) return false;
-  source->synchronize();
-  enable_peer_access(ordinal_, source->ordinal());
-  CUDA_CHECK(cudaSetDevice(ordinal_));
-  CUDA_CHECK(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream_));
-  // Finished before returning: the source's later steps may overwrite src as soon as this copy step is
-  // done (devices run on threads of their own, Plan::run_lanes).
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (!dynamic_cast<CudaDevice*>(&from)) return false;
+  from.synchronize();
+  copy_from_peer_ready(dst, from, src, bytes);
+  // Finished before returning: the caller may overwrite src as soon as this returns.
+  synchronize();
   return true;
 }
 
+bool CudaDevice::copy_from_peer_ready(void* dst, Device& from, const void* src, std::size_t bytes) {
+  auto* source = dynamic_cast<CudaDevice*>(&from);
+  if (!source) return false;
+  enable_peer_access(ordinal_, source->ordinal());
+  CUDA_CHECK(cudaSetDevice(ordinal_));
+  CUDA_CHECK(cudaMemcpyPeerAsync(dst, ordinal_, src, source->ordinal(), bytes, stream_));
+  return true;
+}
+
+void CudaDevice::copy_to_host_ready(void* dst, const void* src, std::size_t bytes) {
+  std::lock_guard lock(download_mutex_);
+  make_current();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, download_stream_));
+  CUDA_CHECK(cudaStreamSynchronize(download_stream_));
+}
+
 void CudaDevice::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+namespace {
+
+// A CUDA event of one GPU (made with that GPU current, as CUDA requires).
+class CudaEvent final : public DeviceEvent {
+ public:
+  explicit CudaEvent(int ordinal) {
+    CUDA_CHECK(cudaSetDevice(ordinal));
+    CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  }
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  void synchronize() const override { CUDA_CHECK(cudaEventSynchronize(event_)); }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceEvent> CudaDevice::create_event() { return std::make_unique<CudaEvent>(ordinal_); }
+
+void CudaDevice::record_event(DeviceEvent& event) {
+  make_current();
+  CUDA_CHECK(cudaEventRecord(static_cast<CudaEvent&>(event).get(), stream_));
+}
+
+void CudaDevice::wait_event(const DeviceEvent& event) {
+  make_current();
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<const CudaEvent&>(event).get(), 0));
+}
 
 }  // namespace tower::cuda
 
@@ -187,7 +234,8 @@ void register_cuda_backend() {
                                         .make_logical = [](int index, LogicalGpu where) -> std::unique_ptr<Device> {
                                           return std::make_unique<cuda::CudaDevice>(index, where);
                                         },
-                                        .pinned_host = [] { return &cuda::pinned_host(); }});
+                                        .pinned_host = [] { return &cuda::pinned_host(); },
+                                        .all_reduce_unsupported = cuda::nccl_all_reduce_unsupported});
   cuda::register_elementwise_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();
@@ -200,6 +248,7 @@ void register_cuda_backend() {
   cuda::register_conv_kernels();
   cuda::register_pool_kernels();
   cuda::register_batch_norm_kernels();
+  cuda::register_collective_kernels();
 }
 
 }  // namespace tower

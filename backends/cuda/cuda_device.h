@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <mutex>
+
 #include "backends/cuda/cudnn_conv_plan.h"
 #include "core/caching_allocator.h"
 #include "core/device.h"
@@ -31,6 +33,16 @@ class CudaDevice final : public Device {
   // finished what it queued, and finished itself when it returns.
   bool copy_from_peer(void* dst, Device& from, const void* src, std::size_t bytes) override;
   void synchronize() override;
+  // Events on the compute stream; a wait is cudaStreamWaitEvent, also for another GPU's event.
+  std::unique_ptr<DeviceEvent> create_event() override;
+  void record_event(DeviceEvent& event) override;
+  void wait_event(const DeviceEvent& event) override;
+  // On a download stream of its own, so the copy does not wait for the kernels queued after src's
+  // producer (the caller has waited for that one).
+  void copy_to_host_ready(void* dst, const void* src, std::size_t bytes) override;
+  // cudaMemcpyPeerAsync on this device's compute stream, ordered by the caller's wait_event; the
+  // host does not wait.
+  bool copy_from_peer_ready(void* dst, Device& from, const void* src, std::size_t bytes) override;
   void empty_cache() override { allocator_.empty_cache(); }
   CachingAllocatorStats allocator_stats() const { return allocator_.stats(); }
 
@@ -63,6 +75,8 @@ class CudaDevice final : public Device {
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t copied_ = nullptr;  // recorded on copy_stream_ after a copy; stream_ waits for it
+  cudaStream_t download_stream_ = nullptr;  // copy_to_host_ready's, one caller at a time
+  std::mutex download_mutex_;
   cublasHandle_t cublas_ = nullptr;
   cublasLtHandle_t cublas_lt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

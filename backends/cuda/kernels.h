@@ -14,4 +14,5 @@ void register_loss_kernels();         // loss_ops.cpp + loss_kernels.cu: mean sq
 void register_conv_kernels();         // conv_ops.cpp: conv2d and its two backward ops (cuDNN)
 void register_pool_kernels();         // pool_ops.cpp + pool_kernels.cu: max/avg pooling and their gradients
 void register_batch_norm_kernels();   // batch_norm_ops.cpp + batch_norm_kernels.cu: the five batch-norm ops
+void register_collective_kernels();   // collective_ops.cpp + nccl.cpp: all_reduce through NCCL
 }

@@ -11,6 +11,7 @@ void register_nn_ops();
 void register_array_ops();
 void register_loss_ops();
 void register_optimizer_ops();
+void register_collective_ops();
 
 inline void register_all_ops() {
   register_basic_ops();
@@ -21,6 +22,7 @@ inline void register_all_ops() {
   register_array_ops();
   register_loss_ops();
   register_optimizer_ops();
+  register_collective_ops();
 }
 
 }  // namespace tower

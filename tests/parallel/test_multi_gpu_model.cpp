@@ -66,9 +66,16 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
       {{"cpu:0", "cpu:1", "cpu:2"}, {5, 2, 1}, 21, 8},  // last batch 5: shares 3, 1, 1
       {{"cpu:1", "cpu:2", "cpu:3"}, {1, 1, 1}, 7, 2},   // batches of 2 on 3 devices: one sits out
   };
-  for (const bool mirrored : {true, false})
+  using parallel::CrossDeviceOps;
+  // Mirrors summed on the first device, mirrors summed by all_reduce ops (the lanes meet on the host,
+  // as NCCL's ranks do on GPUs), and one shared copy.
+  const std::vector<std::pair<bool, CrossDeviceOps>> modes = {{true, CrossDeviceOps::reduction_to_one_device},
+                                                              {true, CrossDeviceOps::all_reduce},
+                                                              {false, CrossDeviceOps::automatic}};
+  for (const auto& [mirrored, how] : modes)
   for (const auto& c : cases) {
     CAPTURE(mirrored);
+    CAPTURE(static_cast<int>(how));
     CAPTURE(c.devices.size());
     CAPTURE(c.ratios.size() ? c.ratios[0] : 0);
     CAPTURE(c.batch);
@@ -76,7 +83,8 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
     auto [x, y] = data(c.samples);
     auto single = make_model(7);
     auto inner = make_model(7);  // the same initial weights
-    Model parallel = parallel::multi_gpu_model(inner, c.devices, {.ratios = c.ratios, .mirrored = mirrored});
+    Model parallel = parallel::multi_gpu_model(inner, c.devices,
+                                               {.ratios = c.ratios, .mirrored = mirrored, .cross_device_ops = how});
     single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
     parallel.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
     const FitOptions fit{.batch_size = c.batch, .epochs = 3, .verbose = 0, .shuffle = false};

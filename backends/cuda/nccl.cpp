@@ -1,0 +1,129 @@
+// NCCL, loaded with dlopen, and the communicators of each list of GPUs.
+#include "backends/cuda/nccl.h"
+
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/cuda_check.h"
+#include "core/error.h"
+
+#ifdef TOWER_WITH_NCCL
+#include <dlfcn.h>
+#include <nccl.h>
+#endif
+
+namespace tower::cuda {
+
+#ifdef TOWER_WITH_NCCL
+
+namespace {
+
+// The NCCL functions tower calls, from libnccl.so.2. The library stays loaded until the process ends:
+// NCCL's own threads may outlive any point where unloading it would be safe.
+struct NcclLibrary {
+  std::string unavailable;
+  decltype(&ncclCommInitAll) comm_init_all = nullptr;
+  decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclGetErrorString) error_string = nullptr;
+
+  NcclLibrary() {
+    void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      unavailable = fmt::format(
+          "NCCL could not be loaded ({}). Install it (Debian: libnccl2; pip: nvidia-nccl-cu13, with its lib folder on "
+          "LD_LIBRARY_PATH), or reduce on one device: MultiGpuOptions::cross_device_ops = "
+          "CrossDeviceOps::reduction_to_one_device",
+          dlerror());
+      return;
+    }
+    const auto load = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+      if (!fn && unavailable.empty())
+        unavailable = fmt::format("libnccl.so.2 has no {}: it is older than NCCL 2.4; install a newer NCCL", name);
+    };
+    load(comm_init_all, "ncclCommInitAll");
+    load(comm_destroy, "ncclCommDestroy");
+    load(all_reduce, "ncclAllReduce");
+    load(error_string, "ncclGetErrorString");
+  }
+
+  void check(ncclResult_t status, const char* call) const {
+    if (status != ncclSuccess) raise<DeviceError>("{} failed: {}", call, error_string(status));
+  }
+};
+
+const NcclLibrary& library() {
+  static const NcclLibrary lib;
+  return lib;
+}
+
+// The communicators of each list of GPUs, one per rank; destroyed when the process ends.
+class Communicators {
+ public:
+  ~Communicators() {
+    for (auto& [ordinals, comms] : cliques_)
+      for (ncclComm_t comm : comms) library().comm_destroy(comm);
+  }
+
+  ncclComm_t get(const std::vector<int>& ordinals, int rank) {
+    std::lock_guard lock(mutex_);
+    auto it = cliques_.find(ordinals);
+    if (it == cliques_.end()) {
+      std::vector<ncclComm_t> comms(ordinals.size());
+      int current = 0;
+      CUDA_CHECK(cudaGetDevice(&current));
+      library().check(library().comm_init_all(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()),
+                      "ncclCommInitAll");
+      CUDA_CHECK(cudaSetDevice(current));  // ncclCommInitAll visits every GPU of the list
+      it = cliques_.emplace(ordinals, std::move(comms)).first;
+    }
+    return it->second.at(static_cast<std::size_t>(rank));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::vector<int>, std::vector<ncclComm_t>> cliques_;
+};
+
+Communicators& communicators() {
+  static Communicators c;
+  return c;
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return ncclFloat32;
+    case DType::float64: return ncclFloat64;
+    default: raise<DTypeError>("NCCL all_reduce sums float32 or float64, not {}", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+const std::string& nccl_unavailable() { return library().unavailable; }
+
+void nccl_all_reduce_sum(const std::vector<int>& ordinals, int rank, const void* in, void* out, std::size_t count,
+                         DType dtype, cudaStream_t stream) {
+  if (!nccl_unavailable().empty()) raise<DeviceError>("all_reduce on GPUs: {}", nccl_unavailable());
+  const ncclDataType_t type = nccl_type(dtype);
+  library().check(library().all_reduce(in, out, count, type, ncclSum, communicators().get(ordinals, rank), stream),
+                  "ncclAllReduce");
+}
+
+#else  // built without nccl.h
+
+const std::string& nccl_unavailable() {
+  static const std::string why =
+      "tower was built without NCCL (CMake found no nccl.h); install NCCL's headers and rebuild, or reduce on one "
+      "device: MultiGpuOptions::cross_device_ops = CrossDeviceOps::reduction_to_one_device";
+  return why;
+}
+
+void nccl_all_reduce_sum(const std::vector<int>&, int, const void*, void*, std::size_t, DType, cudaStream_t) {
+  raise<DeviceError>("all_reduce on GPUs: {}", nccl_unavailable());
+}
+
+#endif
+
+}  // namespace tower::cuda
