@@ -35,6 +35,7 @@ struct Args {
   std::string model = "cnn";
   int steps = 20;
   int virtual_gpus = 0;
+  std::string cross_device_ops = "auto";
 };
 
 // Random inputs and class ids for a batch of n.
@@ -131,7 +132,9 @@ int run(const Args& a) {
       DefaultDeviceScope on(devices.front());
       return apps::mnist_model(a.model);
     }();
-    Model towers = compiled(parallel::multi_gpu_model(inner, devices, {.ratios = batches, .merge_device = devices.front()}),
+    Model towers = compiled(parallel::multi_gpu_model(inner, devices, {.ratios = batches,
+                                                                 .merge_device = devices.front(),
+                                                                 .cross_device_ops = apps::cross_device_ops(a.cross_device_ops)}),
                             a.model);
     const auto [x, y] = synthetic_batch(a.model, global);
     const Timing together = time_steps(towers, x, y, a.steps, devices);
@@ -167,7 +170,8 @@ int main(int argc, char** argv) {
       "virtual-gpus", po::value(&a.virtual_gpus)->default_value(a.virtual_gpus),
       "split GPU 0 into N logical GPUs first (then --gpus counts them)")(
       "slowdown", po::value(&a.slowdowns)->multitoken(),
-      "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle), e.g. cpu:1=2");
+      "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle), e.g. cpu:1=2")(
+      "cross-device-ops", po::value(&a.cross_device_ops)->default_value(a.cross_device_ops), apps::kCrossDeviceOpsHelp);
   try {
     if (!apps::parse_command_line(options, argc, argv)) return 0;
     if (a.model != "mlp" && a.model != "cnn") throw apps::UsageError("--model must be mlp or cnn, got " + a.model);

@@ -39,6 +39,7 @@ int main(int argc, char** argv) try {
   std::vector<std::string> towers;
   std::vector<std::string> ratio_args;  // integers, or "auto"
   std::vector<std::string> slowdowns;   // DEVICE=FACTOR
+  std::string cross_device_ops = "auto";
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1, virtual_gpus = 0;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
@@ -58,7 +59,8 @@ int main(int argc, char** argv) try {
       "slowdown", po::value(&slowdowns)->multitoken(),
       "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2")(
       "virtual-gpus", po::value(&virtual_gpus)->default_value(virtual_gpus),
-      "split GPU 0 into N logical GPUs first (towers on one GPU: --towers cuda:0 cuda:1 ...)");
+      "split GPU 0 into N logical GPUs first (towers on one GPU: --towers cuda:0 cuda:1 ...)")(
+      "cross-device-ops", po::value(&cross_device_ops)->default_value(cross_device_ops), apps::kCrossDeviceOpsHelp);
   if (!apps::parse_command_line(options, argc, argv)) return 0;
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
   if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
@@ -87,7 +89,10 @@ int main(int argc, char** argv) try {
   apps::apply_slowdowns(slowdowns);
   Model model = towers.empty()
                     ? Model(inner)
-                    : parallel::multi_gpu_model(inner, towers, {.ratios = ratios, .auto_ratios = auto_ratios});
+                    : parallel::multi_gpu_model(inner, towers,
+                                                {.ratios = ratios,
+                                                 .auto_ratios = auto_ratios,
+                                                 .cross_device_ops = apps::cross_device_ops(cross_device_ops)});
   if (kind == "mlp")
     model.compile(optimizers::RMSprop(), "categorical_crossentropy", {"accuracy"});
   else

@@ -1,5 +1,5 @@
 // Command-line device options shared by train_mnist, bench_mnist and bench_gpus: --gpus (a count or a
-// list of ids), --virtual-gpus (split GPU 0), --slowdown (a test throttle).
+// list of ids), --virtual-gpus (split GPU 0), --slowdown (a test throttle), --cross-device-ops.
 #pragma once
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 
 #include "apps/command_line.h"
 #include "core/device.h"
+#include "parallel/all_reduce.h"
 
 namespace tower::apps {
 
@@ -67,6 +68,17 @@ inline void apply_slowdowns(const std::vector<std::string>& values) {
     if (eq == std::string::npos) throw UsageError("--slowdown takes DEVICE=FACTOR, e.g. cpu:1=2; got " + s);
     device(s.substr(0, eq)).set_slowdown(std::stod(s.substr(eq + 1)));
   }
+}
+
+// --cross-device-ops: how mirrored towers sum their gradients (MultiGpuOptions::cross_device_ops).
+inline constexpr const char* kCrossDeviceOpsHelp =
+    "how towers sum gradients: auto (NCCL across physical GPUs, else on the first device), all_reduce (NCCL on GPUs; "
+    "threads that meet on CPU devices) or one_device";
+inline parallel::CrossDeviceOps cross_device_ops(const std::string& value) {
+  if (value == "auto") return parallel::CrossDeviceOps::automatic;
+  if (value == "all_reduce") return parallel::CrossDeviceOps::all_reduce;
+  if (value == "one_device") return parallel::CrossDeviceOps::reduction_to_one_device;
+  throw UsageError("--cross-device-ops takes auto, all_reduce or one_device, got \"" + value + "\"");
 }
 
 }  // namespace tower::apps

@@ -46,6 +46,7 @@ struct Args {
   std::vector<std::int64_t> ratios;      // each tower's share of a batch; empty: equal
   bool auto_ratios = false;              // --ratios auto
   int virtual_gpus = 0;              // split GPU 0 into this many logical GPUs (0: leave it whole)
+  std::string cross_device_ops = "auto";
   std::uint64_t seed = 1;
   std::string save, load, resume;
   std::int64_t backup_every = 0;
@@ -104,6 +105,7 @@ Args parse(int argc, char** argv) {
       "default: equal shares")(
       "virtual-gpus", po::value(&a.virtual_gpus)->default_value(a.virtual_gpus),
       "split GPU 0 into N logical GPUs (towers on one GPU, for testing); then --gpus counts them")(
+      "cross-device-ops", po::value(&a.cross_device_ops)->default_value(a.cross_device_ops), apps::kCrossDeviceOpsHelp)(
       "seed", po::value(&a.seed)->default_value(a.seed), "random seed (weights, shuffling, dropout)")(
       "save", po::value(&a.save)->default_value(""), "write the trained model (Keras full-model .h5) to FILE")(
       "load", po::value(&a.load)->default_value(""),
@@ -261,7 +263,10 @@ int run(const Args& a) {
   }();
   if (devices.size() > 1) {
     model = parallel::multi_gpu_model(
-        model, devices, {.ratios = a.ratios, .auto_ratios = a.auto_ratios, .merge_device = where.name()});
+        model, devices, {.ratios = a.ratios,
+                                   .auto_ratios = a.auto_ratios,
+                                   .merge_device = where.name(),
+                                   .cross_device_ops = apps::cross_device_ops(a.cross_device_ops)});
     std::cout << fmt::format("Training on {} towers: {}{}\n", devices.size(), fmt::join(devices, ", "),
                              a.ratio_args.empty() ? "" : fmt::format(" (ratios {})", fmt::join(a.ratio_args, ":")));
   } else if (&where != &cpu_device()) {

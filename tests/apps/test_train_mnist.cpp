@@ -44,7 +44,7 @@ TEST_CASE("train_mnist --help lists every option with its default") {
                              "--optimizer arg (=adam)", "--lr arg (=0)", "--data arg", "--gpus arg",
                              "--cpu-devices arg (=1)", "--seed arg (=1)", "--save arg", "--load arg", "--resume arg",
                              "--backup-every arg (=0)", "--train-samples arg (=0)", "--verbose arg (=1)",
-                             "--ratios arg", "--virtual-gpus arg (=0)"})
+                             "--ratios arg", "--virtual-gpus arg (=0)", "--cross-device-ops arg (=auto)"})
     CHECK_MESSAGE(contains(r.output, option), option << " is not in:\n" << r.output);
 }
 
@@ -76,6 +76,7 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--cpu-devices", "2", "--gpus", "1"}, "--cpu-devices and --gpus exclude each other"},
       {{"--ratios", "-1"}, "--ratios takes integers >= 0 or auto"},
       {{"--ratios", "fast"}, "--ratios takes integers >= 0 or auto"},
+      {{"--cpu-devices", "2", "--cross-device-ops", "nccl"}, "--cross-device-ops takes auto, all_reduce or one_device"},
       {{"--no-such-option"}, "unrecognised option"},
   };
   for (const auto& c : cases) {
@@ -147,12 +148,13 @@ TEST_CASE("train_mnist --save, then --epochs 0 --load evaluates the saved model 
 }
 
 TEST_CASE("train_mnist --cpu-devices 2 --ratios 3 1 trains through towers; the saved file is the plain model's") {
+  // --cross-device-ops all_reduce: the towers' lanes meet in all_reduce ops, as GPUs' NCCL ranks do.
   // (Dropout draws other masks in towers than on one device, so the numbers differ from a plain run.)
   TempDir dir("app");
   write_idx_set(dir.path, 256, 64);
   const std::string towers = dir / "towers.h5";
   const auto r = train_mnist({"--data", dir.path.string(), "--epochs", "1", "--verbose", "0", "--cpu-devices", "2",
-                              "--ratios", "3", "1", "--save", towers},
+                              "--ratios", "3", "1", "--cross-device-ops", "all_reduce", "--save", towers},
                              dir);
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   CHECK(contains(r.output, "Training on 2 towers: cpu:0, cpu:1 (ratios 3:1)"));

@@ -1,7 +1,8 @@
 // Towers on 3 logical GPUs (label gpu): GPU 0 split in three, multi_gpu_model with mirrored variables
 // gives one device's weights after training (ratios 1:1, 3:1, 5:2:1, a batch smaller than the device
 // count, a last partial batch), the mirrors keep the same bits as their primaries, the saved file is
-// the inner model's, and MirroredStrategy trains the same way. Its own process, because the split
+// the inner model's, MirroredStrategy trains the same way, and NCCL refuses logical GPUs (and trains
+// as one device across physical GPUs when there are two). Its own process, because the split
 // must come before any GPU is used. Without a GPU it exits with 77 (skipped).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -126,4 +127,37 @@ TEST_CASE("MirroredStrategy on 3 logical GPUs trains as one device does") {
   single.fit(x, y, fit);
   model.fit(x, y, fit);
   check_same_weights(model, single);
+}
+
+TEST_CASE("NCCL: logical GPUs of one GPU are refused with the reason; physical GPUs train as one device") {
+  clear_session();
+  auto inner = model_on("cuda:0", 9);
+  // NCCL refuses two ranks on one GPU: asking for all_reduce on cuda:0 and cuda:1 (both GPU 0) says so
+  // (or that NCCL could not be loaded) when the training graph is built.
+  Model logical = parallel::multi_gpu_model(inner, Devices{"cuda:0", "cuda:1"},
+                                            {.merge_device = "cuda:0",
+                                             .cross_device_ops = parallel::CrossDeviceOps::all_reduce});
+  logical.compile("sgd", "sparse_categorical_crossentropy");
+  auto [x, y] = tower_test_data(20);
+  CHECK_THROWS_WITH_AS(logical.fit(x, y, {.batch_size = 8, .verbose = 0}),
+                       doctest::Contains("cross_device_ops all_reduce cannot run on cuda:0, cuda:1"), ValueError);
+
+  // cuda:3 is physical GPU 1 when there is one (GPU 0 is cuda:0 to cuda:2).
+  if (device_count(DeviceKind::cuda) < 4) {
+    MESSAGE("one physical GPU: NCCL across GPUs is not exercised here (it needs two)");
+    return;
+  }
+  clear_session();
+  auto single = model_on("cpu:0", 9);
+  auto across = model_on("cuda:0", 9);
+  Model towers = parallel::multi_gpu_model(across, Devices{"cuda:0", "cuda:3"},
+                                           {.ratios = {3, 1},
+                                            .merge_device = "cuda:0",
+                                            .cross_device_ops = parallel::CrossDeviceOps::all_reduce});
+  single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  towers.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  const FitOptions fit{.batch_size = 8, .epochs = 3, .verbose = 0, .shuffle = false};
+  single.fit(x, y, fit);
+  towers.fit(x, y, fit);
+  check_same_weights(across, single);
 }
