@@ -40,6 +40,7 @@ struct Plan::Step {
   // Recorded on this step's device after it runs when a step of another lane waits for it there
   // (plan_lanes; null where the device needs none: a CPU step is done when it returns).
   std::unique_ptr<DeviceEvent> mark;
+  bool collective = false;  // an all_reduce: on a CPU device its time is mostly waiting for the others
   Device* device = nullptr;
   std::vector<Value*> inputs, outputs;
   bool mutates = false;
@@ -251,8 +252,11 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
     }
   }
   if (options.concurrent_devices) plan_lanes();
-  for (const Step& step : steps_)
-    if (step.node && step.node->op() == "all_reduce") collective_groups_.push_back(step.node->attrs().get_string("group"));
+  for (Step& step : steps_)
+    if (step.node && step.node->op() == "all_reduce") {
+      step.collective = true;
+      collective_groups_.push_back(step.node->attrs().get_string("group"));
+    }
   if (!collective_groups_.empty() && lanes_.empty())
     raise<ValueError>("the plan has all_reduce steps (\"{}\") but runs every device on one thread "
                       "(PlanOptions::concurrent_devices is off), so its replicas would wait for each other forever; "
@@ -461,7 +465,8 @@ void Plan::run_lane(std::size_t l) {
       const std::size_t count = run_step(i);
       for (std::size_t j = i; j < i + count; ++j)
         if (steps_[j].mark) steps_[j].device->record_event(*steps_[j].mark);
-      lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!steps_[i].collective)  // busy means computing, not waiting for the other replicas
+        lane_busy_[l] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
         std::lock_guard lock(t.mutex);
         for (std::size_t j = i; j < i + count; ++j) t.done[j] = 1;

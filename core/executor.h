@@ -49,8 +49,8 @@ class Plan {
   int num_groups() const;
   // Devices whose steps run at the same time (1: everything on one device, or not concurrent).
   int num_lanes() const { return static_cast<int>(lanes_.size()); }
-  // Seconds `device`'s lane spent running its steps in the last run (not waiting for other lanes);
-  // 0 for a device without a lane.
+  // Seconds `device`'s lane spent running its steps in the last run (not waiting for other lanes, nor
+  // in all_reduce steps, where the replicas wait for each other); 0 for a device without a lane.
   double busy_seconds(const Device& device) const;
   std::string to_string() const;  // the schedule, one step a line
 
