@@ -68,7 +68,10 @@ void copy_between_ready(Device& to, void* dst, Device& from, const void* src, st
   if (to.host_accessible()) return from.copy_to_host_ready(dst, src, bytes);
   if (from.host_accessible()) return to.copy_from_host(dst, src, bytes);
   if (to.copy_from_peer_ready(dst, from, src, bytes)) return;
+  // Through the host: the caller ordered only `to`'s queue after src's producer, so the host waits for
+  // `from` here (no backend has two kinds of accelerator without a path between them today).
   std::vector<unsigned char> staging(bytes);
+  from.synchronize();
   from.copy_to_host_ready(staging.data(), src, bytes);
   to.copy_from_host(dst, staging.data(), bytes);
 }
