@@ -3,7 +3,8 @@
 # cuBLAS alone; mnist_mlp and mnist_cnn training samples/s and peak GPU memory at batch 128 and 1024
 # in tower and, when the machine's Python has a CUDA PyTorch, in PyTorch eager on the same data
 # (the 10,000 MNIST digits packed by package.sh); the overhead of 1, 2 and 3 logical towers on the
-# one GPU against the plain model at the same global batch, and bench_gpus on 3 logical GPUs.
+# one GPU against the plain model at the same global batch, and bench_gpus on 3 logical GPUs; on a
+# machine with two or more GPUs, bench_gpus across them with NCCL and with the sum on one GPU.
 # Prints and writes $OUT/bench.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,4 +37,10 @@ epochs="${EPOCHS:-5}"
       --epochs "$epochs" --data gpu-pack/data
   done
   gpu-pack/bench_gpus --virtual-gpus 3 --gpus 3 --batches 128 --model cnn
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  if [ "$gpus" -ge 2 ]; then
+    for how in all_reduce one_device; do
+      gpu-pack/bench_gpus --gpus "$gpus" --batches 256 --model cnn --cross-device-ops $how
+    done
+  fi
 } 2>&1 | tee "$out"
