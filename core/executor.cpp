@@ -2,8 +2,6 @@
 // execution; Executor caches one Plan per (fetches, targets, feed shapes).
 #include "core/executor.h"
 
-#include "core/collective.h"
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -12,6 +10,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include "core/collective.h"
 
 namespace tower {
 

@@ -1,5 +1,5 @@
 // all_reduce on GPUs: one NCCL rank per replica, each queued on its GPU's stream by its lane.
-#include <set>
+#include <map>
 
 #include "backends/cuda/kernel_context.h"
 #include "backends/cuda/kernels.h"
@@ -34,7 +34,6 @@ void all_reduce_kernel(KernelContext& ctx) {
 }  // namespace
 
 std::string nccl_all_reduce_unsupported(const std::vector<Device*>& gpus) {
-  if (!nccl_unavailable().empty()) return nccl_unavailable();
   std::map<int, std::string> first_on;  // physical GPU -> the first replica there
   for (Device* d : gpus) {
     const int ordinal = static_cast<CudaDevice&>(*d).ordinal();
@@ -43,7 +42,7 @@ std::string nccl_all_reduce_unsupported(const std::vector<Device*>& gpus) {
       return fmt::format("{} and {} are logical GPUs of physical GPU {}, and NCCL needs a physical GPU per replica",
                          it->second, d->name(), ordinal);
   }
-  return {};
+  return nccl_unavailable();  // loads NCCL: only once the GPUs could use it
 }
 
 void register_collective_kernels() { register_kernel("all_reduce", DeviceKind::cuda, all_reduce_kernel); }
