@@ -252,16 +252,47 @@ Plan::Plan(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>&
     }
   }
   if (options.concurrent_devices) plan_lanes();
-  for (Step& step : steps_)
-    if (step.node && step.node->op() == "all_reduce") {
-      step.collective = true;
-      collective_groups_.push_back(step.node->attrs().get_string("group"));
+  check_collectives();
+}
+
+// The replicas of one all_reduce wait for each other (on the host on CPU devices, in NCCL's kernels
+// on GPUs), so a plan runs them only where every lane can reach its replica: all of the group's
+// replicas, each on a device of its own, as consecutive steps. Then no lane waits, before its
+// replica, for a step that another lane issues after its own (which would wait forever).
+void Plan::check_collectives() {
+  std::map<std::string, std::vector<std::size_t>> steps_of;  // group -> its steps, in schedule order
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    if (steps_[i].node && steps_[i].node->op() == "all_reduce") {
+      steps_[i].collective = true;
+      steps_of[steps_[i].node->attrs().get_string("group")].push_back(i);
     }
-  if (!collective_groups_.empty() && lanes_.empty())
-    raise<ValueError>("the plan has all_reduce steps (\"{}\") but runs every device on one thread "
-                      "(PlanOptions::concurrent_devices is off), so its replicas would wait for each other forever; "
-                      "turn concurrent_devices on",
-                      collective_groups_.front());
+  for (const auto& [group, steps] : steps_of) {
+    collective_groups_.push_back(group);
+    const Node& first = *steps_[steps.front()].node;
+    const auto size = static_cast<std::size_t>(first.attrs().get_int("size"));
+    if (steps.size() != size)
+      raise<ValueError>("all_reduce \"{}\" has {} replicas but the plan runs {} of them, which would wait forever for "
+                        "the others: fetch (or target) what every replica computes",
+                        group, size, steps.size());
+    std::set<const Device*> on;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const Step& step = steps_[steps[k]];
+      if (!on.insert(step.device).second)
+        raise<ValueError>("all_reduce \"{}\": two of its replicas are on {}, whose lane can reach only one of them at "
+                          "a time; put each replica on a device of its own",
+                          group, step.device->name());
+      if (steps[k] != steps.front() + k)
+        raise<ValueError>("all_reduce \"{}\": the plan runs {} between its replicas; make the replicas' nodes one "
+                          "after another (their inputs first), so that no lane needs another lane's work after the "
+                          "collective to reach its own replica",
+                          group, steps_[steps.front() + k].node ? steps_[steps.front() + k].node->describe() : "a copy");
+    }
+    if (size > 1 && lanes_.empty())
+      raise<ValueError>("the plan has all_reduce steps (\"{}\") but runs every device on one thread "
+                        "(PlanOptions::concurrent_devices is off), so its replicas would wait for each other forever; "
+                        "turn concurrent_devices on",
+                        group);
+  }
 }
 
 void Plan::abort_collectives() {

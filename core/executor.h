@@ -65,6 +65,8 @@ class Plan {
   void run_lanes();
   void run_lane(std::size_t lane);
   void order_after_waits(std::size_t i);
+  // Marks the all_reduce steps and refuses a plan whose lanes could not all reach their replicas.
+  void check_collectives();
   // Stops the collectives of this plan whose replicas wait on the host for a lane that failed.
   void abort_collectives();
   std::vector<std::unique_ptr<Value>> values_;

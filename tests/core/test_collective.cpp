@@ -124,6 +124,42 @@ TEST_CASE("all_reduce: clear errors") {
     auto f = g.placeholder({2}, DType::float32, "f");
     CHECK_THROWS_WITH_AS(ops::all_reduce(f, "test rank", devices, 2), doctest::Contains("rank 2"), ValueError);
   }
+  SUBCASE("a plan that runs some of the replicas only") {
+    Graph g;
+    auto offset = g.placeholder({}, DType::float32, "offset");
+    const auto sums = all_reduce_each(g, devices, replica_inputs(g, devices, offset), "test some");
+    Executor executor(cpu_device());
+    CHECK_THROWS_WITH_AS(executor.run({{offset, Tensor::scalar(0.0f)}}, {sums[0]}),
+                         doctest::Contains("runs 1 of them"), ValueError);
+  }
+  SUBCASE("two replicas on one device") {
+    Graph g;
+    auto offset = g.placeholder({}, DType::float32, "offset");
+    const Devices twice{"cpu:0", "cpu:0"};
+    const auto sums = all_reduce_each(g, twice, replica_inputs(g, twice, offset), "test twice");
+    Executor executor(cpu_device());
+    CHECK_THROWS_WITH_AS(executor.run({{offset, Tensor::scalar(0.0f)}}, sums), doctest::Contains("two of its replicas"),
+                         ValueError);
+  }
+  SUBCASE("a replica that needs what another lane computes after its own replica") {
+    // Replica 1's input needs replica 0's sum: run as planned, lane 1 would wait for lane 0's step
+    // after the collective while lane 0 waits in the collective for lane 1.
+    Graph g;
+    auto offset = g.placeholder({}, DType::float32, "offset");
+    const auto xs = replica_inputs(g, devices, offset);
+    SymbolicTensor s0, s1;
+    {
+      Graph::DeviceScope on(g, devices[0]);
+      s0 = ops::all_reduce(xs[0], "test order", devices, 0);
+    }
+    {
+      Graph::DeviceScope on(g, devices[1]);
+      s1 = ops::all_reduce(ops::add(xs[1], s0), "test order", devices, 1);
+    }
+    Executor executor(cpu_device());
+    CHECK_THROWS_WITH_AS(executor.run({{offset, Tensor::scalar(0.0f)}}, {s0, s1}),
+                         doctest::Contains("between its replicas"), ValueError);
+  }
   SUBCASE("which devices can hold the replicas") {
     CHECK(all_reduce_unsupported({&device("cpu:0"), &device("cpu:1")}).empty());
     CHECK(all_reduce_unsupported({&device("cpu:0")}).find("two replicas") != std::string::npos);
