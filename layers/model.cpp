@@ -262,6 +262,13 @@ std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vecto
                         data_->inputs[i].layer().name(), expected.to_string(), inputs[i].shape().to_string());
     values[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = inputs[i];
   }
+  // Each tower's first row in the global batch (Dropout's masks), made where the batch is before any
+  // tower's ops: lanes run their steps in graph order, so a tower would otherwise wait for the towers
+  // before it to finish their forward pass before learning its offset.
+  std::vector<SymbolicTensor> row_offsets;
+  if (ctx.training && !inputs.empty() && data_->towers.ratios)
+    for (std::size_t t = 0; t < data_->towers.devices.size(); ++t)
+      row_offsets.push_back(ops::batch_share_start(inputs[0], *data_->towers.ratios, static_cast<int>(t)));
   std::vector<TowerUpdate> tower_updates;
   for (const auto& node : data_->nodes) {
     std::vector<SymbolicTensor> args;
@@ -271,8 +278,7 @@ std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vecto
     if (const int tower = tower_index(data_->towers, node->device); tower >= 0) {
       if (auto it = data_->towers.mirrors.find(node->device); it != data_->towers.mirrors.end())
         ctx.tower_copies = &it->second;
-      // Where the batch is (only the scalar goes to the tower).
-      if (ctx.training && !inputs.empty()) ctx.row_offset = ops::batch_share_start(inputs[0], *data_->towers.ratios, tower);
+      if (!row_offsets.empty()) ctx.row_offset = row_offsets[static_cast<std::size_t>(tower)];
     }
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
