@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,9 +16,11 @@
 #include "layers/layers.h"
 #include "optimizers/optimizers.h"
 #include "tests/support/process.h"
+#include "tests/support/resume.h"
 #include "tests/support/temp_dir.h"
 
 using namespace tower;
+using tower::testing::CrashAt;
 using tower::testing::read_bytes;
 using tower::testing::spawn;
 using tower::testing::wait_for;
@@ -45,25 +46,7 @@ std::pair<Tensor, Tensor> data(std::int64_t n) {
   return {x, Tensor::from_vector<std::int32_t>({n}, labels)};
 }
 
-bool same_weights(const Model& a, const Model& b) {
-  const auto wa = a.get_weights(), wb = b.get_weights();
-  if (wa.size() != wb.size()) return false;
-  for (std::size_t i = 0; i < wa.size(); ++i)
-    if (wa[i].nbytes() != wb[i].nbytes() || std::memcmp(wa[i].raw_data(), wb[i].raw_data(), wa[i].nbytes()) != 0)
-      return false;
-  return true;
-}
-
-// Throws at batch `step` of epoch `epoch`: a crash in the middle of fit.
-struct CrashAt : Callback {
-  int epoch, current = 0;
-  std::int64_t step;
-  CrashAt(int e, std::int64_t s) : epoch(e), step(s) {}
-  void on_epoch_begin(int e, const Logs&) override { current = e; }
-  void on_train_batch_begin(std::int64_t b, const Logs&) override {
-    if (current == epoch && b == step) throw std::runtime_error("simulated crash");
-  }
-};
+bool same_weights(const Model& a, const Model& b) { return tower::testing::same_bits(a.get_weights(), b.get_weights()); }
 
 }  // namespace
 

@@ -4,7 +4,6 @@
 // an uninterrupted one.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <filesystem>
 
 #include "io/backup_and_restore.h"
@@ -14,9 +13,12 @@
 #include "optimizers/optimizers.h"
 #include "parallel/multi_gpu_model.h"
 #include "tests/parallel/tower_test_model.h"
+#include "tests/support/resume.h"
 #include "tests/support/temp_dir.h"
 
 using namespace tower;
+using tower::testing::CrashAt;
+using tower::testing::same_bits;
 using Devices = std::vector<std::string>;
 namespace fs = std::filesystem;
 
@@ -38,25 +40,6 @@ std::vector<Tensor> slot_values(const optimizers::Optimizer& optimizer) {
   for (const VariablePtr& slot : optimizer.variables()) values.push_back(slot->value());
   return values;
 }
-
-bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].nbytes() != b[i].nbytes() || std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].nbytes()) != 0)
-      return false;
-  return true;
-}
-
-// Throws at batch `step` of epoch `epoch`: a crash in the middle of fit.
-struct CrashAt : Callback {
-  int epoch, current = 0;
-  std::int64_t step;
-  CrashAt(int e, std::int64_t s) : epoch(e), step(s) {}
-  void on_epoch_begin(int e, const Logs&) override { current = e; }
-  void on_train_batch_begin(std::int64_t b, const Logs&) override {
-    if (current == epoch && b == step) throw std::runtime_error("simulated crash");
-  }
-};
 
 }  // namespace
 
