@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn test_towers_gpu bench_mnist bench_gemm bench_gpus)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache > /dev/null
+  "${launcher[@]}" > /dev/null
 ninja -C build-gpu "${targets[@]}"
 rm -rf gpu-pack gpu-pack.tar.xz && mkdir -p gpu-pack/lib gpu-pack/data
 for t in "${targets[@]}"; do cp "$(find build-gpu -name "$t" -type f -perm -u+x | head -1)" gpu-pack/; done
