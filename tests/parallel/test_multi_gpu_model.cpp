@@ -238,9 +238,10 @@ TEST_CASE("multi_gpu_model: training and evaluation compute losses and metrics p
   CHECK(contains(parallel.internal().predict_fn->executor->last_plan()->to_string(), "concat"));
 }
 
-TEST_CASE("multi_gpu_model: every tower learns its Dropout row offset before any tower computes") {
-  // Lanes run their steps in plan order: were a tower's offset made after the towers before it (as
-  // it once was), its lane would wait for their whole forward pass (10 % of a 2-tower CNN step).
+TEST_CASE("multi_gpu_model: every tower gets its share and its Dropout row offset before any tower computes") {
+  // Lanes run their steps in plan order: were a tower's offset or share made after the towers before it
+  // (as the offset once was), its lane would wait for their whole forward pass (10 % of a 2-tower CNN
+  // step).
   clear_session();
   auto inner = make_model(4);
   Model parallel = parallel::multi_gpu_model(inner, Devices{"cpu:0", "cpu:1", "cpu:2"});
@@ -250,9 +251,12 @@ TEST_CASE("multi_gpu_model: every tower learns its Dropout row offset before any
   const std::string plan = parallel.internal().train_fn->executor->last_plan()->to_string();
   const std::size_t first_dense = plan.find(" dense ");
   REQUIRE(first_dense != std::string::npos);
-  std::size_t offsets = 0;  // the batch_share_start steps (not the copies of their values to the towers)
-  const std::string op = "batch_share_start \"";
-  for (std::size_t at = plan.find(op); at != std::string::npos; at = plan.find(op, at + 1), ++offsets)
-    CHECK_MESSAGE(at < first_dense, plan);
-  CHECK(offsets == 3);
+  // The batch_share_start steps (not the copies of their values to the towers), and the input's shares
+  // (not the labels' shares, cut after the forward pass for the towers' losses).
+  for (const std::string op : {"batch_share_start \"", "batch_share \""}) {
+    std::size_t steps = 0;
+    for (std::size_t at = plan.find(op); at != std::string::npos && at < first_dense; at = plan.find(op, at + 1))
+      ++steps;
+    CHECK_MESSAGE(steps == 3, (op + "\n" + plan));
+  }
 }
