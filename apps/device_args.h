@@ -72,8 +72,8 @@ inline void apply_slowdowns(const std::vector<std::string>& values) {
 
 // --cross-device-ops: how mirrored towers sum their gradients (MultiGpuOptions::cross_device_ops).
 inline constexpr const char* kCrossDeviceOpsHelp =
-    "how towers sum gradients: auto (NCCL across physical GPUs, else on the first device), all_reduce (NCCL on GPUs; "
-    "threads that meet on CPU devices) or one_device";
+    "how towers sum gradients: auto (NCCL across physical GPUs, all_reduce on CPU devices, else one_device), "
+    "all_reduce (NCCL on GPUs; threads that meet and add together on CPU devices) or one_device (on the first device)";
 inline parallel::CrossDeviceOps cross_device_ops(const std::string& value) {
   if (value == "auto") return parallel::CrossDeviceOps::automatic;
   if (value == "all_reduce") return parallel::CrossDeviceOps::all_reduce;

@@ -12,12 +12,13 @@ namespace tower {
 
 namespace {
 
-// One round of one group: the replicas that came, and whether the sum is there.
+// One round of one group: the replicas that came, and how far the sum is.
 struct Meeting {
   int size = 0;
   int arrived = 0;
+  int summed = 0;             // replicas that added their part of the elements
   int left = 0;               // replicas that took the result of a complete round
-  bool complete = false;      // the sum is in every out; the round ends when all have left
+  bool complete = false;      // every replica came; the round ends when all have left
   std::string error;          // the round's replicas disagree (set with complete)
   bool aborted = false;       // from abort_collective to reset_collective
   std::vector<const Tensor*> in;
@@ -35,16 +36,21 @@ Meetings& meetings() {
   return m;
 }
 
+// Replica `rank`'s part of the sum: elements [n * rank / size, n * (rank + 1) / size) of every out,
+// each the sum of the ins in rank order (so every out gets the same bits, whoever adds them).
 template <typename T>
-void add_in_rank_order(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+void add_part_in_rank_order(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, int rank) {
   const auto n = static_cast<std::size_t>(in.front()->num_elements());
-  T* sum = out.front()->data<T>();
-  for (std::size_t e = 0; e < n; ++e) {
+  const std::size_t size = in.size(), r = static_cast<std::size_t>(rank);
+  const std::size_t begin = n * r / size, end = n * (r + 1) / size;
+  T* sum = out[r]->data<T>();
+  for (std::size_t e = begin; e < end; ++e) {
     T s = in.front()->data<T>()[e];
-    for (std::size_t r = 1; r < in.size(); ++r) s += in[r]->data<T>()[e];
+    for (std::size_t k = 1; k < size; ++k) s += in[k]->data<T>()[e];
     sum[e] = s;
   }
-  for (std::size_t r = 1; r < out.size(); ++r) std::copy(sum, sum + n, out[r]->data<T>());
+  for (std::size_t k = 0; k < size; ++k)
+    if (k != r) std::copy(sum + begin, sum + end, out[k]->data<T>() + begin);
 }
 
 // Empty when the replicas' tensors agree; what differs otherwise.
@@ -89,12 +95,6 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
   m.out[static_cast<std::size_t>(rank)] = &out;
   if (++m.arrived == size) {
     m.error = disagreement(m);
-    if (m.error.empty()) {
-      if (in.dtype() == DType::float32)
-        add_in_rank_order<float>(m.in, m.out);
-      else
-        add_in_rank_order<double>(m.in, m.out);
-    }
     m.complete = true;
     all.changed.notify_all();
   } else {
@@ -102,8 +102,21 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
     if (!m.complete) throw stopped();
   }
   const std::string error = m.error;
+  // Every replica adds its part of the elements at the same time, without the lock (the round's ins
+  // and outs stay put until every replica has left), then waits for the others' parts: its out is
+  // complete, and no in is needed any more.
+  if (error.empty()) {
+    lock.unlock();
+    if (in.dtype() == DType::float32)
+      add_part_in_rank_order<float>(m.in, m.out, rank);
+    else
+      add_part_in_rank_order<double>(m.in, m.out, rank);
+    lock.lock();
+  }
+  if (++m.summed == size) all.changed.notify_all();
+  all.changed.wait(lock, [&] { return m.summed == size; });
   if (++m.left == size) {  // the round is over
-    m.arrived = m.left = 0;
+    m.arrived = m.summed = m.left = 0;
     m.complete = false;
     m.error.clear();
     all.changed.notify_all();

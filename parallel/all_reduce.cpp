@@ -48,17 +48,25 @@ std::vector<Bucket> make_buckets(const std::vector<std::vector<SymbolicTensor>>&
 // reduce on the first replica.
 std::vector<std::size_t> collective_members(const std::vector<std::string>& devices, CrossDeviceOps how) {
   if (how == CrossDeviceOps::reduction_to_one_device) return {};
-  const DeviceKind kind = how == CrossDeviceOps::automatic ? DeviceKind::cuda : device(devices.front()).kind();
-  std::vector<std::size_t> members;
-  std::vector<Device*> on;
-  for (std::size_t r = 0; r < devices.size(); ++r)
-    if (Device& d = device(devices[r]); d.kind() == kind) {
-      members.push_back(r);
-      on.push_back(&d);
-    }
-  const std::string why = all_reduce_unsupported(on);
+  // The replicas on devices of `kind`, and why an all_reduce cannot run on them ("" when it can).
+  const auto of_kind = [&](DeviceKind kind) {
+    std::vector<std::size_t> members;
+    std::vector<Device*> on;
+    for (std::size_t r = 0; r < devices.size(); ++r)
+      if (Device& d = device(devices[r]); d.kind() == kind) {
+        members.push_back(r);
+        on.push_back(&d);
+      }
+    return std::pair{members, all_reduce_unsupported(on)};
+  };
+  if (how == CrossDeviceOps::automatic) {
+    // NCCL across physical GPUs; on CPU devices alone the lanes meet and add at the same time.
+    if (auto [gpus, why] = of_kind(DeviceKind::cuda); why.empty()) return gpus;
+    if (auto [cpus, why] = of_kind(DeviceKind::cpu); why.empty() && cpus.size() == devices.size()) return cpus;
+    return {};
+  }
+  const auto [members, why] = of_kind(device(devices.front()).kind());
   if (why.empty()) return members;
-  if (how == CrossDeviceOps::automatic) return {};
   std::string names;
   for (std::size_t r : members) names += (names.empty() ? "" : ", ") + devices[r];
   raise<ValueError>("all_reduce_sum: cross_device_ops all_reduce cannot run on {}: {}; use reduction_to_one_device "

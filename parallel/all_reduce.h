@@ -18,7 +18,8 @@ inline constexpr std::size_t kDefaultBucketBytes = std::size_t{4} << 20;
 // How the replicas' gradients are summed (tf.distribute's cross_device_ops).
 enum class CrossDeviceOps {
   // all_reduce across the replicas on GPUs when they are two or more physical GPUs and NCCL loads
-  // (the others' sums are copies); reduction_to_one_device otherwise (CPU devices, logical GPUs).
+  // (the others' sums are copies), or across all replicas when they are all CPU devices;
+  // reduction_to_one_device otherwise (logical GPUs of one GPU, no NCCL, one GPU beside CPU devices).
   automatic,
   // The replicas' buckets are copied to the first replica, added there in replica order, and the sum
   // copied back.

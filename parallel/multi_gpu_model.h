@@ -40,7 +40,8 @@ struct MultiGpuOptions {
   // A copy of the variables per device (true), or one copy the towers read from where it lives.
   bool mirrored = true;
   // How the mirrored towers' gradients are summed: automatic is NCCL across several physical GPUs,
-  // else a reduction on the first device (parallel/all_reduce.h).
+  // the lanes adding together on CPU devices, else a reduction on the first device
+  // (parallel/all_reduce.h).
   CrossDeviceOps cross_device_ops = CrossDeviceOps::automatic;
 };
 

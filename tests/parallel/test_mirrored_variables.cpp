@@ -47,7 +47,8 @@ TEST_CASE("all_reduce_sum: every replica gets the same sum, in any bucket size, 
   const Devices devices{"cpu:0", "cpu:1", "cpu:2"};
   const std::vector<Shape> shapes{Shape({2, 3}), Shape({4}), Shape({5}), Shape({1})};
   using parallel::CrossDeviceOps;
-  for (const CrossDeviceOps how : {CrossDeviceOps::reduction_to_one_device, CrossDeviceOps::all_reduce})
+  for (const CrossDeviceOps how :
+       {CrossDeviceOps::reduction_to_one_device, CrossDeviceOps::all_reduce, CrossDeviceOps::automatic})
   for (const std::size_t bucket_bytes : {std::size_t{1}, std::size_t{40}, parallel::kDefaultBucketBytes}) {
     CAPTURE(static_cast<int>(how));
     CAPTURE(bucket_bytes);
@@ -77,11 +78,12 @@ TEST_CASE("all_reduce_sum: every replica gets the same sum, in any bucket size, 
         fetches.push_back(sums[r][i]);
       }
     }
-    // One all_reduce per replica and bucket (1 B: a bucket per variable), or none.
+    // One all_reduce per replica and bucket (1 B: a bucket per variable), or none. On CPU devices
+    // alone, automatic is all_reduce.
     int collectives = 0;
     for (int id = 0; id < graph.num_nodes(); ++id) collectives += graph.node(id).op() == "all_reduce" ? 1 : 0;
     const int buckets = bucket_bytes == 1 ? 3 : bucket_bytes == 40 ? 2 : 1;  // 24 + 16 + 20 bytes
-    CHECK(collectives == (how == CrossDeviceOps::all_reduce ? 3 * buckets : 0));
+    CHECK(collectives == (how == CrossDeviceOps::reduction_to_one_device ? 0 : 3 * buckets));
     Executor executor(cpu_device());
     const auto values = executor.run({}, fetches);
     for (std::size_t i = 0; i + 1 < shapes.size(); ++i) {
