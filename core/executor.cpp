@@ -281,11 +281,11 @@ void Plan::check_collectives() {
         raise<ValueError>("all_reduce \"{}\": two of its replicas are on {}, whose lane can reach only one of them at "
                           "a time; put each replica on a device of its own",
                           group, step.device->name());
-      if (steps[k] != steps.front() + k)
+      if (const Step& there = steps_[steps.front() + k]; steps[k] != steps.front() + k)
         raise<ValueError>("all_reduce \"{}\": the plan runs {} between its replicas; make the replicas' nodes one "
                           "after another (their inputs first), so that no lane needs another lane's work after the "
                           "collective to reach its own replica",
-                          group, steps_[steps.front() + k].node ? steps_[steps.front() + k].node->describe() : "a copy");
+                          group, there.node ? there.node->describe() : "a copy");
     }
     if (size > 1 && lanes_.empty())
       raise<ValueError>("the plan has all_reduce steps (\"{}\") but runs every device on one thread "
