@@ -24,12 +24,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The tower test model in a fresh session (the same layer names every time).
+Sequential fresh_model(std::uint64_t seed) {
+  clear_session();
+  return testing::tower_test_model(seed);
+}
+
 // The inner model, and its towers on cpu:0 and cpu:1 at 3:1, compiled with Adam.
 struct Towers {
   Sequential inner;
   Model wrapper;
   explicit Towers(std::uint64_t seed)
-      : inner((clear_session(), testing::tower_test_model(seed))),
+      : inner(fresh_model(seed)),
         wrapper(parallel::multi_gpu_model(inner, Devices{"cpu:0", "cpu:1"}, {.ratios = {3, 1}})) {
     wrapper.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
   }
