@@ -10,10 +10,10 @@
 #include <cuda_runtime.h>
 
 #include "apps/command_line.h"
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "core/variable.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
+#include "tower/core/variable.h"
 
 using namespace tower;
 

@@ -20,10 +20,10 @@
 
 #include "apps/device_args.h"
 #include "apps/mnist_models.h"
-#include "core/random.h"
-#include "layers/model_internal.h"
-#include "optimizers/optimizers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/core/random.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 using namespace tower;
 

@@ -12,12 +12,12 @@
 
 #include "apps/device_args.h"
 #include "apps/mnist_models.h"
-#include "core/random.h"
-#include "io/dataset.h"
-#include "io/datasets.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/core/random.h"
+#include "tower/io/dataset.h"
+#include "tower/io/datasets.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 using namespace tower;
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_device.h"
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "tower/backends/cpu/cpu_device.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "apps/command_line.h"
-#include "core/device.h"
-#include "parallel/all_reduce.h"
+#include "tower/core/device.h"
+#include "tower/parallel/all_reduce.h"
 
 namespace tower::apps {
 

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "io/datasets.h"
+#include "tower/io/datasets.h"
 
 namespace tower::apps {
 

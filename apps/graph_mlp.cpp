@@ -4,9 +4,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/autodiff.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
 
 namespace tower::demo {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/executor.h"
-#include "core/graph.h"
+#include "tower/core/executor.h"
+#include "tower/core/graph.h"
 
 namespace tower::demo {
 

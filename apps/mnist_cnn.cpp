@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "apps/example_args.h"
-#include "io/datasets.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
+#include "tower/io/datasets.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
 
 using namespace tower;
 

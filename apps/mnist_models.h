@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "layers/layers.h"
+#include "tower/layers/layers.h"
 
 namespace tower::apps {
 

@@ -13,14 +13,14 @@
 #include <vector>
 
 #include "apps/device_args.h"
-#include "core/device.h"
-#include "core/random.h"
-#include "io/backup_and_restore.h"
-#include "io/datasets.h"
-#include "io/keras_model.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/core/device.h"
+#include "tower/core/random.h"
+#include "tower/io/backup_and_restore.h"
+#include "tower/io/datasets.h"
+#include "tower/io/keras_model.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 #ifndef TOWER_DATA_DIR
 #define TOWER_DATA_DIR "data"

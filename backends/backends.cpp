@@ -1,9 +1,9 @@
 // register_builtin_backends: the one place that knows which backends are compiled in.
-#include "backends/cpu/cpu_device.h"
-#include "core/device.h"
+#include "tower/backends/cpu/cpu_device.h"
+#include "tower/core/device.h"
 
 #ifdef TOWER_WITH_CUDA
-#include "backends/cuda/cuda_backend.h"
+#include "tower/backends/cuda/cuda_backend.h"
 #endif
 
 namespace tower {

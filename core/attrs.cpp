@@ -1,7 +1,7 @@
 // Attrs getters and printing.
-#include "core/attrs.h"
+#include "tower/core/attrs.h"
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/dtype.h"
+#include "tower/core/dtype.h"
 
 namespace tower {
 

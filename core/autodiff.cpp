@@ -1,11 +1,11 @@
 // Reverse-mode autodiff over the Graph: walks the nodes between xs and y backwards, calling each
 // op's gradient function and summing the contributions that reach every node output.
-#include "core/autodiff.h"
+#include "tower/core/autodiff.h"
 
 #include <map>
 
-#include "core/op_registry.h"
-#include "core/ops.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
 
 namespace tower {
 

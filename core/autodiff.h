@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/graph.h"
+#include "tower/core/graph.h"
 
 namespace tower {
 

@@ -1,11 +1,11 @@
 // CachingAllocator: best-fit reuse of freed blocks, budget, out-of-memory retry and message.
-#include "core/caching_allocator.h"
+#include "tower/core/caching_allocator.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

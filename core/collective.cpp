@@ -1,12 +1,12 @@
 // The host rendezvous of the all_reduce op's CPU kernel.
-#include "core/collective.h"
+#include "tower/core/collective.h"
 
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

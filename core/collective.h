@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 namespace tower {
 

@@ -1,13 +1,13 @@
 // Device bookkeeping, cross-device copies and the device registry.
-#include "core/device.h"
+#include "tower/core/device.h"
 
 #include <map>
 #include <mutex>
 #include <set>
 #include <vector>
 
-#include "core/error.h"
-#include "core/registry_init.h"
+#include "tower/core/error.h"
+#include "tower/core/registry_init.h"
 
 namespace tower {
 

@@ -1,5 +1,5 @@
 // DType sizes and names.
-#include "core/dtype.h"
+#include "tower/core/dtype.h"
 
 namespace tower {
 

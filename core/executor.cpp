@@ -1,6 +1,6 @@
 // Plan compilation (needed nodes, concrete shapes, placement, copies, liveness-based buffers) and
 // execution; Executor caches one Plan per (fetches, targets, feed shapes).
-#include "core/executor.h"
+#include "tower/core/executor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "core/collective.h"
+#include "tower/core/collective.h"
 
 namespace tower {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/op_registry.h"
+#include "tower/core/graph.h"
+#include "tower/core/op_registry.h"
 
 namespace tower {
 

@@ -1,7 +1,7 @@
 // Graph construction: placeholders, constants, variable reads and op nodes checked against their contract.
-#include "core/graph.h"
+#include "tower/core/graph.h"
 
-#include "core/op_registry.h"
+#include "tower/core/op_registry.h"
 
 namespace tower {
 

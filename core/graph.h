@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/attrs.h"
-#include "core/shape.h"
-#include "core/tensor.h"
-#include "core/variable.h"
+#include "tower/core/attrs.h"
+#include "tower/core/shape.h"
+#include "tower/core/tensor.h"
+#include "tower/core/variable.h"
 
 namespace tower {
 

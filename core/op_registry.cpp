@@ -1,11 +1,11 @@
 // The op table and the kernel table.
-#include "core/op_registry.h"
+#include "tower/core/op_registry.h"
 
 #include <map>
 #include <mutex>
 
-#include "core/ops/register_ops.h"
-#include "core/registry_init.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/registry_init.h"
 
 namespace tower {
 

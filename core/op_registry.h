@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/graph.h"
+#include "tower/core/graph.h"
 
 namespace tower {
 

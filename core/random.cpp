@@ -1,12 +1,12 @@
 // Philox4x32-10, the Generator stream over it, the global seed, and the initializer distributions.
-#include "core/random.h"
+#include "tower/core/random.h"
 
 #include <cmath>
 #include <mutex>
 #include <numbers>
 #include <vector>
 
-#include "core/philox.h"
+#include "tower/core/philox.h"
 
 namespace tower {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 namespace tower {
 

@@ -1,9 +1,9 @@
 // Registers the compiled-in backends once, on first use of a device or kernel registry.
-#include "core/registry_init.h"
+#include "tower/core/registry_init.h"
 
 #include <mutex>
 
-#include "core/device.h"
+#include "tower/core/device.h"
 
 namespace tower {
 

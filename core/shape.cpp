@@ -1,7 +1,7 @@
 // Shape arithmetic and printing.
-#include "core/shape.h"
+#include "tower/core/shape.h"
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

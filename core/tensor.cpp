@@ -1,5 +1,5 @@
 // Tensor construction, host transfers and printing.
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 #include <cstring>
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/shape.h"
+#include "tower/core/device.h"
+#include "tower/core/dtype.h"
+#include "tower/core/error.h"
+#include "tower/core/shape.h"
 
 namespace tower {
 

@@ -1,5 +1,5 @@
 // ThreadPool: workers sleep on a condition variable and take chunks of the current loop.
-#include "core/thread_pool.h"
+#include "tower/core/thread_pool.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Variable construction.
-#include "core/variable.h"
+#include "tower/core/variable.h"
 
 namespace tower {
 

@@ -1,11 +1,11 @@
 // BackupAndRestore: the backup file's writer and reader, and when fit saves and restores it.
-#include "io/backup_and_restore.h"
+#include "tower/io/backup_and_restore.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "io/keras_model.h"
-#include "io/keras_weights.h"
+#include "tower/io/keras_model.h"
+#include "tower/io/keras_weights.h"
 
 namespace tower::callbacks {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/callback.h"
+#include "tower/layers/callbacks/callback.h"
 
 namespace tower::callbacks {
 

@@ -1,6 +1,6 @@
 // Dataset's stages (slices, shuffle, map, batch, cache, prefetch), their iterators, and the
 // DataAdapter through which Model::fit, evaluate and predict read a Dataset.
-#include "io/dataset.h"
+#include "tower/io/dataset.h"
 
 #include <condition_variable>
 #include <cstring>
@@ -9,10 +9,10 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
-#include "core/random.h"
-#include "io/hdf5.h"
-#include "io/idx.h"
+#include "tower/core/error.h"
+#include "tower/core/random.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/idx.h"
 
 namespace tower::io {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "layers/data_adapter.h"
+#include "tower/core/tensor.h"
+#include "tower/layers/engine/data_adapter.h"
 
 namespace tower::io {
 

@@ -1,11 +1,11 @@
 // load_mnist, load_emnist, to_categorical, to_float.
-#include "io/datasets.h"
+#include "tower/io/datasets.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "core/error.h"
-#include "io/idx.h"
+#include "tower/core/error.h"
+#include "tower/io/idx.h"
 
 namespace tower::io {
 

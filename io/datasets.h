@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 namespace tower::io {
 

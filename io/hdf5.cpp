@@ -1,5 +1,5 @@
 // HDF5 RAII wrappers: files, groups, datasets and attributes over the HDF5 C API (see hdf5.h).
-#include "io/hdf5.h"
+#include "tower/io/hdf5.h"
 
 #include <fcntl.h>
 #include <hdf5.h>

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/tensor.h"
+#include "tower/core/error.h"
+#include "tower/core/tensor.h"
 
 namespace tower::io {
 

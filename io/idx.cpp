@@ -1,12 +1,12 @@
 // IDX reader: header checks, gzip through zlib.
-#include "io/idx.h"
+#include "tower/io/idx.h"
 
 #include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::io {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 namespace tower::io {
 

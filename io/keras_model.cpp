@@ -1,6 +1,6 @@
 // Keras's full-model HDF5 files: save_model_hdf5 / load_model_hdf5 and their parts (training_config,
 // optimizer_weights), and Model::save.
-#include "io/keras_model.h"
+#include "tower/io/keras_model.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "io/keras_weights.h"
-#include "io/model_config.h"
-#include "layers/model_internal.h"
-#include "optimizers/optimizers.h"
+#include "tower/io/keras_weights.h"
+#include "tower/io/model_config.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/optimizers.h"
 
 namespace tower::io {
 namespace {
@@ -370,7 +370,7 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
 
 }  // namespace tower::io
 
-// ---- Model (declared in layers/model.h) -----------------------------------------------------------
+// ---- Model (declared in layers/engine/model.h) -----------------------------------------------------------
 
 namespace tower {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "io/hdf5.h"
-#include "layers/model.h"
+#include "tower/io/hdf5.h"
+#include "tower/layers/engine/model.h"
 
 namespace tower::io {
 

@@ -1,5 +1,5 @@
 // Keras's legacy HDF5 weight files: save_weights / load_weights for layers and Model (see keras_weights.h).
-#include "io/keras_weights.h"
+#include "tower/io/keras_weights.h"
 
 #include <fmt/format.h>
 
@@ -270,7 +270,7 @@ void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& p
 
 }  // namespace tower::io
 
-// ---- Model (declared in layers/model.h) ---------------------------------------------------------
+// ---- Model (declared in layers/engine/model.h) ---------------------------------------------------------
 
 namespace tower {
 

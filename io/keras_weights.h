@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5.h"
-#include "layers/model.h"
+#include "tower/io/hdf5.h"
+#include "tower/layers/engine/model.h"
 
 namespace tower::io {
 

@@ -1,13 +1,13 @@
 // ModelCheckpoint: when and where to save, then Model::save / Model::save_weights.
-#include "io/model_checkpoint.h"
+#include "tower/io/model_checkpoint.h"
 
 #include <fmt/format.h>
 
 #include <iostream>
 
-#include "core/error.h"
-#include "layers/callbacks.h"
-#include "layers/model.h"
+#include "tower/core/error.h"
+#include "tower/layers/callbacks/callbacks.h"
+#include "tower/layers/engine/model.h"
 
 namespace tower::callbacks {
 

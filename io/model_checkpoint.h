@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "layers/callback.h"
+#include "tower/layers/callbacks/callback.h"
 
 namespace tower::callbacks {
 

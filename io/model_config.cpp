@@ -1,16 +1,16 @@
 // model_config JSON: Model and Sequential get_config/from_config, model_to_json and model_from_json.
-#include "io/model_config.h"
+#include "tower/io/model_config.h"
 
 #include <functional>
 #include <map>
 #include <set>
 
-#include "core/error.h"
-#include "io/keras_weights.h"
-#include "layers/input_layer.h"
-#include "layers/layer_config.h"
-#include "layers/registry.h"
-#include "layers/sequential.h"
+#include "tower/core/error.h"
+#include "tower/io/keras_weights.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/layer_config.h"
+#include "tower/layers/registry.h"
+#include "tower/layers/engine/sequential.h"
 
 namespace tower {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "layers/model.h"
+#include "tower/layers/engine/model.h"
 
 namespace tower::io {
 

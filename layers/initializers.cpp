@@ -1,5 +1,5 @@
 // Initializer: Keras's weight initializers by name, with Keras's fan computation and defaults.
-#include "layers/initializers.h"
+#include "tower/layers/initializers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/random.h"
-#include "layers/layer.h"
+#include "tower/core/error.h"
+#include "tower/core/random.h"
+#include "tower/layers/layer.h"
 
 namespace tower {
 

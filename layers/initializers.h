@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/tensor.h"
+#include "tower/core/tensor.h"
 
 namespace tower {
 

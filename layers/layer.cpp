@@ -1,5 +1,5 @@
 // Layer base: calling on KerasTensors, weights, naming.
-#include "layers/layer.h"
+#include "tower/layers/layer.h"
 
 #include <cctype>
 #include <map>
@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/ops.h"
-#include "layers/input_layer.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/core/input_layer.h"
 
 namespace tower {
 

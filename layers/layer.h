@@ -19,10 +19,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/graph.h"
-#include "core/variable.h"
-#include "layers/initializers.h"
-#include "layers/regularizers.h"
+#include "tower/core/graph.h"
+#include "tower/core/variable.h"
+#include "tower/layers/initializers.h"
+#include "tower/layers/regularizers.h"
 
 namespace tower {
 

@@ -1,11 +1,11 @@
 // ConfigReader and the config writers shared by every layer.
-#include "layers/layer_config.h"
+#include "tower/layers/layer_config.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "core/error.h"
-#include "layers/activations.h"
+#include "tower/core/error.h"
+#include "tower/layers/activations/activations.h"
 
 namespace tower::layers {
 

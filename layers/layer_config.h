@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "layers/layer.h"
+#include "tower/layers/layer.h"
 
 namespace tower::layers {
 

@@ -1,12 +1,12 @@
 // Helpers shared by the layers.
-#include "layers/layer_utils.h"
+#include "tower/layers/layer_utils.h"
 
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::layers {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/layer.h"
+#include "tower/layers/layer.h"
 
 namespace tower::layers {
 

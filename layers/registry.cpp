@@ -1,13 +1,13 @@
 // The layer registry: one line per layer class, Keras 1 aliases and argument translation.
-#include "layers/registry.h"
+#include "tower/layers/registry.h"
 
 #include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "layers/layers.h"
+#include "tower/core/error.h"
+#include "tower/layers/layers.h"
 
 namespace tower::layers {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "layers/layer.h"
+#include "tower/layers/layer.h"
 
 namespace tower::layers {
 

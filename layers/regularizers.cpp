@@ -1,10 +1,10 @@
 // Regularizer configs: Keras's L1, L2 and L1L2 in every version's spelling.
-#include "layers/regularizers.h"
+#include "tower/layers/regularizers.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "layers/layer_config.h"
+#include "tower/core/error.h"
+#include "tower/layers/layer_config.h"
 
 namespace tower {
 

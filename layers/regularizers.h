@@ -3,7 +3,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/graph.h"
+#include "tower/core/graph.h"
 
 namespace tower {
 

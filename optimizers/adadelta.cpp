@@ -1,9 +1,9 @@
 // Adadelta: the update through ops::apply_adadelta.
-#include "optimizers/adadelta.h"
+#include "tower/optimizers/adadelta.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/ops.h"
+#include "tower/core/ops.h"
 
 namespace tower::optimizers {
 

@@ -1,7 +1,7 @@
 // Adadelta, Keras's defaults.
 #pragma once
 
-#include "optimizers/optimizer.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower::optimizers {
 

@@ -1,9 +1,9 @@
 // Adagrad: the update through ops::apply_adagrad.
-#include "optimizers/adagrad.h"
+#include "tower/optimizers/adagrad.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/ops.h"
+#include "tower/core/ops.h"
 
 namespace tower::optimizers {
 

@@ -1,9 +1,9 @@
 // Adam: the update through ops::apply_adam (which also applies AdamW's weight decay).
-#include "optimizers/adam.h"
+#include "tower/optimizers/adam.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/ops.h"
+#include "tower/core/ops.h"
 
 namespace tower::optimizers {
 

@@ -1,7 +1,7 @@
 // Adam, Keras's defaults (AdamW, in adamw.h, is Adam with a decoupled weight decay).
 #pragma once
 
-#include "optimizers/optimizer.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower::optimizers {
 

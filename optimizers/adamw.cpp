@@ -1,7 +1,7 @@
 // AdamW: Adam's update with its weight_decay set.
-#include "optimizers/adamw.h"
+#include "tower/optimizers/adamw.h"
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::optimizers {
 

@@ -1,7 +1,7 @@
 // AdamW: Adam with decoupled weight decay, Keras's defaults.
 #pragma once
 
-#include "optimizers/adam.h"
+#include "tower/optimizers/adam.h"
 
 namespace tower::optimizers {
 

@@ -1,14 +1,14 @@
 // Optimizer base: gradient clipping, slots, learning rate and step count, and get() by Keras name.
-#include "optimizers/optimizer.h"
+#include "tower/optimizers/optimizer.h"
 
 #include <cctype>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/ops.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/optimizers/optimizers.h"
 
 namespace tower::optimizers {
 

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/graph.h"
-#include "core/variable.h"
-#include "optimizers/schedules.h"
+#include "tower/core/graph.h"
+#include "tower/core/variable.h"
+#include "tower/optimizers/schedules.h"
 
 namespace tower::optimizers {
 

@@ -1,11 +1,11 @@
-// Every optimizer and learning-rate schedule, for `#include "optimizers/optimizers.h"`.
+// Every optimizer and learning-rate schedule, for `#include "tower/optimizers/optimizers.h"`.
 #pragma once
 
-#include "optimizers/adadelta.h"
-#include "optimizers/adagrad.h"
-#include "optimizers/adam.h"
-#include "optimizers/adamw.h"
-#include "optimizers/optimizer.h"
-#include "optimizers/rmsprop.h"
-#include "optimizers/schedules.h"
-#include "optimizers/sgd.h"
+#include "tower/optimizers/adadelta.h"
+#include "tower/optimizers/adagrad.h"
+#include "tower/optimizers/adam.h"
+#include "tower/optimizers/adamw.h"
+#include "tower/optimizers/optimizer.h"
+#include "tower/optimizers/rmsprop.h"
+#include "tower/optimizers/schedules.h"
+#include "tower/optimizers/sgd.h"

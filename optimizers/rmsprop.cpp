@@ -1,10 +1,10 @@
 // RMSprop: the update through ops::apply_rmsprop.
-#include "optimizers/rmsprop.h"
+#include "tower/optimizers/rmsprop.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/ops.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
 
 namespace tower::optimizers {
 

@@ -1,6 +1,6 @@
 // Learning-rate schedules: ExponentialDecay, InverseTimeDecay, PolynomialDecay, PiecewiseConstantDecay,
 // CosineDecay.
-#include "optimizers/schedules.h"
+#include "tower/optimizers/schedules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::optimizers {
 

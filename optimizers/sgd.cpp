@@ -1,10 +1,10 @@
 // SGD: the update through ops::apply_sgd.
-#include "optimizers/sgd.h"
+#include "tower/optimizers/sgd.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/ops.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
 
 namespace tower::optimizers {
 

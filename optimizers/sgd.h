@@ -1,7 +1,7 @@
 // SGD: gradient descent with optional (Nesterov) momentum, Keras's defaults.
 #pragma once
 
-#include "optimizers/optimizer.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower::optimizers {
 

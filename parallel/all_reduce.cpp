@@ -1,12 +1,12 @@
 // In-process all-reduce: fixed-order buckets, reduced on the first replica, broadcast back.
-#include "parallel/all_reduce.h"
+#include "tower/parallel/all_reduce.h"
 
 #include <algorithm>
 #include <atomic>
 
-#include "core/device.h"
-#include "core/error.h"
-#include "core/ops.h"
+#include "tower/core/device.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
 
 namespace tower::parallel {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
+#include "tower/core/graph.h"
 
 namespace tower::parallel {
 

@@ -1,12 +1,12 @@
 // MirroredStrategy: a scope that makes compiled models run as multi_gpu_model towers.
-#include "parallel/mirrored_strategy.h"
+#include "tower/parallel/mirrored_strategy.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "layers/model_internal.h"
-#include "parallel/mirrored_variables.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/parallel/mirrored_variables.h"
 
 namespace tower::parallel {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "layers/model.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/core/device.h"
+#include "tower/layers/engine/model.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 namespace tower::parallel {
 

@@ -1,12 +1,12 @@
 // Mirrored variables: creating the copies and the training step's all-reduce and updates.
-#include "parallel/mirrored_variables.h"
+#include "tower/parallel/mirrored_variables.h"
 
 #include <algorithm>
 
-#include "core/autodiff.h"
-#include "core/device.h"
-#include "core/error.h"
-#include "parallel/all_reduce.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/device.h"
+#include "tower/core/error.h"
+#include "tower/parallel/all_reduce.h"
 
 namespace tower::parallel {
 

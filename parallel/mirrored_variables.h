@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "layers/model.h"
-#include "parallel/all_reduce.h"
+#include "tower/layers/engine/model.h"
+#include "tower/parallel/all_reduce.h"
 
 namespace tower::parallel {
 

@@ -1,18 +1,18 @@
 // multi_gpu_model: the towers as a functional model around the same inner model.
-#include "parallel/multi_gpu_model.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
 
-#include "core/device.h"
-#include "core/ops.h"
-#include "layers/concatenate.h"
-#include "layers/input_layer.h"
-#include "layers/lambda.h"
-#include "layers/model_internal.h"
-#include "parallel/mirrored_variables.h"
+#include "tower/core/device.h"
+#include "tower/core/ops.h"
+#include "tower/layers/merging/concatenate.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/core/lambda.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/parallel/mirrored_variables.h"
 
 namespace tower::parallel {
 

@@ -4,8 +4,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "backends/cpu/kernels.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
 

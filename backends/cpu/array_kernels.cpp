@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/kernels.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
 

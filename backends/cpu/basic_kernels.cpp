@@ -1,7 +1,7 @@
 // CPU kernels of the basic ops: identity, fill_like, cast, assign, assign_add.
 #include <cstring>
 
-#include "backends/cpu/kernels.h"
+#include "tower/backends/cpu/kernels.h"
 
 namespace tower::cpu {
 

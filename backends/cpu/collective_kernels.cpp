@@ -1,6 +1,6 @@
 // all_reduce on CPU devices: the replicas' lanes meet on the host (core/collective.h).
-#include "backends/cpu/kernels.h"
-#include "core/collective.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/core/collective.h"
 
 namespace tower::cpu {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/nn_kernels.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/nn_kernels.h"
 
 // The small-K loops get an AVX2/FMA (x86-64-v3) clone chosen at load time by CPU features; the
 // build itself targets baseline x86-64. Not under ThreadSanitizer: its instrumented ifunc resolvers

@@ -1,5 +1,5 @@
 // CpuDevice and the CPU backend's registration (device factory and every CPU kernel group).
-#include "backends/cpu/cpu_device.h"
+#include "tower/backends/cpu/cpu_device.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include <new>
 #include <thread>
 
-#include "backends/cpu/kernels.h"
-#include "core/error.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

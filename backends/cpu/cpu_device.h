@@ -3,9 +3,9 @@
 
 #include <memory>
 
-#include "core/device.h"
-#include "core/op_registry.h"
-#include "core/thread_pool.h"
+#include "tower/core/device.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/thread_pool.h"
 
 namespace tower {
 

@@ -1,7 +1,7 @@
 // CPU inverted dropout: a counter-based mask (core/random.h's uniform_at), so every backend draws the same one.
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/nn_kernels.h"
-#include "core/random.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/random.h"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "backends/cpu/cpu_device.h"
-#include "core/tensor.h"
+#include "tower/backends/cpu/cpu_device.h"
+#include "tower/core/tensor.h"
 
 namespace tower::cpu {
 

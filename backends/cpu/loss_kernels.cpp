@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/cpu/kernels.h"
+#include "tower/backends/cpu/kernels.h"
 
 namespace tower::cpu {
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/strided.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/strided.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
 

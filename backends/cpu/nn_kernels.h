@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/op_registry.h"
+#include "tower/core/op_registry.h"
 
 namespace tower::cpu {
 

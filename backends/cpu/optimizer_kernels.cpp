@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cpu/kernels.h"
+#include "tower/backends/cpu/kernels.h"
 
 namespace tower::cpu {
 

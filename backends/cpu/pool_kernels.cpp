@@ -3,8 +3,8 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/nn_kernels.h"
+#include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/nn_kernels.h"
 
 namespace tower::cpu {
 

@@ -1,5 +1,5 @@
 // Broadcast strides and reduction layouts.
-#include "backends/cpu/strided.h"
+#include "tower/backends/cpu/strided.h"
 
 #include <algorithm>
 

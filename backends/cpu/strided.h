@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/shape.h"
+#include "tower/core/shape.h"
 
 namespace tower::cpu {
 

@@ -2,8 +2,8 @@
 // per op, the op a template parameter. The formulas are the CPU kernels' (activation_kernels.cpp).
 #include <algorithm>
 
-#include "backends/cuda/activation_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/activation_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // The CUDA kernel table entries of the unary math ops, the activations and their gradients
 // (float32 and float64; the integer forms of negative, square, abs and sign stay on the CPU).
-#include "backends/cuda/activation_launchers.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
+#include "tower/backends/cuda/activation_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
 
 namespace tower::cuda {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cuda/cuda_device.h"
-#include "core/tensor.h"
+#include "tower/backends/cuda/cuda_device.h"
+#include "tower/core/tensor.h"
 
 namespace tower::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA kernels of the array ops, and their launchers.
 #include <cub/device/device_radix_sort.cuh>
 
-#include "backends/cuda/array_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/array_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

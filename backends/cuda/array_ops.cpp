@@ -1,13 +1,13 @@
 // The CUDA kernel table entries of the array ops: transpose, concat, concat_grad, split, slice,
 // slice_grad, pad, pad_grad, one_hot, gather, gather_grad (reshape and reshape_like are views, in
 // elementwise_ops.cpp). Same contracts as backends/cpu/array_kernels.cpp.
-#include "backends/cuda/array_copies.h"
-#include "backends/cuda/array_launchers.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/elementwise_launchers.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cuda/array_copies.h"
+#include "tower/backends/cuda/array_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/elementwise_launchers.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
 

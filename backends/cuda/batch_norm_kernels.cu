@@ -4,8 +4,8 @@
 // (backends/cpu/batch_norm_kernels.cpp), including where they round to T.
 #include <cmath>
 
-#include "backends/cuda/batch_norm_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/batch_norm_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // The CUDA kernel table entries of the batch-normalization ops (own kernels in batch_norm_kernels.cu;
 // see batch_norm_launchers.h for why not cuDNN's).
-#include "backends/cuda/batch_norm_launchers.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
+#include "tower/backends/cuda/batch_norm_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // all_reduce on GPUs: one NCCL rank per replica, each queued on its GPU's stream by its lane.
 #include <map>
 
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/nccl.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/nccl.h"
 
 namespace tower::cuda {
 

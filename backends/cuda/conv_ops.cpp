@@ -14,12 +14,12 @@
 
 #include <vector>
 
-#include "backends/cuda/array_copies.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cudnn_conv_plan.h"
-#include "backends/cuda/cudnn_descriptors.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
+#include "tower/backends/cuda/array_copies.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
+#include "tower/backends/cuda/cudnn_descriptors.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
 
 namespace tower::cuda {
 

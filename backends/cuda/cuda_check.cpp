@@ -1,5 +1,5 @@
 // The throwers behind CUDA_CHECK, CUBLAS_CHECK and CUDNN_CHECK.
-#include "backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cuda_check.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::cuda {
 

@@ -1,15 +1,15 @@
 // CudaDevice and the CUDA backend's registration.
-#include "backends/cuda/cuda_device.h"
+#include "tower/backends/cuda/cuda_device.h"
 
 #include <memory>
 #include <mutex>
 #include <set>
 
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/nccl.h"
-#include "backends/cuda/pinned_host_device.h"
+#include "tower/backends/cuda/cuda_backend.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/nccl.h"
+#include "tower/backends/cuda/pinned_host_device.h"
 
 namespace tower::cuda {
 

@@ -9,9 +9,9 @@
 
 #include <mutex>
 
-#include "backends/cuda/cudnn_conv_plan.h"
-#include "core/caching_allocator.h"
-#include "core/device.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
+#include "tower/core/caching_allocator.h"
+#include "tower/core/device.h"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // Host-side planning of cuDNN convolutions: geometry, padding split, workspace budget, algorithm choice, cache.
-#include "backends/cuda/cudnn_conv_plan.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::cuda {
 

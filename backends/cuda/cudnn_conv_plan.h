@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
+#include "tower/core/dtype.h"
+#include "tower/core/shape.h"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // cuDNN descriptors for tower's NHWC tensors and KRSC filters.
-#include "backends/cuda/cudnn_descriptors.h"
+#include "tower/backends/cuda/cudnn_descriptors.h"
 
 #include <limits>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower::cuda {
 

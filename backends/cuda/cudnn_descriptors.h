@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "backends/cuda/cuda_check.h"
-#include "core/dtype.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/core/dtype.h"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // The CUDA inverted-dropout kernel: one Philox block per four elements, as the CPU kernel draws.
 #include <algorithm>
 
-#include "backends/cuda/dropout_launchers.h"
-#include "backends/cuda/launch.cuh"
-#include "core/philox.h"
+#include "tower/backends/cuda/dropout_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
+#include "tower/core/philox.h"
 
 namespace tower::cuda {
 

@@ -1,8 +1,8 @@
 // The CUDA kernel table entry of dropout: (x[, row offset]) -> {y = x * mask, mask}, a fresh counter per run.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/dropout_launchers.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/dropout_launchers.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
 
 namespace tower::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA kernels of fill, scale and the broadcasting binary arithmetic, and their launchers.
 #include <algorithm>
 
-#include "backends/cuda/elementwise_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/elementwise_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

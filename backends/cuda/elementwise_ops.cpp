@@ -1,9 +1,9 @@
 // The CUDA kernel table entries of the elementwise ops: KernelContext in, launchers out.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/elementwise_launchers.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/elementwise_launchers.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
 

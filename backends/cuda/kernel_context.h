@@ -1,8 +1,8 @@
 // For the CUDA kernels' glue (*_ops.cpp): the CudaDevice a kernel runs on, made the current GPU.
 #pragma once
 
-#include "backends/cuda/cuda_device.h"
-#include "core/op_registry.h"
+#include "tower/backends/cuda/cuda_device.h"
+#include "tower/core/op_registry.h"
 
 namespace tower::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA kernels of the regression losses, and their launchers.
 #include <cuda/std/limits>
 
-#include "backends/cuda/launch.cuh"
-#include "backends/cuda/loss_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
+#include "tower/backends/cuda/loss_launchers.h"
 
 namespace tower::cuda {
 

@@ -1,9 +1,9 @@
 // The CUDA kernel table entries of mean_squared_error, mean_absolute_error and their gradients.
 // Same contracts as backends/cpu/loss_kernels.cpp.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/loss_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/loss_launchers.h"
 
 namespace tower::cuda {
 

@@ -1,8 +1,8 @@
 // CUDA kernels of bias_add and bias_add_grad, and their launchers.
 #include <algorithm>
 
-#include "backends/cuda/math_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/math_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

@@ -6,11 +6,11 @@
 #include <mutex>
 #include <string>
 
-#include "backends/cuda/activation_launchers.h"
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/math_launchers.h"
+#include "tower/backends/cuda/activation_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/math_launchers.h"
 
 namespace tower::cuda {
 

@@ -1,11 +1,11 @@
 // NCCL, loaded with dlopen, and the communicators of each list of GPUs.
-#include "backends/cuda/nccl.h"
+#include "tower/backends/cuda/nccl.h"
 
 #include <map>
 #include <mutex>
 
-#include "backends/cuda/cuda_check.h"
-#include "core/error.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/core/error.h"
 
 #ifdef TOWER_WITH_NCCL
 #include <dlfcn.h>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
+#include "tower/core/device.h"
+#include "tower/core/dtype.h"
 
 namespace tower::cuda {
 

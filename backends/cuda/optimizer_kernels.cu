@@ -2,8 +2,8 @@
 // each over a list of variables in one launch.
 #include <algorithm>
 
-#include "backends/cuda/launch.cuh"
-#include "backends/cuda/optimizer_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
+#include "tower/backends/cuda/optimizer_launchers.h"
 
 namespace tower::cuda {
 

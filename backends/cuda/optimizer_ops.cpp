@@ -1,10 +1,10 @@
 // The CUDA kernel table entries of the optimizer updates: a kernel per step and a group kernel that
 // updates all variables of a step in one launch per 48 variables. Inputs as the ops' contracts (and
 // the CPU kernels) have them: var, grad, lr, then the optimizer's iteration and slots.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/optimizer_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/optimizer_launchers.h"
 
 namespace tower::cuda {
 

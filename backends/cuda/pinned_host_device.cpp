@@ -1,11 +1,11 @@
 // PinnedHostDevice: cudaHostAlloc'ed memory behind a caching allocator.
-#include "backends/cuda/pinned_host_device.h"
+#include "tower/backends/cuda/pinned_host_device.h"
 
 #include <cstring>
 
 #include <cuda_runtime.h>
 
-#include "backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cuda_check.h"
 
 namespace tower::cuda {
 

@@ -3,8 +3,8 @@
 // through tower::pinned_host_device(); freed blocks are cached for the next batch.
 #pragma once
 
-#include "core/caching_allocator.h"
-#include "core/device.h"
+#include "tower/core/caching_allocator.h"
+#include "tower/core/device.h"
 
 namespace tower::cuda {
 

@@ -4,8 +4,8 @@
 // the CPU's sums.
 #include <cmath>
 
-#include "backends/cuda/launch.cuh"
-#include "backends/cuda/pool_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
+#include "tower/backends/cuda/pool_launchers.h"
 
 namespace tower::cuda {
 

@@ -1,10 +1,10 @@
 // The CUDA kernel table entries of max_pool2d, avg_pool2d and their gradients (own kernels in
 // pool_kernels.cu; see pool_launchers.h for why not cuDNN's).
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cudnn_conv_plan.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/pool_launchers.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/pool_launchers.h"
 
 namespace tower::cuda {
 

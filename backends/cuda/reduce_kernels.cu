@@ -5,8 +5,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <cuda/std/limits>
 
-#include "backends/cuda/launch.cuh"
-#include "backends/cuda/reduce_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
+#include "tower/backends/cuda/reduce_launchers.h"
 
 namespace tower::cuda {
 

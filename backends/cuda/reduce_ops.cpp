@@ -2,11 +2,11 @@
 // sum_to.
 #include <algorithm>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/reduce_launchers.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/reduce_launchers.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
 

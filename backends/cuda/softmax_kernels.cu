@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/cuda/softmax_launchers.h"
-#include "backends/cuda/launch.cuh"
+#include "tower/backends/cuda/softmax_launchers.h"
+#include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {
 

@@ -1,10 +1,10 @@
 // The CUDA kernel table entries of softmax, log_softmax, their gradients and the fused softmax
 // cross-entropies.
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_context.h"
-#include "backends/cuda/kernels.h"
-#include "backends/cuda/softmax_launchers.h"
-#include "core/ops/shape_utils.h"
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/softmax_launchers.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
 

@@ -3,10 +3,10 @@
 // used only when unknown dimensions make the contract ops unable to express a gradient).
 #include <algorithm>
 
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/register_ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower {
 

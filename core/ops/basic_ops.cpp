@@ -1,8 +1,8 @@
 // Basic ops: graph sources (placeholder, constant, variable), identity, fills, cast, assignment.
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/shape_utils.h"
-#include "core/ops/register_ops.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/shape_utils.h"
+#include "tower/core/ops/register_ops.h"
 
 namespace tower {
 

@@ -1,8 +1,8 @@
 // Collective ops: all_reduce, one node per replica, whose replicas meet when the plan runs.
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/register_ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower {
 

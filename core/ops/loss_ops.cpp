@@ -2,10 +2,10 @@
 // and the fused gradient ops they use.
 #include <cstdint>
 
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/register_ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower {
 

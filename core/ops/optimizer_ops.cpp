@@ -6,10 +6,10 @@
 // tell the kernels which are there, in the order the builders declare them.
 #include <string_view>
 
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/register_ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower {
 

@@ -1,9 +1,9 @@
 // Reductions over axes: sum, mean, max (with its gradient), argmax, and broadcast_reduced (the
 // gradient of sum and mean: a reduced tensor spread back over the input's shape).
-#include "core/op_registry.h"
-#include "core/ops.h"
-#include "core/ops/register_ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/register_ops.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower {
 

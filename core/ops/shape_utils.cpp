@@ -1,11 +1,11 @@
 // Shape-function helpers.
-#include "core/ops/shape_utils.h"
+#include "tower/core/ops/shape_utils.h"
 
 #include <algorithm>
 
 #include <fmt/ranges.h>
 
-#include "core/error.h"
+#include "tower/core/error.h"
 
 namespace tower {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "tower/core/device.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 

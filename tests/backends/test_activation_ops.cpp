@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff.h"
-#include "core/error.h"
-#include "core/graph.h"
-#include "core/ops.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/error.h"
+#include "tower/core/graph.h"
+#include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

@@ -4,9 +4,9 @@
 
 #include <numeric>
 
-#include "core/autodiff.h"
-#include "core/ops.h"
-#include "core/ops/shape_utils.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/ops.h"
+#include "tower/core/ops/shape_utils.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

@@ -5,12 +5,12 @@
 #include <functional>
 #include <tuple>
 
-#include "core/autodiff.h"
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 

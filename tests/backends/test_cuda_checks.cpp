@@ -3,7 +3,7 @@
 // library's message.
 #include <doctest/doctest.h>
 
-#include "backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cuda_check.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "core/op_registry.h"
+#include "tower/core/op_registry.h"
 
 using namespace tower;
 

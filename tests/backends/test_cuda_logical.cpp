@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
-#include "core/executor.h"
-#include "core/ops.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff.h"
-#include "core/executor.h"
-#include "core/ops.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
 #include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 

@@ -5,8 +5,8 @@
 
 #include <stdexcept>
 
-#include "backends/cuda/cudnn_conv_plan.h"
-#include "core/error.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
+#include "tower/core/error.h"
 
 using namespace tower;
 using namespace tower::cuda;

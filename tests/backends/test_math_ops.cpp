@@ -2,7 +2,7 @@
 // forward values and finite-difference gradients.
 #include <doctest/doctest.h>
 
-#include "core/ops.h"
+#include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

@@ -7,10 +7,10 @@
 #include <limits>
 #include <string>
 
-#include "core/autodiff.h"
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <functional>
 
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/variable.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/variable.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

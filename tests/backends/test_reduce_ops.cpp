@@ -1,7 +1,7 @@
 // Reductions: sum, mean, max over axes (kept or dropped), argmax; forward values and gradients.
 #include <doctest/doctest.h>
 
-#include "core/ops.h"
+#include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/caching_allocator.h"
-#include "core/error.h"
+#include "tower/core/caching_allocator.h"
+#include "tower/core/error.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "core/collective.h"
-#include "core/executor.h"
-#include "core/ops.h"
+#include "tower/core/collective.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

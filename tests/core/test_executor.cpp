@@ -2,9 +2,9 @@
 // variable updates ordered after reads, and allocation-free steady state.
 #include <doctest/doctest.h>
 
-#include "core/autodiff.h"
-#include "core/executor.h"
-#include "core/ops.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;

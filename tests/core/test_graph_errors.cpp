@@ -1,8 +1,8 @@
 // Bad input at graph-build time throws tower::Error naming the op and the shapes.
 #include <doctest/doctest.h>
 
-#include "core/op_registry.h"
-#include "core/ops.h"
+#include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

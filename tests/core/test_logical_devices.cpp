@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/device.h"
-#include "core/error.h"
+#include "tower/core/device.h"
+#include "tower/core/error.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "core/random.h"
+#include "tower/core/random.h"
 
 using namespace tower;
 

@@ -3,8 +3,8 @@
 
 #include <atomic>
 
-#include "backends/cpu/cpu_device.h"
-#include "core/tensor.h"
+#include "tower/backends/cpu/cpu_device.h"
+#include "tower/core/tensor.h"
 
 using namespace tower;
 

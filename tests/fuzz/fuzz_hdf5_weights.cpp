@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <string>
 
-#include "core/error.h"
-#include "io/hdf5.h"
-#include "io/keras_weights.h"
-#include "layers/dense.h"
-#include "layers/input_layer.h"
-#include "layers/sequential.h"
+#include "tower/core/error.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/keras_weights.h"
+#include "tower/layers/core/dense.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/engine/sequential.h"
 #include "tests/fuzz/fuzz_scratch.h"
 
 namespace {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff.h"
-#include "core/executor.h"
-#include "core/ops.h"
-#include "io/hdf5.h"
-#include "layers/layers.h"
-#include "layers/model.h"
-#include "layers/sequential.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/io/hdf5.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/engine/model.h"
+#include "tower/layers/engine/sequential.h"
+#include "tower/optimizers/optimizers.h"
 
 namespace tower {
 namespace {

@@ -15,13 +15,13 @@
 #include <random>
 #include <sstream>
 
-#include "core/random.h"
-#include "io/hdf5.h"
-#include "io/idx.h"
-#include "io/keras_weights.h"
-#include "layers/dense.h"
-#include "layers/input_layer.h"
-#include "layers/sequential.h"
+#include "tower/core/random.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/idx.h"
+#include "tower/io/keras_weights.h"
+#include "tower/layers/core/dense.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/engine/sequential.h"
 #include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/random.h"
-#include "io/backup_and_restore.h"
-#include "io/keras_model.h"
-#include "io/model_checkpoint.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/random.h"
+#include "tower/io/backup_and_restore.h"
+#include "tower/io/keras_model.h"
+#include "tower/io/model_checkpoint.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/process.h"
 #include "tests/support/resume.h"
 #include "tests/support/temp_dir.h"

@@ -14,14 +14,14 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/random.h"
-#include "io/dataset.h"
-#include "io/datasets.h"
-#include "io/idx.h"
-#include "layers/layers.h"
-#include "layers/model.h"
-#include "layers/sequential.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/random.h"
+#include "tower/io/dataset.h"
+#include "tower/io/datasets.h"
+#include "tower/io/idx.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/engine/model.h"
+#include "tower/layers/engine/sequential.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

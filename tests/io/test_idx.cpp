@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/datasets.h"
-#include "io/idx.h"
+#include "tower/io/datasets.h"
+#include "tower/io/idx.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/random.h"
-#include "io/keras_model.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/random.h"
+#include "tower/io/keras_model.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/temp_dir.h"
 
 using namespace tower;

@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/hdf5.h"
-#include "io/keras_weights.h"
-#include "layers/dense.h"
-#include "layers/input_layer.h"
-#include "layers/model.h"
-#include "layers/layers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/keras_weights.h"
+#include "tower/layers/core/dense.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/engine/model.h"
+#include "tower/layers/layers.h"
+#include "tower/parallel/multi_gpu_model.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"

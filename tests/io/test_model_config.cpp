@@ -10,11 +10,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "io/hdf5.h"
-#include "io/model_config.h"
-#include "layers/input_layer.h"
-#include "layers/layers.h"
-#include "layers/registry.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/model_config.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "layers/callbacks.h"
-#include "layers/dense.h"
-#include "layers/input_layer.h"
-#include "layers/model.h"
+#include "tower/core/error.h"
+#include "tower/layers/callbacks/callbacks.h"
+#include "tower/layers/core/dense.h"
+#include "tower/layers/core/input_layer.h"
+#include "tower/layers/engine/model.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -6,11 +6,11 @@
 
 #include <set>
 
-#include "io/model_config.h"
-#include "layers/activations.h"
-#include "layers/layer_config.h"
-#include "layers/layers.h"
-#include "layers/registry.h"
+#include "tower/io/model_config.h"
+#include "tower/layers/activations/activations.h"
+#include "tower/layers/layer_config.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -8,11 +8,11 @@
 #include <numeric>
 #include <tuple>
 
-#include "core/executor.h"
-#include "core/ops.h"
-#include "core/random.h"
-#include "layers/activations.h"
-#include "layers/layers.h"
+#include "tower/core/executor.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
+#include "tower/layers/activations/activations.h"
+#include "tower/layers/layers.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

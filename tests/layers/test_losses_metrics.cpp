@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/graph.h"
-#include "core/ops.h"
-#include "layers/losses.h"
-#include "layers/metrics.h"
+#include "tower/core/error.h"
+#include "tower/core/graph.h"
+#include "tower/core/ops.h"
+#include "tower/layers/losses/losses.h"
+#include "tower/layers/metrics/metrics.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

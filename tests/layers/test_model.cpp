@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "core/random.h"
-#include "layers/layers.h"
-#include "layers/model.h"
-#include "layers/sequential.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/random.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/engine/model.h"
+#include "tower/layers/engine/sequential.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 

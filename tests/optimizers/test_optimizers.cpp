@@ -7,8 +7,8 @@
 #include <functional>
 #include <map>
 
-#include "core/executor.h"
-#include "optimizers/optimizers.h"
+#include "tower/core/executor.h"
+#include "tower/optimizers/optimizers.h"
 #include "tests/support/errors.h"
 
 using namespace tower;

@@ -6,13 +6,13 @@
 #include <regex>
 #include <sstream>
 
-#include "core/device.h"
-#include "core/random.h"
-#include "io/dataset.h"
-#include "layers/layers.h"
-#include "layers/model_internal.h"
-#include "optimizers/optimizers.h"
-#include "parallel/mirrored_strategy.h"
+#include "tower/core/device.h"
+#include "tower/core/random.h"
+#include "tower/io/dataset.h"
+#include "tower/layers/layers.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/mirrored_strategy.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"

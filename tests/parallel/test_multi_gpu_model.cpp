@@ -9,13 +9,13 @@
 #include <regex>
 #include <sstream>
 
-#include "core/random.h"
-#include "io/hdf5.h"
-#include "io/keras_model.h"
-#include "layers/model_internal.h"
-#include "layers/layers.h"
-#include "optimizers/optimizers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/core/random.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/keras_model.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 
-#include "io/backup_and_restore.h"
-#include "io/hdf5.h"
-#include "io/keras_model.h"
-#include "io/model_checkpoint.h"
-#include "optimizers/optimizers.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/io/backup_and_restore.h"
+#include "tower/io/hdf5.h"
+#include "tower/io/keras_model.h"
+#include "tower/io/model_checkpoint.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/resume.h"
 #include "tests/support/temp_dir.h"

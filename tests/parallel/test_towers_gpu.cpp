@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "io/hdf5.h"
-#include "layers/model_internal.h"
-#include "optimizers/optimizers.h"
-#include "parallel/mirrored_strategy.h"
-#include "parallel/multi_gpu_model.h"
+#include "tower/io/hdf5.h"
+#include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/mirrored_strategy.h"
+#include "tower/parallel/multi_gpu_model.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/random.h"
-#include "layers/layers.h"
+#include "tower/core/random.h"
+#include "tower/layers/layers.h"
 
 namespace tower::testing {
 

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "core/device.h"
+#include "tower/core/device.h"
 
 int main(int argc, char** argv) {
   if (tower::device_count(tower::DeviceKind::cuda) == 0) {

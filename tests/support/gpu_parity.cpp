@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/executor.h"
+#include "tower/core/executor.h"
 #include "tests/support/grad_check.h"
 
 namespace tower::testing {

@@ -5,8 +5,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/tensor.h"
+#include "tower/core/graph.h"
+#include "tower/core/tensor.h"
 
 namespace tower::testing {
 

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "core/autodiff.h"
-#include "core/ops.h"
-#include "core/random.h"
+#include "tower/core/autodiff.h"
+#include "tower/core/ops.h"
+#include "tower/core/random.h"
 
 namespace tower::testing {
 

@@ -5,8 +5,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/executor.h"
-#include "core/graph.h"
+#include "tower/core/executor.h"
+#include "tower/core/graph.h"
 
 namespace tower::testing {
 

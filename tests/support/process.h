@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
+#include "tower/core/random.h"
 #include "tests/support/temp_dir.h"
 
 extern char** environ;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "layers/callback.h"
+#include "tower/layers/callbacks/callback.h"
 
 namespace tower::testing {
 

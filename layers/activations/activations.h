@@ -1,0 +1,27 @@
+// Activation functions by Keras name, for layers' `activation` argument and the Activation layer.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tower/core/graph.h"
+
+namespace tower {
+
+// name: "" or "linear" (identity), "relu", "relu6", "sigmoid", "tanh", "softmax" (last axis),
+// "log_softmax", "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu"
+// (negative slope 0.2), "hard_sigmoid", "hard_silu"/"hard_swish". ("gelu" is not supported yet.)
+// An unknown name throws ValueError listing the known ones.
+SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
+// Throws the same ValueError now (layers call it in their constructor to fail early).
+void check_activation_name(const std::string& name);
+
+// A serialized activation of any Keras version -> tower's name: "relu" (Keras 1 to Keras 3's legacy
+// .h5), Keras 3's {"class_name": "function", "config": "relu", ...}, tf.keras 1's "softmax_v2";
+// "linear" -> "". Throws ValueError for names tower does not implement.
+std::string activation_from_config(const nlohmann::json& value);
+// What tf.keras writes for `name` ("" -> "linear").
+nlohmann::json activation_to_config(const std::string& name);
+
+}  // namespace tower

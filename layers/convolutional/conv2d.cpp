@@ -1,0 +1,87 @@
+// Conv2D.
+#include "tower/layers/convolutional/conv2d.h"
+
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/activations/activations.h"
+#include "tower/layers/layer_config.h"
+#include "tower/layers/layer_utils.h"
+
+namespace tower::layers {
+
+Conv2D::Conv2D(std::int64_t filters, const std::vector<std::int64_t>& kernel_size, const Conv2DOptions& options)
+    : Layer(options.name, "conv2d"), filters_(filters), options_(options) {
+  if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
+  kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
+  options_.strides = normalize_tuple(*this, "strides", options.strides, 2);
+  options_.dilation_rate = normalize_tuple(*this, "dilation_rate", options.dilation_rate, 2);
+  options_.padding = normalize_padding(*this, options.padding);
+  // As Keras (and TF's kernels): a dilated kernel moves one pixel at a time.
+  bool strided = options_.strides[0] > 1 || options_.strides[1] > 1;
+  bool dilated = options_.dilation_rate[0] > 1 || options_.dilation_rate[1] > 1;
+  if (strided && dilated)
+    raise<ValueError>("{}: strides > 1 are not supported together with dilation_rate > 1; use one of them",
+                      describe(*this));
+  check_activation_name(options.activation);
+}
+
+void Conv2D::build(const std::vector<Shape>& input_shapes) {
+  const Shape& in = input_shapes.at(0);
+  expect_input_rank(*this, in, 4, "(batch, height, width, channels)");
+  expect_known_dim(*this, in, -1, "channels");
+  add_weight("kernel", {kernel_size_[0], kernel_size_[1], in.dim(-1), filters_}, options_.kernel_initializer,
+             options_.kernel_regularizer);
+  if (options_.use_bias) add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer);
+}
+
+std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, in)
+  expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (kh, kw, in, filters), (filters,)
+  const std::int64_t in = kernel->shape()[2];
+  if (x.shape().dim(-1) != in)
+    raise<ShapeError>("{}: expected input with {} channels (its last axis), got {}", describe(*this), in,
+                      x.shape().to_string());
+  auto y = ops::conv2d(x, read(ctx, kernel), {options_.strides, options_.padding, options_.dilation_rate});
+  if (bias) y = ops::bias_add(y, read(ctx, bias));  // (batch, out_h, out_w, filters)
+  return {apply_activation(options_.activation, y)};
+}
+
+nlohmann::json Conv2D::get_config() const {
+  return layer_config(*this, {{"filters", filters_},
+                              {"kernel_size", ints_to_json(kernel_size_)},
+                              {"strides", ints_to_json(options_.strides)},
+                              {"padding", options_.padding},
+                              {"data_format", "channels_last"},
+                              {"dilation_rate", ints_to_json(options_.dilation_rate)},
+                              {"groups", 1},
+                              {"activation", activation_to_config(options_.activation)},
+                              {"use_bias", options_.use_bias},
+                              {"kernel_initializer", options_.kernel_initializer.get_config()},
+                              {"bias_initializer", options_.bias_initializer.get_config()},
+                              {"kernel_regularizer", options_.kernel_regularizer.get_config()},
+                              {"bias_regularizer", options_.bias_regularizer.get_config()},
+                              {"activity_regularizer", nullptr},
+                              {"kernel_constraint", nullptr},
+                              {"bias_constraint", nullptr}});
+}
+
+LayerPtr Conv2D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Conv2D");
+  r.check_common();
+  r.expect("groups", 1, "grouped convolutions");
+  r.expect("lora_rank", nullptr, "LoRA");
+  Conv2DOptions options{.strides = r.ints("strides", {1, 1}),
+                        .padding = r.padding("padding"),
+                        .dilation_rate = r.ints("dilation_rate", {1, 1}),
+                        .activation = r.activation("activation"),
+                        .use_bias = r.boolean("use_bias", true),
+                        .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                        .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                        .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                        .bias_regularizer = r.regularizer("bias_regularizer"),
+                        .name = r.name()};
+  return r.finish(Conv2D(r.integer("filters"), r.ints("kernel_size"), options));
+}
+
+}  // namespace tower::layers

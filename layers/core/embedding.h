@@ -1,0 +1,38 @@
+// Embedding: maps integer indices to rows of a trainable table, as Keras's Embedding.
+#pragma once
+
+#include <string>
+
+#include "tower/layers/layer.h"
+
+namespace tower::layers {
+
+struct EmbeddingOptions {
+  Initializer embeddings_initializer = "uniform";  // random_uniform(-0.05, 0.05), as Keras
+  Regularizer embeddings_regularizer;
+  std::string name;
+};
+
+// indices: (batch, ...) integers in [0, input_dim) (floats are cast to int32, as Keras does)
+// -> (batch, ..., output_dim). Weight: embeddings (input_dim, output_dim).
+class Embedding : public Layer {
+ public:
+  Embedding(std::int64_t input_dim, std::int64_t output_dim, const EmbeddingOptions& options = {});
+
+  void build(const std::vector<Shape>& input_shapes) override;
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Embedding>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
+  std::string class_name() const override { return "Embedding"; }
+
+  std::int64_t input_dim() const { return input_dim_; }
+  std::int64_t output_dim() const { return output_dim_; }
+
+ private:
+  std::int64_t input_dim_, output_dim_;
+  EmbeddingOptions options_;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,268 @@
+// Model: Keras's functional model (a graph of layer calls from inputs to outputs), and the training
+// API every model has: compile, fit, evaluate, predict, the *_on_batch steps, summary, weights.
+// A Model is a Layer: calling it on new KerasTensors nests it in another model. Copies of a Model
+// object share one model.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tower/layers/callbacks/callback.h"
+#include "tower/layers/engine/data_adapter.h"
+#include "tower/layers/layer.h"
+#include "tower/layers/engine/logs.h"
+#include "tower/layers/losses/losses.h"
+#include "tower/layers/metrics/metrics.h"
+#include "tower/optimizers/optimizer.h"
+
+namespace tower {
+
+class Executor;
+
+// compile()'s optimizer: a Keras name ("adam"), an optimizer object (copied) or a shared one.
+class OptimizerArg {
+ public:
+  OptimizerArg(const char* name);                        // NOLINT: implicit by design
+  OptimizerArg(const std::string& name);                 // NOLINT
+  OptimizerArg(const optimizers::Optimizer& optimizer);  // NOLINT
+  OptimizerArg(optimizers::OptimizerPtr optimizer);      // NOLINT
+  const optimizers::OptimizerPtr& get() const { return optimizer_; }
+
+ private:
+  optimizers::OptimizerPtr optimizer_;
+};
+
+// compile()'s loss: one for every output, or one per output (in output order).
+class LossArg {
+ public:
+  LossArg(const char* name) : per_output_{losses::Loss(name)} {}             // NOLINT
+  LossArg(const std::string& name) : per_output_{losses::Loss(name)} {}      // NOLINT
+  LossArg(const losses::Loss& loss) : per_output_{loss} {}                   // NOLINT
+  LossArg(std::initializer_list<losses::Loss> losses) : per_output_(losses) {}  // NOLINT
+  LossArg(std::vector<losses::Loss> losses) : per_output_(std::move(losses)) {}  // NOLINT
+  const std::vector<losses::Loss>& losses() const { return per_output_; }
+
+ private:
+  std::vector<losses::Loss> per_output_;
+};
+
+struct CompileOptions {
+  std::vector<double> loss_weights;  // one per output; empty = all 1
+};
+
+// The towers of a parallel wrapper (parallel::multi_gpu_model): fit reports each device's throughput
+// from them and, with auto_ratios, sets the shares from what it measured in the first epoch.
+struct TowerLayout {
+  std::vector<std::string> devices;
+  std::shared_ptr<std::vector<std::int64_t>> ratios;  // each device's share; read when a graph is built
+  bool auto_ratios = false;
+  // Mirrored variables: per device, the copy of each inner-model variable that its tower reads
+  // (variables living on that device are read themselves). Empty: the towers share one copy.
+  std::map<std::string, std::map<const Variable*, VariablePtr>> mirrors;
+  // With mirrors: adds a training step's updates to `graph`: the gradient of `loss` for every copy
+  // of `variables`, summed across the copies (an all-reduce), and `optimizer`'s update of every copy
+  // with that sum (parallel/mirrored_variables.h).
+  std::function<std::vector<Node*>(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
+                                   const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
+                                   const SymbolicTensor& learning_rate, const SymbolicTensor& iteration)>
+      apply_gradients;
+  // Every copy of `variable` (a variable or one of its mirrors): itself first, then its mirrors in
+  // device order.
+  std::vector<VariablePtr> copies_of(const VariablePtr& variable) const;
+};
+
+struct FitOptions {
+  std::int64_t batch_size = 32;
+  int epochs = 1;
+  int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
+  std::vector<CallbackPtr> callbacks;
+  double validation_split = 0.0;  // the last fraction of x, y (before shuffling), as Keras
+  // (x, y) for validation; takes precedence over validation_split (as validation_dataset does).
+  std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> validation_data;
+  // Validation batches from a batched dataset (an io::Dataset: std::make_shared<io::Dataset>(ds));
+  // not together with validation_data. validation_batch_size does not apply to it.
+  std::shared_ptr<const DataSource> validation_dataset;
+  // Arrays only: reshuffle the samples every epoch, in epoch_permutation(n, seed, epoch) order.
+  bool shuffle = true;
+  std::map<std::int64_t, double> class_weight;  // class id -> weight of its samples in the loss
+  std::optional<Tensor> sample_weight;          // (samples,) weights in the loss
+  int initial_epoch = 0;
+  std::int64_t validation_batch_size = 0;  // 0 = batch_size
+  std::uint64_t seed = 0;                   // shuffling; 0 = next_seed() when fit starts
+};
+
+struct EvaluateOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 1;
+  std::vector<CallbackPtr> callbacks;
+  std::optional<Tensor> sample_weight;
+};
+
+struct PredictOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 0;  // 1: a progress bar (Keras's default "auto"); 0 here because C++ callers rarely want it
+  std::vector<CallbackPtr> callbacks;
+};
+
+struct LoadWeightsOptions {
+  bool by_name = false;         // match layers by name instead of by position
+  bool skip_mismatch = false;   // with by_name: skip layers whose weight count or shapes differ
+};
+
+class Model : public Layer {
+ public:
+  // A functional model from inputs to outputs (KerasTensors made by calling layers on the inputs).
+  Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name = "");
+  Model(const KerasTensor& input, const KerasTensor& output, const std::string& name = "");
+  ~Model() override;
+
+  // ---- structure ---------------------------------------------------------------------------------
+  // Keras's model.layers: every layer in graph order (functional models include InputLayers).
+  virtual std::vector<LayerPtr> layers() const;
+  // The layer named `name`; throws NotFoundError listing the names.
+  LayerPtr get_layer(const std::string& name) const;
+  const std::vector<KerasTensor>& inputs() const;
+  const std::vector<KerasTensor>& outputs() const;
+  // Output layer names ("dense_2"), used in multi-output log names ("dense_2_loss").
+  std::vector<std::string> output_names() const;
+  // Prints Keras's summary table (line_length 65 as Keras's default for Sequential-like models).
+  void summary(std::ostream& out) const;
+  void summary() const;
+  std::string summary_string() const;
+
+  // ---- Layer -------------------------------------------------------------------------------------
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Model>(*this); }
+  std::string class_name() const override;
+  std::vector<VariablePtr> trainable_weights() const override;
+  std::vector<VariablePtr> non_trainable_weights() const override;
+  std::vector<SymbolicTensor> regularization_losses(Graph& graph) const override;
+  void set_trainable(bool trainable) override;
+
+  // ---- training ----------------------------------------------------------------------------------
+  void compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics = {},
+               const CompileOptions& options = {});
+  bool compiled() const;
+  optimizers::Optimizer& optimizer() const;  // throws when not compiled
+
+  History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  History fit(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const FitOptions& options = {});
+  // Loss and metrics over the data: score[0] is the loss, then the metrics, as Keras's list.
+  Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
+  Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options = {});
+  Tensor predict(const Tensor& x, const PredictOptions& options = {});
+  std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});
+
+  // On a batched dataset (io::Dataset, io/dataset.h; docs/data.md): batches in the order the dataset
+  // makes them. The arrays-only options (batch_size, shuffle, seed, validation_split, sample_weight,
+  // validation_batch_size) do not apply and throw when set; weights come from the dataset's elements.
+  // predict ignores the elements' labels and returns one array per model output.
+  History fit(const DataSource& data, const FitOptions& options = {});
+  Logs evaluate(const DataSource& data, const EvaluateOptions& options = {});
+  std::vector<Tensor> predict(const DataSource& data, const PredictOptions& options = {});
+
+  // Where the next fit() starts, set by BackupAndRestore in on_train_begin after it restored the
+  // weights: fit begins at `epoch` (0-based) and skips the first `step` batches of that epoch
+  // (trained before the interruption), then forgets it.
+  void set_initial_position(int epoch, std::int64_t step);
+
+  Logs train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                      const std::optional<Tensor>& sample_weight = std::nullopt);
+  Logs test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
+                     const std::optional<Tensor>& sample_weight = std::nullopt);
+  std::vector<Tensor> predict_on_batch(const std::vector<Tensor>& x);
+
+  // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit after the current batch or epoch.
+  bool stop_training() const;
+  void set_stop_training(bool stop);
+
+  // ---- weights in Keras's legacy HDF5 layout (defined in io/keras_weights.cpp) -----------------
+  // Written atomically (a temporary file renamed over `path`).
+  void save_weights(const std::string& path) const;
+  // Checks the whole file against the model first; on any mismatch throws naming the first
+  // mismatching layer and both shapes, and leaves every weight unchanged.
+  void load_weights(const std::string& path, const LoadWeightsOptions& options = {});
+
+  // ---- the whole model in Keras's legacy HDF5 layout (defined in io/keras_model.cpp) -------------
+  // Architecture (model_config), weights, training_config and optimizer state, written atomically;
+  // models::load_model (io/keras_model.h) reads it back, and Keras's load_model too.
+  void save(const std::string& path, bool include_optimizer = true) const;
+
+  // ---- architecture as Keras's model_config JSON (defined in io/model_config.cpp) ---------------
+  // tf.keras 2's config: {"name", "trainable", "layers", "input_layers", "output_layers"}, or a
+  // Sequential's {"name", "layers"}. from_config reads a functional config ("Model"/"Functional").
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
+  std::string to_json() const;  // io::model_to_json
+
+ public:
+  // Internal state, defined in layers/engine/model_internal.h.
+  struct Data;
+  struct Function;
+  const Data& internal() const { return *data_; }  // for io/ (files) and parallel/
+
+  // ---- parallel wrappers ---------------------------------------------------------------------------
+  // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
+  // Saving and loading weights or the whole model go to it, so files never nest.
+  std::shared_ptr<const Model> wrapped_model() const;
+  // `towers`: the devices that run it and their shares of a batch.
+  void set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout towers = {});
+  // True once the model knows its inputs (a Sequential without an Input learns them from data).
+  bool has_graph() const;
+
+ protected:
+  // For Sequential: a model whose graph is set later with set_graph().
+  explicit Model(const std::string& name, const std::string& default_base);
+  void set_graph(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs);
+  void mark_sequential();
+  // Sequential without an Input builds its graph from the first data it sees.
+  virtual void build_from_data(const std::vector<Tensor>& x);
+  // Drops compiled engine graphs (after a change of structure, trainability or compile arguments).
+  void reset_functions();
+
+ private:
+  struct Batch;
+  Batch prepare_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sample_weight,
+                      const char* where);
+  // The engine graph cached in `slot` (train, test or predict; y null for predict), rebuilt when the
+  // labels' layout changes.
+  Function& function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training);
+  void build_function(Function& f, const std::vector<Tensor>* y, bool training);
+  // call(); for a tower wrapper, also each output's per-tower parts (tower_outputs[k][i]: output k
+  // of tower i, before the Concatenate), from which training computes losses tower by tower.
+  std::vector<SymbolicTensor> call_graph(CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
+                                         std::vector<std::vector<SymbolicTensor>>* tower_outputs);
+  void check_inputs(const std::vector<Tensor>& x, const char* where) const;
+  // The loops, written once over DataAdapter (arrays and datasets). dataset: check each batch's inputs
+  // and apply class_weight per batch (arrays are checked and weighted once before).
+  // y_layout: labels whose layout builds the graph before the first batch (arrays).
+  History run_fit(DataAdapter& train, DataAdapter* validation, const FitOptions& options, bool dataset,
+                  const std::vector<Tensor>* y_layout);
+  Logs run_test(DataAdapter& data, int verbose, const std::vector<CallbackPtr>& callbacks, bool for_fit, bool dataset,
+                const std::vector<Tensor>* y_layout);
+  std::vector<Tensor> run_predict(DataAdapter& data, const PredictOptions& options, bool dataset);
+
+  std::shared_ptr<Data> data_;
+};
+
+// A tf.distribute-style strategy (parallel::MirroredStrategy): a model compiled while the strategy's
+// scope is open trains, evaluates and predicts through it.
+class DistributionStrategy {
+ public:
+  virtual ~DistributionStrategy() = default;
+  // The towers that run `model` (a parallel wrapper around it) for one engine graph. `previous`: the
+  // layout of the model's earlier towers (empty the first time), whose mirrors and ratios the new
+  // towers keep, so every graph of the model (train, test, predict) uses the same copies.
+  virtual Model distribute(const Model& model, const TowerLayout& previous) const = 0;
+};
+
+// The strategy whose scope is open on this thread, or null.
+const std::shared_ptr<const DistributionStrategy>& current_strategy();
+// Makes `strategy` this thread's current one; returns the one it replaces (for scope guards).
+std::shared_ptr<const DistributionStrategy> set_current_strategy(std::shared_ptr<const DistributionStrategy> strategy);
+
+}  // namespace tower

@@ -1,0 +1,51 @@
+// Losses by Keras name: each gives a per-sample loss (batch,); the trainer averages it over the batch
+// with sample weights (Keras's "sum over batch size" reduction).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "tower/core/graph.h"
+
+namespace tower::losses {
+
+struct LossOptions {
+  bool from_logits = false;      // crossentropies: y_pred holds logits rather than probabilities
+  double label_smoothing = 0.0;  // categorical and binary crossentropy
+  double delta = 1.0;            // huber
+};
+
+// A loss function: y_true, y_pred -> per-sample loss (batch,) (the mean over the last axis for
+// elementwise losses, as Keras). Names: categorical_crossentropy, sparse_categorical_crossentropy,
+// binary_crossentropy, mean_squared_error ("mse"), mean_absolute_error ("mae"), huber (Keras's
+// "huber_loss" too); CamelCase class names are accepted. Unknown names throw ValueError.
+class Loss {
+ public:
+  using Function = std::function<SymbolicTensor(const SymbolicTensor& y_true, const SymbolicTensor& y_pred)>;
+
+  Loss(const char* name) : Loss(std::string(name)) {}  // NOLINT: implicit, as Keras strings
+  Loss(const std::string& name, const LossOptions& options = {});  // NOLINT
+  // A custom loss (a C++ callable giving a per-sample loss), reported under `name`.
+  Loss(Function function, std::string name);
+
+  const std::string& name() const { return name_; }  // canonical snake_case name
+  const LossOptions& options() const { return options_; }
+  // y_true: (batch, ...) of any numeric dtype (integer class ids for the sparse loss);
+  // y_pred: (batch, ...) float. Checks shapes and names the loss in the error.
+  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const;
+
+ private:
+  std::string name_;
+  LossOptions options_;
+  Function function_;
+};
+
+// Keras's loss classes, with their defaults.
+inline Loss CategoricalCrossentropy(const LossOptions& o = {}) { return Loss("categorical_crossentropy", o); }
+inline Loss SparseCategoricalCrossentropy(const LossOptions& o = {}) { return Loss("sparse_categorical_crossentropy", o); }
+inline Loss BinaryCrossentropy(const LossOptions& o = {}) { return Loss("binary_crossentropy", o); }
+inline Loss MeanSquaredError() { return Loss("mean_squared_error"); }
+inline Loss MeanAbsoluteError() { return Loss("mean_absolute_error"); }
+inline Loss Huber(double delta = 1.0) { return Loss("huber", {.delta = delta}); }
+
+}  // namespace tower::losses

@@ -1,0 +1,22 @@
+// Helpers shared by losses.cpp and metrics.cpp (Keras's losses/loss.py utilities), defined in losses.cpp.
+#pragma once
+
+#include <string>
+
+#include "tower/core/graph.h"
+
+namespace tower::losses::internal {
+
+// A scalar constant of x's dtype (broadcast by the elementwise ops).
+SymbolicTensor constant_like(const SymbolicTensor& x, double value);
+SymbolicTensor as_dtype(const SymbolicTensor& x, DType dtype);  // a cast only when needed
+SymbolicTensor squeeze_last(const SymbolicTensor& x);           // (..., 1) -> (...)
+SymbolicTensor expand_last(const SymbolicTensor& x);            // (...) -> (..., 1)
+// Keras's squeeze_or_expand_to_same_rank: drops or adds a trailing 1 when the ranks differ by one.
+void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred);
+// Per-sample values (batch,): the mean over every axis after the batch.
+SymbolicTensor per_sample(const SymbolicTensor& values);
+// True when the shapes have the same rank and agree wherever both dimensions are known.
+bool same_shape(const Shape& a, const Shape& b);
+
+}  // namespace tower::losses::internal

@@ -1,0 +1,21 @@
+// Multiply: the elementwise product of its inputs, as Keras's Multiply.
+#pragma once
+
+#include "tower/layers/merging/merge.h"
+
+namespace tower::layers {
+
+// inputs: (batch, ...) each, matching as Merge describes -> their broadcast shape.
+class Multiply : public Merge {
+ public:
+  explicit Multiply(const MergeOptions& options = {}) : Merge("Multiply", options) {}
+
+  std::shared_ptr<Layer> share() const override { return std::make_shared<Multiply>(*this); }
+  // The layer a config of any Keras version describes (layers/registry.h).
+  static LayerPtr from_config(const nlohmann::json& config);
+
+ protected:
+  SymbolicTensor merge(const std::vector<SymbolicTensor>& inputs) const override;
+};
+
+}  // namespace tower::layers

@@ -1,0 +1,45 @@
+// Metrics by Keras name. Every supported metric is a mean of per-sample values over the epoch
+// (Keras's MeanMetricWrapper), so the trainer averages batch means weighted by batch size.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "tower/core/graph.h"
+
+namespace tower::metrics {
+
+// Names: "accuracy"/"acc" (resolved per output as Keras does: binary when y_pred's last dimension is 1,
+// sparse categorical when y_true has lower rank or a last dimension of 1, else categorical),
+// binary_accuracy, categorical_accuracy, sparse_categorical_accuracy, top_k_categorical_accuracy,
+// sparse_top_k_categorical_accuracy (k = 5), mean_squared_error ("mse"), mean_absolute_error ("mae"),
+// and the loss names. Unknown names throw ValueError.
+class Metric {
+ public:
+  using Function = std::function<SymbolicTensor(const SymbolicTensor& y_true, const SymbolicTensor& y_pred)>;
+
+  Metric(const char* name) : Metric(std::string(name)) {}  // NOLINT: implicit, as Keras strings
+  Metric(const std::string& name);                          // NOLINT
+  // A custom metric: per-sample values (batch,).
+  Metric(Function function, std::string name);
+
+  static Metric TopKCategoricalAccuracy(int k = 5);
+  static Metric SparseTopKCategoricalAccuracy(int k = 5);
+  static Metric BinaryAccuracy(double threshold = 0.5);
+
+  // The name the user gave ("accuracy", "acc", "mse"): Keras reports the metric under it.
+  const std::string& name() const { return name_; }
+  // "accuracy"/"acc" resolved to a concrete metric for these shapes (other metrics: a copy).
+  Metric resolve(const Shape& y_true, const Shape& y_pred) const;
+  // Per-sample values (batch,) in y_pred's float dtype.
+  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const;
+
+ private:
+  std::string name_;   // as reported
+  std::string kind_;   // canonical function name
+  int k_ = 5;
+  double threshold_ = 0.5;
+  Function function_;
+};
+
+}  // namespace tower::metrics

@@ -1,0 +1,50 @@
+// BatchNormalization: normalizes each channel (the last axis) with the batch's statistics while
+// training and with moving averages of them at inference, as Keras 3's BatchNormalization.
+#pragma once
+
+#include <string>
+
+#include "tower/layers/layer.h"
+
+namespace tower::layers {
+
+struct BatchNormalizationOptions {
+  int axis = -1;  // only the last axis (channels_last) is supported
+  double momentum = 0.99;
+  double epsilon = 1e-3;
+  bool center = true;  // add beta
+  bool scale = true;   // multiply by gamma
+  Initializer beta_initializer = "zeros";
+  Initializer gamma_initializer = "ones";
+  Initializer moving_mean_initializer = "zeros";
+  Initializer moving_variance_initializer = "ones";
+  Regularizer beta_regularizer;
+  Regularizer gamma_regularizer;
+  std::string name;
+};
+
+// x: (batch, ..., c) -> the same shape. Weights: gamma (c,), beta (c,) trainable; moving_mean (c,),
+// moving_variance (c,) non-trainable. Training (and trainable) uses the batch's mean and biased
+// variance and appends to ctx.updates: moving = moving * momentum + batch * (1 - momentum).
+class BatchNormalization : public Layer {
+ public:
+  explicit BatchNormalization(const BatchNormalizationOptions& options = {});
+
+  void build(const std::vector<Shape>& input_shapes) override;
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<BatchNormalization>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
+  std::string class_name() const override { return "BatchNormalization"; }
+
+  const BatchNormalizationOptions& options() const { return options_; }
+
+ private:
+  // The channel axis must be the last one: axis -1 or rank - 1.
+  void check_axis(const Shape& shape) const;
+
+  BatchNormalizationOptions options_;
+};
+
+}  // namespace tower::layers

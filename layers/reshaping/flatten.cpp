@@ -1,0 +1,35 @@
+// Flatten.
+#include "tower/layers/reshaping/flatten.h"
+
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/layer_config.h"
+#include "tower/layers/layer_utils.h"
+
+namespace tower::layers {
+
+Flatten::Flatten(const FlattenOptions& options) : Layer(options.name, "flatten") {}
+
+std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, d1, ..., dk)
+  const Shape& shape = x.shape();
+  if (shape.rank() < 1) raise<ShapeError>("{}: expected an input with a batch axis, got a scalar", describe(*this));
+  std::int64_t features = 1;
+  for (int i = 1; i < shape.rank(); ++i) {
+    if (shape[i] < 0)
+      raise<ShapeError>("{}: every dimension but the batch must be known to flatten, got {}", describe(*this),
+                        shape.to_string());
+    features *= shape[i];
+  }
+  return {ops::reshape(x, {-1, features})};  // (batch, features)
+}
+
+nlohmann::json Flatten::get_config() const { return layer_config(*this, {{"data_format", "channels_last"}}); }
+
+LayerPtr Flatten::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Flatten");
+  r.check_common();
+  return r.finish(Flatten({.name = r.name()}));
+}
+
+}  // namespace tower::layers
