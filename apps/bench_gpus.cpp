@@ -20,8 +20,8 @@
 
 #include "apps/device_args.h"
 #include "apps/mnist_models.h"
+#include "tower/core/executor.h"
 #include "tower/core/random.h"
-#include "tower/layers/engine/model_internal.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/multi_gpu_model.h"
 
@@ -68,7 +68,7 @@ Timing time_steps(Model& model, const Tensor& x, const Tensor& y, int steps, con
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) {
     model.train_on_batch({x}, {y});  // its loss is read back: every step ends on the host
-    if (const Plan* plan = model.internal().train_fn->executor->last_plan(); plan && plan->num_lanes() > 1)
+    if (const Plan* plan = model.last_plan(Model::Mode::train); plan && plan->num_lanes() > 1)
       for (std::size_t d = 0; d < devices.size(); ++d) t.busy_seconds[d] += plan->busy_seconds(device(devices[d]));
   }
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

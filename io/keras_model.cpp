@@ -10,7 +10,7 @@
 
 #include "tower/io/keras_weights.h"
 #include "tower/io/model_config.h"
-#include "tower/layers/engine/model_internal.h"
+#include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizers.h"
 
 namespace tower::io {
@@ -191,8 +191,8 @@ std::string what_of(const char* call, const std::string& path) { return fmt::for
 // ---- public -------------------------------------------------------------------------------------------
 
 json training_config(const Model& model) {
-  const auto& d = model.internal();
-  if (!d.compiled) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
+  if (!model.compiled()) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
+  const Model::CompileArgs& d = model.compile_args();
   json loss;
   if (d.losses.size() == 1) {
     loss = loss_to_config(d.losses[0]);

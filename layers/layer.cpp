@@ -11,6 +11,7 @@
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/core/input_layer.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower {
 
@@ -151,8 +152,9 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
 }
 
 SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight) {
-  if (ctx.tower_copies)
-    if (auto it = ctx.tower_copies->find(weight.get()); it != ctx.tower_copies->end()) return ctx.graph.variable(it->second);
+  if (ctx.replica && ctx.replica->local_variables)
+    if (auto it = ctx.replica->local_variables->find(weight.get()); it != ctx.replica->local_variables->end())
+      return ctx.graph.variable(it->second);
   return ctx.graph.variable(weight);
 }
 

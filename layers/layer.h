@@ -28,6 +28,7 @@ namespace tower {
 
 class Layer;
 struct KerasNode;
+struct ReplicaContext;
 
 // A symbolic value of the Keras graph: the output `index` of one layer call. Shapes keep the batch
 // dimension unknown (-1), as Keras's (None, 784).
@@ -73,12 +74,9 @@ struct CallContext {
   std::vector<Node*>* updates = nullptr;
   // Scalar losses added by layers (regularizers), summed into the training loss.
   std::vector<SymbolicTensor>* losses = nullptr;
-  // In a tower of a parallel wrapper with mirrored variables: the copies of the layers' variables on
-  // the tower's device, which Layer::read reads instead (a variable not listed is read itself).
-  const std::map<const Variable*, VariablePtr>* tower_copies = nullptr;
-  // In a tower: its share's first row in the global batch (int64 scalar), so that Dropout draws, for
-  // the tower's rows, the masks one device would draw for the whole batch.
-  SymbolicTensor row_offset;
+  // The replica this call is for, when the model runs replicated (layers/engine/replication.h): the
+  // copies of the variables it reads, and where its rows sit in the global batch. Null otherwise.
+  const ReplicaContext* replica = nullptr;
 };
 
 class Layer {
@@ -151,7 +149,7 @@ class Layer {
   // The weight add_weight(name, ...) made, or null. Every handle of the layer sees it, whereas a member
   // set in build() lives only in the handle that was built: call() should look weights up here.
   VariablePtr weight(const std::string& name) const;
-  // Reads a weight in the graph being built (in a tower, its copy on the tower's device).
+  // Reads a weight in the graph being built (for a replica, the copy that replica reads).
   static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight);
   void mark_built() { state_->built = true; }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tower/core/autodiff.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/optimizers/optimizers.h"
@@ -139,6 +140,13 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
 SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name,
                                double initial) {
   return graph.variable(slot_variable(variable, slot_name, initial));
+}
+
+std::vector<Node*> Optimizer::minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                       const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) {
+  std::vector<SymbolicTensor> reads;
+  for (const auto& v : variables) reads.push_back(graph.variable(v));
+  return apply_gradients(graph, gradients(loss, reads), variables, learning_rate, iteration);
 }
 
 std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,

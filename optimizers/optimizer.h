@@ -44,6 +44,9 @@ class Optimizer {
   std::vector<Node*> apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,
                                      const std::vector<VariablePtr>& variables, const SymbolicTensor& learning_rate,
                                      const SymbolicTensor& iteration);
+  // Keras's minimize: the gradients of `loss` for `variables` (read where they live), applied.
+  std::vector<Node*> minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                              const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
 
   // Steps taken so far (Keras's optimizer.iterations); the trainer calls finish_step() after each.
   std::int64_t iterations() const { return iterations_; }

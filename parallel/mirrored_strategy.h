@@ -1,7 +1,8 @@
 // parallel::MirroredStrategy: tf.distribute.MirroredStrategy's front door to the same towers as
-// multi_gpu_model. Models built and compiled under its scope keep their weights on the first device
-// and train, evaluate and predict as towers on all of them, with mirrored variables; the model itself
-// is what fit, save and summary see.
+// multi_gpu_model (parallel::Towers). Models made or compiled under its scope keep their weights on
+// the first device and train, evaluate and predict as towers on all of them, with mirrored variables;
+// the model itself is what fit, save and summary see. A model made under the scope keeps the strategy
+// when compiled outside it, as in TensorFlow (Model::set_replication(nullptr) runs it on one device).
 //
 //   parallel::MirroredStrategy strategy;                  // every GPU (cpu:0 when there is none)
 //   parallel::MirroredStrategy strategy({"cpu:0", "cpu:1"});
@@ -22,6 +23,7 @@
 #include "tower/core/device.h"
 #include "tower/layers/engine/model.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/towers.h"
 
 namespace tower::parallel {
 
@@ -29,16 +31,16 @@ class MirroredStrategy {
  public:
   // Every visible GPU (logical GPUs count), or cpu:0 when there is none, as TensorFlow does.
   MirroredStrategy();
-  // These devices ("cuda:0", "cuda:1"; "cpu:0", "cpu:1"), each once. `options`: ratios (or auto) for
-  // devices of different speed, and the merge device, as multi_gpu_model takes them.
+  // These devices ({"cuda:0", "cuda:1"}; {"cpu:0", "cpu:1"}), each once. `options`: ratios (or auto)
+  // for devices of different speed, and the merge device, as multi_gpu_model takes them.
   explicit MirroredStrategy(const std::vector<std::string>& devices, const MultiGpuOptions& options = {});
 
   // How many towers share each batch.
   int num_replicas_in_sync() const;
   const std::vector<std::string>& devices() const;
 
-  // While a Scope lives, models compiled on this thread train through this strategy, and new layer
-  // weights are created on the first device. Scopes nest; the innermost wins.
+  // While a Scope lives, models made or compiled on this thread train through this strategy, and new
+  // layer weights are created on the first device. Scopes nest; the innermost wins.
   class Scope {
    public:
     ~Scope();
@@ -48,14 +50,13 @@ class MirroredStrategy {
    private:
     friend class MirroredStrategy;
     explicit Scope(const MirroredStrategy& strategy);
-    std::shared_ptr<const DistributionStrategy> previous_;
+    std::shared_ptr<const Replication> previous_;
     DefaultDeviceScope weights_;
   };
   Scope scope() const { return Scope(*this); }
 
  private:
-  class Towers;  // the DistributionStrategy the models hold
-  std::shared_ptr<const Towers> towers_;
+  std::shared_ptr<const Towers> towers_;  // the Replication the models hold
 };
 
 }  // namespace tower::parallel

@@ -1,32 +1,51 @@
-// Mirrored variables for parallel towers: one copy of each variable per device, initialised from it
-// (Variable::primary), the per-tower gradients summed by an all-reduce, the same optimizer update on
-// every copy. The variable itself is the primary copy: it is what the model saves, loads and shows.
+// Mirrored variables for parallel towers: one copy of each variable per device, made from it
+// (Variable::primary), the per-replica gradients summed by an all-reduce, the same optimizer update
+// on every copy. The variable itself is the primary copy: it is what the model saves, loads and shows.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "tower/layers/engine/model.h"
+#include "tower/core/graph.h"
+#include "tower/core/variable.h"
 #include "tower/parallel/all_reduce.h"
+
+namespace tower::optimizers {
+class Optimizer;
+}
 
 namespace tower::parallel {
 
-// For each of `devices`, a mirror of every weight of `model` that does not live there
-// (TowerLayout::mirrors).
-std::map<std::string, std::map<const Variable*, VariablePtr>> make_mirrors(const Model& model,
-                                                                           const std::vector<std::string>& devices);
+// The mirrors of variables, per device: made from a variable the first time a tower on that device
+// needs it, kept while the variable lives (every engine graph of a model reads the same copies).
+class MirrorSet {
+ public:
+  // For each of `variables` that does not live on `device`, its mirror there (made now if missing),
+  // keyed by the variable.
+  std::map<const Variable*, VariablePtr> on(const std::string& device, const std::vector<VariablePtr>& variables);
+  // The mirror of `variable` on `device`, or null.
+  VariablePtr find(const VariablePtr& variable, const std::string& device) const;
 
-// TowerLayout::apply_gradients for mirrored towers. The replicas are the towers' devices, then the
-// variables' own device when no tower runs there (its copy gets the same update, so the model's
-// weights are current whenever a callback or the user reads them). Each replica's gradients are the
-// loss's gradients of its copies; all_reduce_sum adds them (fixed-order buckets), and each replica
+ private:
+  struct Entry {
+    std::weak_ptr<Variable> primary;               // the entry is stale once it is gone
+    std::map<std::string, VariablePtr> by_device;  // its mirrors
+  };
+  mutable std::mutex mutex_;
+  std::map<const Variable*, Entry> entries_;
+};
+
+// A training step's updates with mirrored variables. copies[r][i]: replica r's copy of variable i
+// (the variable itself where it lives on replicas[r]). Each replica's gradients are the loss's
+// gradients of its copies; all_reduce_sum adds them (fixed-order buckets, `how`), and each replica
 // applies `optimizer` to its copies with the sums, on its own device, with its own slots.
-std::vector<Node*> apply_mirrored_gradients(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
-                                            const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
+std::vector<Node*> apply_mirrored_gradients(Graph& graph, const std::vector<std::string>& replicas,
+                                            const std::vector<std::vector<VariablePtr>>& copies,
+                                            const SymbolicTensor& loss, optimizers::Optimizer& optimizer,
                                             const SymbolicTensor& learning_rate, const SymbolicTensor& iteration,
                                             CrossDeviceOps how);
-
-// apply_mirrored_gradients with `how`, as TowerLayout::apply_gradients holds it.
-decltype(TowerLayout::apply_gradients) mirrored_gradients(CrossDeviceOps how);
 
 }  // namespace tower::parallel

@@ -7,12 +7,14 @@
 //
 //   Model parallel = parallel::multi_gpu_model(model, 3);                    // cuda:0, cuda:1, cuda:2
 //   Model parallel = parallel::multi_gpu_model(model, {0, 2, 3}, {.ratios = {3, 2, 2}});
-//   Model parallel = parallel::multi_gpu_model(model, std::vector<std::string>{"cpu:0", "cpu:1"});
+//   Model parallel = parallel::multi_gpu_model(model, {"cpu:0", "cpu:1"});
 //   parallel.compile(...); parallel.fit(...);   // the inner model's weights train
 //   parallel.save("m.h5");                       // the file `model` would write
 // A compiled model's wrapper starts compiled the same way, with the same optimizer.
 //
-// Each device keeps a mirror of the inner model's variables (parallel/mirrored_variables.h): the
+// The wrapper runs through parallel::Towers (parallel/towers.h), its Replication, which builds this
+// pattern in each engine graph. Each device keeps a mirror of the inner model's variables
+// (parallel/mirrored_variables.h): the
 // towers' gradients are summed by an all-reduce and every copy gets the same update, so training is
 // synchronous and gives the single-device result on the same global batch (the loss is the mean over
 // the whole batch, whatever the ratios). The inner model's own variables are the primary copies: they
@@ -21,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,8 +51,10 @@ struct MultiGpuOptions {
 
 // `gpus` GPUs: cuda:0 .. cuda:gpus-1 (logical GPUs count: see set_logical_device_configuration).
 Model multi_gpu_model(const Model& model, int gpus, const MultiGpuOptions& options = {});
-// The GPUs with these ids, in this order.
-Model multi_gpu_model(const Model& model, const std::vector<int>& gpu_ids, const MultiGpuOptions& options = {});
+// The GPUs with these ids, in this order: {0, 2, 3}, or a std::vector<int>. (Not a std::vector<int>
+// parameter: its iterator-pair constructor would make {"cpu:0", "cpu:1"} ambiguous.)
+Model multi_gpu_model(const Model& model, std::initializer_list<int> gpu_ids, const MultiGpuOptions& options = {});
+Model multi_gpu_model(const Model& model, std::span<const int> gpu_ids, const MultiGpuOptions& options = {});
 // Any devices by name: {"cpu:0", "cpu:1"} (CPU towers), {"cuda:0", "cuda:1"}, or a mix.
 Model multi_gpu_model(const Model& model, const std::vector<std::string>& devices, const MultiGpuOptions& options = {});
 

@@ -9,6 +9,7 @@
 #include "tower/core/ops.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/engine/model_internal.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower {
 
@@ -95,83 +96,13 @@ GraphOrder order_graph(const std::vector<KerasTensor>& inputs, const std::vector
 }
 
 
-// A tower's update (BatchNormalization's moving statistics, made by one tower's call of the inner
-// model): its index in CallContext::updates and the rows of that tower's share of the batch.
-struct TowerUpdate {
-  std::size_t index;
-  SymbolicTensor rows;  // scalar, float
-};
-
-// Which of the towers runs on `device` (-1: none, or not a tower wrapper).
-int tower_index(const TowerLayout& towers, const std::string& device) {
-  if (device.empty() || !towers.ratios) return -1;
-  const auto it = std::find(towers.devices.begin(), towers.devices.end(), device);
-  return it == towers.devices.end() ? -1 : static_cast<int>(it - towers.devices.begin());
-}
-
-// The rows of x (batch, ...) as a float scalar, from the elements it has at run time.
-SymbolicTensor rows_of(const SymbolicTensor& x) {
-  std::int64_t per_row = 1;
-  for (int d = 1; d < x.rank(); ++d) per_row *= x.shape()[d];
-  const SymbolicTensor ones = ops::ones_like(is_floating(x.dtype()) ? x : ops::cast(x, DType::float32));
-  return ops::scale(ops::reduce_sum(ones), 1.0 / static_cast<double>(std::max<std::int64_t>(per_row, 1)));
-}
-
-// Towers call the same layers once each, so a variable that a layer updates (the moving statistics)
-// gets one assign per tower (of the variable, or of the tower's mirror of it), and the last would win.
-// They become one assign of the towers' new values averaged by their shares' rows, given to every copy
-// of the variable: the moving mean then follows the global batch's mean, whatever the ratios, and a
-// tower with an empty share (whose statistics are 0 there) counts for nothing.
-void merge_tower_updates(CallContext& ctx, const TowerLayout& towers, const std::vector<TowerUpdate>& tower_updates) {
-  std::map<const Variable*, std::vector<const TowerUpdate*>> by_variable;  // primary -> its towers' assigns
-  std::map<const Variable*, VariablePtr> primary_of;
-  for (const auto& u : tower_updates) {
-    Node* update = (*ctx.updates)[u.index];
-    if (update->op() != "assign") continue;
-    const VariablePtr& target = update->inputs()[0].node()->variable();
-    if (!target) continue;
-    const VariablePtr& primary = target->primary() ? target->primary() : target;
-    by_variable[primary.get()].push_back(&u);
-    primary_of[primary.get()] = primary;
-  }
-  std::set<std::size_t> replaced;
-  std::vector<Node*> merged;
-  for (const auto& [variable, updates] : by_variable) {
-    const auto copies = towers.copies_of(primary_of.at(variable));
-    if (updates.size() < 2 && copies.size() < 2) continue;
-    SymbolicTensor average;
-    {
-      Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
-      SymbolicTensor weighted, rows;
-      for (const TowerUpdate* u : updates) {
-        const Node* update = (*ctx.updates)[u->index];
-        const SymbolicTensor& value = update->inputs()[1];
-        const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
-        const SymbolicTensor term = ops::multiply(value, share);
-        weighted = weighted.defined() ? ops::add(weighted, term) : term;
-        rows = rows.defined() ? ops::add(rows, share) : share;
-        replaced.insert(u->index);
-      }
-      average = ops::divide(weighted, rows);
-    }
-    for (const auto& copy : copies) {
-      Graph::DeviceScope on_copy(ctx.graph, copy->device().name());
-      merged.push_back(ops::assign(ctx.graph.variable(copy), average));
-    }
-  }
-  if (replaced.empty()) return;
-  std::vector<Node*> kept;
-  for (std::size_t k = 0; k < ctx.updates->size(); ++k)
-    if (!replaced.count(k)) kept.push_back((*ctx.updates)[k]);
-  kept.insert(kept.end(), merged.begin(), merged.end());
-  *ctx.updates = std::move(kept);
-}
 }  // namespace
 
 // ---- construction ------------------------------------------------------------------------------
 
 Model::Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name)
     : Layer(name, "functional"), data_(std::make_shared<Data>()) {
+  data_->replication = current_strategy();  // made under a strategy's scope: it runs replicated
   set_graph(inputs, outputs);
 }
 
@@ -179,7 +110,9 @@ Model::Model(const KerasTensor& input, const KerasTensor& output, const std::str
     : Model(std::vector<KerasTensor>{input}, std::vector<KerasTensor>{output}, name) {}
 
 Model::Model(const std::string& name, const std::string& default_base)
-    : Layer(name, default_base), data_(std::make_shared<Data>()) {}
+    : Layer(name, default_base), data_(std::make_shared<Data>()) {
+  data_->replication = current_strategy();
+}
 
 Model::~Model() = default;
 
@@ -246,11 +179,6 @@ std::vector<std::string> Model::output_names() const {
 // ---- Layer -------------------------------------------------------------------------------------
 
 std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
-  return call_graph(ctx, inputs, nullptr);
-}
-
-std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
-                                              std::vector<std::vector<SymbolicTensor>>* tower_outputs) {
   if (!has_graph()) raise<ValueError>("Model \"{}\": called before its input shape is known", name());
   if (inputs.size() != data_->inputs.size())
     raise<ValueError>("Model \"{}\": expects {} inputs, got {}", name(), data_->inputs.size(), inputs.size());
@@ -262,73 +190,43 @@ std::vector<SymbolicTensor> Model::call_graph(CallContext& ctx, const std::vecto
                         data_->inputs[i].layer().name(), expected.to_string(), inputs[i].shape().to_string());
     values[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = inputs[i];
   }
-  // Each tower's first row in the global batch (Dropout's masks), made where the batch is before any
-  // tower's ops: lanes run their steps in graph order, so a tower would otherwise wait for the towers
-  // before it to finish their forward pass before learning its offset.
-  std::vector<SymbolicTensor> row_offsets;
-  if (ctx.training && !inputs.empty() && data_->towers.ratios)
-    for (std::size_t t = 0; t < data_->towers.devices.size(); ++t)
-      row_offsets.push_back(ops::batch_share_start(inputs[0], *data_->towers.ratios, static_cast<int>(t)));
-  std::vector<TowerUpdate> tower_updates;
   for (const auto& node : data_->nodes) {
     std::vector<SymbolicTensor> args;
     for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
-    const auto* copies_before = ctx.tower_copies;  // a tower reads its device's mirrors
-    const SymbolicTensor offset_before = ctx.row_offset;
-    if (const int tower = tower_index(data_->towers, node->device); tower >= 0) {
-      if (auto it = data_->towers.mirrors.find(node->device); it != data_->towers.mirrors.end())
-        ctx.tower_copies = &it->second;
-      if (!row_offsets.empty()) ctx.row_offset = row_offsets[static_cast<std::size_t>(tower)];
-    }
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
-    const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
     auto results = node->layer->call(ctx, args);
-    ctx.tower_copies = copies_before;
-    ctx.row_offset = offset_before;
     for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
-    if (!node->device.empty() && ctx.updates && ctx.updates->size() > updates_before && !args.empty())
-      for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(args[0])});
   }
-  if (!tower_updates.empty()) merge_tower_updates(ctx, data_->towers, tower_updates);
   std::vector<SymbolicTensor> outputs;
   for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
-  // A tower wrapper's outputs are Concatenates of one output per tower.
-  if (tower_outputs && !data_->towers.devices.empty())
-    for (const auto& y : data_->outputs) {
-      if (y.node()->inputs.size() != data_->towers.devices.size())
-        raise<ValueError>("Model \"{}\": output \"{}\" does not join one output per tower", name(), y.layer().name());
-      tower_outputs->emplace_back();
-      for (const auto& part : y.node()->inputs) tower_outputs->back().push_back(values.at({part.node().get(), part.index()}));
-    }
   return outputs;
 }
 
 std::shared_ptr<const Model> Model::wrapped_model() const { return data_->wrapped; }
 
-void Model::set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout towers) {
+void Model::set_wrapped_model(std::shared_ptr<const Model> inner) {
   if (inner && inner->wrapped_model()) inner = inner->wrapped_model();  // a wrapper of a wrapper unwraps
   data_->wrapped = std::move(inner);
-  data_->towers = std::move(towers);
 }
 
-namespace {
-thread_local std::shared_ptr<const DistributionStrategy> this_thread_strategy;
-}  // namespace
+const std::shared_ptr<const Replication>& Model::replication() const { return data_->replication; }
 
-const std::shared_ptr<const DistributionStrategy>& current_strategy() { return this_thread_strategy; }
-
-std::shared_ptr<const DistributionStrategy> set_current_strategy(std::shared_ptr<const DistributionStrategy> strategy) {
-  return std::exchange(this_thread_strategy, std::move(strategy));
+void Model::set_replication(std::shared_ptr<const Replication> replication) {
+  data_->replication = std::move(replication);
+  reset_functions();
 }
 
-std::vector<VariablePtr> TowerLayout::copies_of(const VariablePtr& variable) const {
-  const VariablePtr& primary = variable->primary() ? variable->primary() : variable;
-  std::vector<VariablePtr> copies{primary};
-  for (const auto& device : devices)
-    if (auto on = mirrors.find(device); on != mirrors.end())
-      if (auto it = on->second.find(primary.get()); it != on->second.end()) copies.push_back(it->second);
-  return copies;
+const Model::CompileArgs& Model::compile_args() const { return data_->compile_args; }
+
+const Plan* Model::last_plan(Mode mode) const {
+  const auto& f = data_->slot(mode);
+  return f && f->executor ? f->executor->last_plan() : nullptr;
+}
+
+std::int64_t Model::last_batch_size(Mode mode) const {
+  const auto& f = data_->slot(mode);
+  return f ? f->last_batch_size : 0;
 }
 
 std::vector<VariablePtr> Model::trainable_weights() const {

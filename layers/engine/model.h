@@ -4,7 +4,6 @@
 // object share one model.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +21,8 @@
 namespace tower {
 
 class Executor;
+class Plan;
+class Replication;
 
 // compile()'s optimizer: a Keras name ("adam"), an optimizer object (copied) or a shared one.
 class OptimizerArg {
@@ -52,27 +53,6 @@ class LossArg {
 
 struct CompileOptions {
   std::vector<double> loss_weights;  // one per output; empty = all 1
-};
-
-// The towers of a parallel wrapper (parallel::multi_gpu_model): fit reports each device's throughput
-// from them and, with auto_ratios, sets the shares from what it measured in the first epoch.
-struct TowerLayout {
-  std::vector<std::string> devices;
-  std::shared_ptr<std::vector<std::int64_t>> ratios;  // each device's share; read when a graph is built
-  bool auto_ratios = false;
-  // Mirrored variables: per device, the copy of each inner-model variable that its tower reads
-  // (variables living on that device are read themselves). Empty: the towers share one copy.
-  std::map<std::string, std::map<const Variable*, VariablePtr>> mirrors;
-  // With mirrors: adds a training step's updates to `graph`: the gradient of `loss` for every copy
-  // of `variables`, summed across the copies (an all-reduce), and `optimizer`'s update of every copy
-  // with that sum (parallel/mirrored_variables.h).
-  std::function<std::vector<Node*>(Graph& graph, const TowerLayout& towers, const SymbolicTensor& loss,
-                                   const std::vector<VariablePtr>& variables, optimizers::Optimizer& optimizer,
-                                   const SymbolicTensor& learning_rate, const SymbolicTensor& iteration)>
-      apply_gradients;
-  // Every copy of `variable` (a variable or one of its mirrors): itself first, then its mirrors in
-  // device order.
-  std::vector<VariablePtr> copies_of(const VariablePtr& variable) const;
 };
 
 struct FitOptions {
@@ -200,17 +180,35 @@ class Model : public Layer {
   std::string to_json() const;  // io::model_to_json
 
  public:
-  // Internal state, defined in layers/engine/model_internal.h.
-  struct Data;
-  struct Function;
-  const Data& internal() const { return *data_; }  // for io/ (files) and parallel/
+  // ---- what parallel/, io/ and apps/ read -------------------------------------------------------------
+  // What compile() was given (io/ writes it as the file's training_config; parallel/ compiles a wrapper
+  // alike). Empty before compile().
+  struct CompileArgs {
+    optimizers::OptimizerPtr optimizer;
+    std::vector<losses::Loss> losses;  // one, or one per output
+    std::vector<metrics::Metric> metrics;
+    std::vector<double> loss_weights;  // one per output; empty = all 1
+  };
+  const CompileArgs& compile_args() const;
 
-  // ---- parallel wrappers ---------------------------------------------------------------------------
+  // Keras's modes: which of the model's engine graphs.
+  enum class Mode { train, test, predict };
+  // The plan the `mode` graph ran last (null before any run) and the samples of that batch: what
+  // throughput meters read (parallel/'s per-device meter, bench_gpus).
+  const Plan* last_plan(Mode mode) const;
+  std::int64_t last_batch_size(Mode mode) const;
+
+  // ---- replication (layers/engine/replication.h) -------------------------------------------------------
+  // How the model's engine graphs run: null as it is, else replicated (parallel::multi_gpu_model's
+  // towers, or the strategy whose scope was open when the model was made or compiled).
+  const std::shared_ptr<const Replication>& replication() const;
+  // Drops the engine graphs: the next step builds them through `replication`.
+  void set_replication(std::shared_ptr<const Replication> replication);
+
   // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
   // Saving and loading weights or the whole model go to it, so files never nest.
   std::shared_ptr<const Model> wrapped_model() const;
-  // `towers`: the devices that run it and their shares of a batch.
-  void set_wrapped_model(std::shared_ptr<const Model> inner, TowerLayout towers = {});
+  void set_wrapped_model(std::shared_ptr<const Model> inner);
   // True once the model knows its inputs (a Sequential without an Input learns them from data).
   bool has_graph() const;
 
@@ -224,18 +222,19 @@ class Model : public Layer {
   // Drops compiled engine graphs (after a change of structure, trainability or compile arguments).
   void reset_functions();
 
+ public:
+  // Private to layers/engine (defined in layers/engine/model_internal.h, which is not installed).
+  struct Data;
+  struct Function;  // one engine graph
+
  private:
-  struct Batch;
-  Batch prepare_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const std::optional<Tensor>& sample_weight,
-                      const char* where);
-  // The engine graph cached in `slot` (train, test or predict; y null for predict), rebuilt when the
-  // labels' layout changes.
-  Function& function(std::unique_ptr<Function>& slot, const std::vector<Tensor>* y, bool training);
+  struct Arrays;    // x, y and sample weights checked and converted (layers/engine/training.cpp)
+  Arrays prepare_arrays(const std::vector<Tensor>& x, const std::vector<Tensor>* y, const std::optional<Tensor>& sample_weight,
+                        std::int64_t batch_size, const char* where);
+  // The engine graph of `mode`, built (or rebuilt when the labels' layout changes) from the model:
+  // y null for predict (layers/engine/model_functions.cpp).
+  Function& function(Mode mode, const std::vector<Tensor>* y);
   void build_function(Function& f, const std::vector<Tensor>* y, bool training);
-  // call(); for a tower wrapper, also each output's per-tower parts (tower_outputs[k][i]: output k
-  // of tower i, before the Concatenate), from which training computes losses tower by tower.
-  std::vector<SymbolicTensor> call_graph(CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
-                                         std::vector<std::vector<SymbolicTensor>>* tower_outputs);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
   // The loops, written once over DataAdapter (arrays and datasets). dataset: check each batch's inputs
   // and apply class_weight per batch (arrays are checked and weighted once before).
@@ -248,21 +247,5 @@ class Model : public Layer {
 
   std::shared_ptr<Data> data_;
 };
-
-// A tf.distribute-style strategy (parallel::MirroredStrategy): a model compiled while the strategy's
-// scope is open trains, evaluates and predicts through it.
-class DistributionStrategy {
- public:
-  virtual ~DistributionStrategy() = default;
-  // The towers that run `model` (a parallel wrapper around it) for one engine graph. `previous`: the
-  // layout of the model's earlier towers (empty the first time), whose mirrors and ratios the new
-  // towers keep, so every graph of the model (train, test, predict) uses the same copies.
-  virtual Model distribute(const Model& model, const TowerLayout& previous) const = 0;
-};
-
-// The strategy whose scope is open on this thread, or null.
-const std::shared_ptr<const DistributionStrategy>& current_strategy();
-// Makes `strategy` this thread's current one; returns the one it replaces (for scope guards).
-std::shared_ptr<const DistributionStrategy> set_current_strategy(std::shared_ptr<const DistributionStrategy> strategy);
 
 }  // namespace tower

@@ -1,4 +1,5 @@
-// Model's private state, shared by model.cpp (structure), training.cpp (compile/fit/...) and summary.cpp.
+// Model's private state, shared by the files of layers/engine (model.cpp: structure; model_functions.cpp:
+// the engine graphs; training.cpp: the loops; summary.cpp). Not installed.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "tower/core/executor.h"
 #include "tower/layers/engine/model.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower {
 
@@ -23,12 +25,24 @@ struct Model::Function {
   std::vector<SymbolicTensor> fetches;  // predict: the outputs; else batch means named by `names`
   std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
   std::vector<Node*> targets;           // weight updates (train only)
-  std::vector<VariablePtr> mirrors;     // the mirrored variables the graph reads (parallel towers)
+  std::unique_ptr<ReplicatedCall> replicas;  // the model called per replica (its hooks run around each step)
   std::unique_ptr<Executor> executor;
+  std::int64_t last_batch_size = 0;
 
-  // Runs the graph once (fetches and targets). Mirrors written to since the last run (load_weights,
-  // set_weights, training without the towers) are brought up to date first.
-  std::vector<Tensor> run(const FeedMap& feeds);
+  // Runs the graph once (fetches and targets) on a batch of `batch_size` samples, with the
+  // replication's hooks around it.
+  std::vector<Tensor> run(const FeedMap& feeds, std::int64_t batch_size);
+  // The feeds of a batch; sparse class ids out of range are refused first.
+  FeedMap feeds(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight) const;
+  // One step on a batch: the loss and metric means (names order); train_step also feeds the learning
+  // rate and the 1-based step number and counts the step. Random ops (Dropout) draw with counter =
+  // the optimizer's step count, so step k's masks are the same in a run resumed from a checkpoint.
+  std::vector<double> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight,
+                                std::int64_t batch_size);
+  std::vector<double> train_step(optimizers::Optimizer& optimizer, const std::vector<Tensor>& x,
+                                 const std::vector<Tensor>& y, const Tensor& sample_weight, std::int64_t batch_size);
+  // The outputs on the host.
+  std::vector<Tensor> predict_step(const std::vector<Tensor>& x, std::int64_t batch_size);
 };
 
 struct Model::Data {
@@ -39,25 +53,22 @@ struct Model::Data {
   // through a plain Model copy (`Model m = sequential;`).
   bool sequential = false;
 
-  // compile()
   bool compiled = false;
-  optimizers::OptimizerPtr optimizer;
-  std::vector<losses::Loss> losses;  // one per output
-  std::vector<double> loss_weights;  // one per output
-  std::vector<metrics::Metric> metrics;
+  CompileArgs compile_args;
 
-  // parallel::multi_gpu_model: the model the towers run (its variables are the towers' variables).
+  // parallel::multi_gpu_model: the model the towers run (what files hold).
   std::shared_ptr<const Model> wrapped;
-  // Its devices and their shares of a batch; for a model compiled under a strategy, the layout of the
-  // towers it runs as.
-  TowerLayout towers;
-  // Set by compile() under a strategy's scope: the engine graphs run the model as its towers.
-  std::shared_ptr<const DistributionStrategy> strategy;
+  // How the engine graphs run (null: as the model is).
+  std::shared_ptr<const Replication> replication;
 
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.
   std::optional<std::pair<int, std::int64_t>> initial_position;
   std::unique_ptr<Function> train_fn, test_fn, predict_fn;
+
+  std::unique_ptr<Function>& slot(Mode mode) {
+    return mode == Mode::train ? train_fn : mode == Mode::test ? test_fn : predict_fn;
+  }
 };
 
 }  // namespace tower

@@ -258,8 +258,11 @@ SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTens
     raise<DTypeError>("{}: y_pred must be float, got {} of shape {}", name_, dtype_name(y_pred.dtype()),
                       y_pred.shape().to_string());
   auto values = function_(y_true, y_pred);
-  if (values.rank() == 0)
-    raise<ShapeError>("{}: the loss must give one value per sample (batch,), got a scalar", name_);
+  // A function that already averaged over the batch (a scalar) counts for every sample, as in Keras.
+  if (values.rank() == 0) {
+    const SymbolicTensor ones = ops::ones_like(per_sample(y_pred));  // (batch,)
+    return ops::multiply(ones.dtype() == values.dtype() ? ones : ops::cast(ones, values.dtype()), values);
+  }
   return per_sample(values);
 }
 

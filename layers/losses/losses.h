@@ -25,7 +25,8 @@ class Loss {
 
   Loss(const char* name) : Loss(std::string(name)) {}  // NOLINT: implicit, as Keras strings
   Loss(const std::string& name, const LossOptions& options = {});  // NOLINT
-  // A custom loss (a C++ callable giving a per-sample loss), reported under `name`.
+  // A custom loss (a C++ callable giving a per-sample loss (batch, ...), or a scalar: the batch's mean,
+  // which then counts for every sample, as Keras takes it), reported under `name`.
   Loss(Function function, std::string name);
 
   const std::string& name() const { return name_; }  // canonical snake_case name

@@ -4,6 +4,7 @@
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/core/random.h"
+#include "tower/layers/engine/replication.h"
 #include "tower/layers/layer_config.h"
 #include "tower/layers/layer_utils.h"
 
@@ -20,7 +21,7 @@ Dropout::Dropout(double rate, const DropoutOptions& options)
 std::vector<SymbolicTensor> Dropout::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);
   if (!ctx.training || rate_ == 0.0) return {x};
-  return {ops::dropout(x, rate_, seed_, ctx.row_offset)[0]};
+  return {ops::dropout(x, rate_, seed_, ctx.replica ? ctx.replica->first_row : SymbolicTensor())[0]};
 }
 
 nlohmann::json Dropout::get_config() const {

@@ -10,7 +10,7 @@
 #include "tower/core/random.h"
 #include "tower/io/dataset.h"
 #include "tower/layers/layers.h"
-#include "tower/layers/engine/model_internal.h"
+#include "tower/parallel/towers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tests/parallel/tower_test_model.h"
@@ -54,8 +54,8 @@ TEST_CASE("MirroredStrategy: a model compiled under its scope trains on every de
   const auto allocations = last.memory_stats().allocations;
   const auto h2 = model.fit(x, y, fit);
   CHECK(last.memory_stats().allocations > allocations);  // a tower ran there
-  CHECK(model.internal().towers.devices == strategy.devices());
-  CHECK(model.internal().towers.mirrors.size() == 2);  // cpu:2 and cpu:3; cpu:1 holds the variables
+  CHECK(parallel::tower_devices(model) == strategy.devices());
+  CHECK(parallel::mirrors(model).size() == 2);  // cpu:2 and cpu:3; cpu:1 holds the variables
   for (std::size_t e = 0; e < 3; ++e)
     CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
   const auto w1 = single.get_weights(), w2 = model.get_weights();
@@ -64,12 +64,35 @@ TEST_CASE("MirroredStrategy: a model compiled under its scope trains on every de
   check_close(model.predict(x, {.verbose = 0}), single.predict(x, {.verbose = 0}), 1e-5, 1e-6);
   CHECK(model.wrapped_model() == nullptr);  // the model is itself: it saves and summarises as it is
 
-  // Compiled again outside the scope, it trains on its own device.
+  // Compiled again outside the scope, it keeps the strategy it was made under (as TensorFlow does).
   model.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+  const auto before_recompiled = last.memory_stats().allocations;
+  model.fit(x, y, fit);
+  CHECK(parallel::tower_devices(model) == strategy.devices());
+  CHECK(last.memory_stats().allocations > before_recompiled);  // the towers ran again
+
+  // Without its replication, it trains on its own device.
+  model.set_replication(nullptr);
   const auto copies_before = last.memory_stats().allocations;
   model.fit(x, y, fit);
-  CHECK(model.internal().towers.devices.empty());
+  CHECK(parallel::tower_devices(model).empty());
   CHECK(last.memory_stats().allocations == copies_before);  // no tower on cpu:3 any more
+}
+
+TEST_CASE("MirroredStrategy: a model made under the scope and compiled outside it trains as towers") {
+  clear_session();
+  parallel::MirroredStrategy strategy({"cpu:1", "cpu:2"});
+  Sequential model = [&] {
+    auto scope = strategy.scope();
+    return make_model(5);
+  }();
+  model.compile("sgd", "sparse_categorical_crossentropy");  // outside the scope
+  Device& second = device("cpu:2");
+  const auto before = second.memory_stats().allocations;
+  auto [x, y] = data(16);
+  model.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0});
+  CHECK(parallel::tower_devices(model) == strategy.devices());
+  CHECK(second.memory_stats().allocations > before);  // a tower ran on cpu:2
 }
 
 TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first batch under the strategy") {
@@ -85,7 +108,7 @@ TEST_CASE("MirroredStrategy: a Sequential without an Input builds from the first
   auto [x, y] = data(16);
   const auto history = model.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0});
   CHECK(std::isfinite(history.history.at("loss")[1]));
-  CHECK(model.internal().towers.devices.size() == 2);
+  CHECK(parallel::tower_devices(model).size() == 2);
 }
 
 TEST_CASE("MirroredStrategy: fit on a dataset reports each device from the first epoch") {

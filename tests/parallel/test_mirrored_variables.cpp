@@ -10,7 +10,7 @@
 #include "tower/core/ops.h"
 #include "tower/core/random.h"
 #include "tower/layers/layers.h"
-#include "tower/layers/engine/model_internal.h"
+#include "tower/parallel/towers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/all_reduce.h"
 #include "tower/parallel/multi_gpu_model.h"
@@ -36,7 +36,7 @@ std::pair<Tensor, Tensor> data(std::int64_t n) { return testing::tower_test_data
 // Every (primary, mirror) pair of a wrapper.
 std::vector<std::pair<VariablePtr, VariablePtr>> mirror_pairs(const Model& wrapper) {
   std::vector<std::pair<VariablePtr, VariablePtr>> pairs;
-  for (const auto& [device, copies] : wrapper.internal().towers.mirrors)
+  for (const auto& [device, copies] : parallel::mirrors(wrapper))
     for (const auto& [primary, mirror] : copies) pairs.emplace_back(mirror->primary(), mirror);
   return pairs;
 }
@@ -129,7 +129,7 @@ TEST_CASE("mirrored variables: the towers read their mirrors, which train with t
   // nothing re-syncs it) and only the rows of cpu:2's share change.
   const auto reference = parallel.predict(x, {.batch_size = 6, .verbose = 0});
   const auto kernel = inner.layers().back()->weights()[0];  // the output layer's
-  const auto& spoiled = parallel.internal().towers.mirrors.at("cpu:2").at(kernel.get());
+  const auto spoiled = parallel::mirrors(parallel).at("cpu:2").at(kernel.get());
   spoiled->assign(Tensor::zeros(spoiled->shape(), spoiled->dtype(), spoiled->device()));
   const auto changed = parallel.predict(x, {.batch_size = 6, .verbose = 0});
   const auto a = reference.to_vector<float>(), b = changed.to_vector<float>();

@@ -12,10 +12,11 @@
 #include "tower/core/random.h"
 #include "tower/io/hdf5.h"
 #include "tower/io/keras_model.h"
-#include "tower/layers/engine/model_internal.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
+#include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/towers.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"
@@ -134,6 +135,21 @@ TEST_CASE("multi_gpu_model: files through the wrapper are the inner model's; a w
   CHECK(twice.layers()[4]->name() == model.name());
 }
 
+TEST_CASE("multi_gpu_model and MirroredStrategy take a braced list of device names, and ids") {
+  clear_session();
+  auto model = make_model(1);
+  Model by_names = parallel::multi_gpu_model(model, {"cpu:0", "cpu:1"});  // not ambiguous with GPU ids
+  CHECK(parallel::tower_devices(by_names) == Devices{"cpu:0", "cpu:1"});
+  Model with_options = parallel::multi_gpu_model(model, {"cpu:1", "cpu:2"}, {.ratios = {2, 1}});
+  CHECK(parallel::towers_of(with_options)->ratios() == std::vector<std::int64_t>{2, 1});
+  CHECK(parallel::MirroredStrategy({"cpu:0", "cpu:1"}).num_replicas_in_sync() == 2);
+  if (device_count(DeviceKind::cuda) == 0) {  // ids as a list and as a vector reach the GPU check
+    CHECK(contains(message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, {0, 1}); }), "GPU 0 does not exist"));
+    const std::vector<int> ids{1};
+    CHECK(contains(message_of<NotFoundError>([&] { parallel::multi_gpu_model(model, ids); }), "GPU 1 does not exist"));
+  }
+}
+
 TEST_CASE("multi_gpu_model: bad devices and ratios get clear errors") {
   clear_session();
   auto model = make_model(1);
@@ -226,8 +242,8 @@ TEST_CASE("multi_gpu_model: training and evaluation compute losses and metrics p
   auto [x, y] = data(12);
   parallel.train_on_batch({x}, {y});
   parallel.test_on_batch({x}, {y});
-  for (const auto* fn : {parallel.internal().train_fn.get(), parallel.internal().test_fn.get()}) {
-    const std::string plan = fn->executor->last_plan()->to_string();
+  for (const auto mode : {Model::Mode::train, Model::Mode::test}) {
+    const std::string plan = parallel.last_plan(mode)->to_string();
     CHECK_MESSAGE(!contains(plan, "(None, 3) float32, (None, 3) float32"), plan);  // no Concatenate of outputs
     for (const char* device : {"cpu:1 ", "cpu:2 "}) {  // each tower's own loss and accuracy
       CHECK(contains(plan, std::string(device) + "       sparse_softmax_cross_entropy"));
@@ -235,7 +251,7 @@ TEST_CASE("multi_gpu_model: training and evaluation compute losses and metrics p
     }
   }
   parallel.predict(x, {.verbose = 0});  // predict alone gathers the outputs
-  CHECK(contains(parallel.internal().predict_fn->executor->last_plan()->to_string(), "concat"));
+  CHECK(contains(parallel.last_plan(Model::Mode::predict)->to_string(), "concat"));
 }
 
 TEST_CASE("multi_gpu_model: every tower gets its share and its Dropout row offset before any tower computes") {
@@ -248,7 +264,7 @@ TEST_CASE("multi_gpu_model: every tower gets its share and its Dropout row offse
   parallel.compile("sgd", "sparse_categorical_crossentropy");
   auto [x, y] = data(12);
   parallel.train_on_batch({x}, {y});
-  const std::string plan = parallel.internal().train_fn->executor->last_plan()->to_string();
+  const std::string plan = parallel.last_plan(Model::Mode::train)->to_string();
   const std::size_t first_dense = plan.find(" dense ");
   REQUIRE(first_dense != std::string::npos);
   // The batch_share_start steps (not the copies of their values to the towers), and the input's shares

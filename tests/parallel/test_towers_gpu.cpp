@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "tower/io/hdf5.h"
-#include "tower/layers/engine/model_internal.h"
+#include "tower/parallel/towers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
@@ -84,7 +84,7 @@ TEST_CASE("towers on 3 logical GPUs give one device's weights, whatever the rati
       CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-4));
     check_same_weights(inner, single);
     // Every mirror holds its primary's bits (the same kernels on every logical GPU of one GPU).
-    for (const auto& [device, copies] : towers.internal().towers.mirrors)
+    for (const auto& [device, copies] : parallel::mirrors(towers))
       for (const auto& [primary, mirror] : copies) {
         const Tensor a = mirror->value().to(cpu_device()), b = mirror->primary()->value().to(cpu_device());
         if (mirror->primary()->device().kind() == DeviceKind::cuda)

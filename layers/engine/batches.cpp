@@ -1,0 +1,106 @@
+// Batch preparation: arrays checked and converted for the engine graphs.
+#include "tower/layers/engine/batches.h"
+
+#include <algorithm>
+
+#include "tower/core/error.h"
+
+namespace tower::engine {
+
+std::int64_t num_samples(const std::vector<Tensor>& arrays, const std::string& where) {
+  std::int64_t n = -1;
+  for (const auto& a : arrays) {
+    if (a.shape().rank() == 0) raise<ShapeError>("{}: arrays need a batch dimension, got a scalar", where);
+    if (n >= 0 && a.shape()[0] != n) {
+      std::string sizes;
+      for (const auto& b : arrays) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b.shape()[0]);
+      raise<ShapeError>("{}: all arrays must have the same number of samples, got {}", where, sizes);
+    }
+    n = a.shape()[0];
+  }
+  return n;
+}
+
+Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n) {
+  Tensor out;
+  gather_rows(src, idx, n, out);
+  return out;
+}
+
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor src = t.to(cpu_device());
+  Tensor out = Tensor::zeros(src.shape(), dtype);
+  const std::int64_t n = src.num_elements();
+  dispatch_any(src.dtype(), "cast", [&]<typename S>() {
+    dispatch_any(dtype, "cast", [&]<typename D>() {
+      const S* s = src.data<S>();
+      D* d = out.data<D>();
+      for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+    });
+  });
+  return out;
+}
+
+std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& x, const std::vector<KerasTensor>& inputs) {
+  std::vector<Tensor> out;
+  for (std::size_t i = 0; i < x.size(); ++i) out.push_back(to_dtype(x[i], inputs[i].dtype()));
+  return out;
+}
+
+std::vector<Tensor> prepare_labels(const std::vector<Tensor>& y) {
+  std::vector<Tensor> out;
+  for (const auto& t : y) out.push_back(t.dtype() == DType::uint8 ? to_dtype(t, DType::int32) : t);
+  return out;
+}
+
+void apply_class_weight(const std::map<std::int64_t, double>& class_weight, const Tensor& y, Tensor& weights) {
+  const std::int64_t n = weights.shape()[0];
+  auto labels = to_dtype(y, DType::float64);
+  const std::int64_t per = labels.shape().rank() > 1 && n ? labels.num_elements() / n : 1;
+  const double* l = labels.data<double>();
+  float* w = weights.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t cls = per == 1 ? static_cast<std::int64_t>(l[i])
+                                : std::max_element(l + i * per, l + (i + 1) * per) - (l + i * per);
+    auto it = class_weight.find(cls);
+    if (it != class_weight.end()) w[i] *= static_cast<float>(it->second);
+  }
+}
+
+StepBatches::StepBatches(const std::vector<KerasTensor>& inputs, std::string where, bool labels,
+                         const std::map<std::int64_t, double>* class_weight)
+    : inputs_(inputs),
+      where_(std::move(where)),
+      batch_where_(where_ + ": a batch"),
+      labels_(labels),
+      class_weight_(class_weight) {}
+
+StepBatch StepBatches::make(const DataElement& e) {
+  StepBatch b;
+  b.x = prepare_inputs(e.x, inputs_);
+  if (labels_) b.y = prepare_labels(e.y);
+  all_.assign(b.x.begin(), b.x.end());  // a member: its capacity is kept from step to step
+  all_.insert(all_.end(), b.y.begin(), b.y.end());
+  b.size = num_samples(all_, batch_where_);
+  if (!labels_) return b;
+  if (e.sample_weight) {
+    b.sample_weight = to_dtype(*e.sample_weight, DType::float32);
+    if (b.sample_weight.shape() != Shape{b.size})
+      raise<ShapeError>("{}: a batch of {} samples has sample weights of shape {}; expected ({},)", where_, b.size,
+                        b.sample_weight.shape().to_string(), b.size);
+  }
+  if (class_weight_ && !class_weight_->empty()) {
+    if (b.y.size() != 1) raise<ValueError>("{}: class_weight needs a model with one output, got {}", where_, b.y.size());
+    b.sample_weight = b.sample_weight.defined() ? b.sample_weight.clone() : Tensor::full({b.size}, 1.0);
+    apply_class_weight(*class_weight_, b.y[0], b.sample_weight);
+  }
+  if (!b.sample_weight.defined()) {
+    auto& ones = ones_[b.size];
+    if (!ones.defined()) ones = Tensor::full({b.size}, 1.0);
+    b.sample_weight = ones;
+  }
+  return b;
+}
+
+}  // namespace tower::engine

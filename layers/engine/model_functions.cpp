@@ -1,0 +1,250 @@
+// Model's engine graphs: compile(), and the graph of each mode (train, test, predict) built from the
+// model through its replication (layers/engine/replication.h): forward, losses, metrics and, for
+// training, gradients and the optimizer's updates. The Executor caches one plan per batch shape.
+#include <algorithm>
+#include <optional>
+
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/engine/model_internal.h"
+
+namespace tower {
+
+// ---- compile() -------------------------------------------------------------------------------------
+
+OptimizerArg::OptimizerArg(const char* name) : optimizer_(optimizers::get(name)) {}
+OptimizerArg::OptimizerArg(const std::string& name) : optimizer_(optimizers::get(name)) {}
+OptimizerArg::OptimizerArg(const optimizers::Optimizer& optimizer) : optimizer_(optimizer.clone()) {}
+OptimizerArg::OptimizerArg(optimizers::OptimizerPtr optimizer) : optimizer_(std::move(optimizer)) {
+  if (!optimizer_) raise<ValueError>("compile: the optimizer is null");
+}
+
+void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics,
+                    const CompileOptions& options) {
+  auto& d = *data_;
+  // Under a strategy's scope the model runs through it; outside, it keeps the one it was made (or
+  // last compiled) under, as TensorFlow does.
+  if (current_strategy()) d.replication = current_strategy();
+  d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics,
+                    .loss_weights = options.loss_weights};
+  d.compiled = true;
+  d.stop_training = false;
+  reset_functions();
+}
+
+bool Model::compiled() const { return data_->compiled; }
+
+optimizers::Optimizer& Model::optimizer() const {
+  if (!data_->compile_args.optimizer) raise<ValueError>("Model \"{}\": has no optimizer; call compile() first", name());
+  return *data_->compile_args.optimizer;
+}
+
+// ---- building the engine graphs --------------------------------------------------------------------
+
+void Model::check_inputs(const std::vector<Tensor>& x, const char* where) const {
+  const auto& inputs = data_->inputs;
+  if (x.size() != inputs.size())
+    raise<ValueError>("Model \"{}\": {} expects {} input arrays, got {}", name(), where, inputs.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    auto dims = x[i].shape().dims();
+    if (!dims.empty()) dims[0] = -1;
+    if (!Shape(dims).compatible_with(inputs[i].shape()))
+      raise<ShapeError>("Model \"{}\": {}: input {} (\"{}\") expects arrays of shape {}, got {}", name(), where, i,
+                        inputs[i].layer().name(), inputs[i].shape().to_string(), x[i].shape().to_string());
+  }
+}
+
+namespace {
+
+// Where a model computes: on the device its weights live on (DefaultDeviceScope at build time),
+// or the default device for a model without weights.
+Device& compute_device(const Model& model) {
+  const auto weights = model.weights();
+  if (weights.empty()) return default_device();
+  Device& first = weights.front()->value().device();
+  for (const auto& w : weights)
+    if (&w->value().device() != &first)
+      raise<ValueError>("Model \"{}\": its weights live on several devices (\"{}\" on {}, \"{}\" on {}); build the "
+                        "model under one DefaultDeviceScope, or use parallel::multi_gpu_model for several devices",
+                        model.name(), weights.front()->name(), first.name(), w->name(), w->value().device().name());
+  return first;
+}
+
+// A placeholder for a batch of arrays like `like` (any batch size).
+SymbolicTensor batch_placeholder(Graph& graph, const Shape& like, DType dtype, const std::string& name) {
+  auto dims = like.dims();
+  dims[0] = -1;
+  return graph.placeholder(Shape(dims), dtype, name);
+}
+
+}  // namespace
+
+void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training) {
+  auto& d = *data_;
+  for (const auto& input : d.inputs) f.x.push_back(batch_placeholder(f.graph, input.shape(), input.dtype(), input.layer().name()));
+  std::vector<Node*> updates;
+  std::vector<SymbolicTensor> layer_losses;
+  CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
+  const Replication& replication = d.replication ? *d.replication : single_replica();
+  f.replicas = replication.call(*this, ctx, f.x);
+  const auto& outputs = f.replicas->outputs();
+  f.executor = std::make_unique<Executor>(compute_device(*this));  // every node without a device of its own
+  if (!y) {  // predict
+    f.fetches = outputs;
+    return;
+  }
+
+  if (!d.compiled) raise<ValueError>("Model \"{}\": call compile() before fit, evaluate or *_on_batch", name());
+  const std::size_t n_out = outputs.size();
+  if (y->size() != n_out)
+    raise<ValueError>("Model \"{}\": has {} outputs but {} label arrays were given", name(), n_out, y->size());
+  std::vector<losses::Loss> losses = d.compile_args.losses;
+  if (losses.size() == 1 && n_out > 1) losses.assign(n_out, losses[0]);
+  if (losses.size() != n_out)
+    raise<ValueError>("Model \"{}\": compile() got {} losses for {} outputs", name(), losses.size(), n_out);
+  const auto& loss_weights = d.compile_args.loss_weights;
+  std::vector<double> weights = loss_weights.empty() ? std::vector<double>(n_out, 1.0) : loss_weights;
+  if (weights.size() != n_out)
+    raise<ValueError>("Model \"{}\": compile() got {} loss_weights for {} outputs", name(), weights.size(), n_out);
+
+  f.sample_weight = f.graph.placeholder({-1}, DType::float32, "sample_weight");
+  auto names = output_names();
+  for (std::size_t k = 0; k < n_out; ++k) {
+    f.y.push_back(batch_placeholder(f.graph, (*y)[k].shape(), (*y)[k].dtype(), names[k] + "_target"));
+    f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
+  }
+
+  // Each output's loss and metrics: means over the global batch, formed by the replication.
+  SymbolicTensor total;
+  std::vector<SymbolicTensor> output_losses, metric_values;
+  std::vector<std::string> metric_names;
+  for (std::size_t k = 0; k < n_out; ++k) {
+    auto loss_k = f.replicas->batch_mean(k, f.y[k], f.sample_weight,
+                                         [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
+                                           auto per_sample = losses[k](y_k, out);  // (batch,)
+                                           return ops::multiply(per_sample, per_sample.dtype() == DType::float32
+                                                                                ? sw
+                                                                                : ops::cast(sw, per_sample.dtype()));
+                                         });
+    output_losses.push_back(loss_k);
+    auto weighted = weights[k] == 1.0 ? loss_k : ops::scale(loss_k, weights[k]);
+    total = total.defined() ? ops::add(total, weighted) : weighted;
+    const std::string prefix = n_out > 1 ? names[k] + "_" : "";
+    for (const auto& metric : d.compile_args.metrics) {
+      auto resolved = metric.resolve((*y)[k].shape(), outputs[k].shape());
+      metric_values.push_back(f.replicas->batch_mean(
+          k, f.y[k], f.sample_weight,
+          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor&) { return resolved(y_k, out); }));
+      metric_names.push_back(prefix + metric.name());
+    }
+  }
+  for (const auto& reg : regularization_losses(f.graph)) total = ops::add(total, reg);
+  for (const auto& extra : layer_losses) total = ops::add(total, extra);
+
+  f.fetches.push_back(total);
+  f.names.push_back("loss");
+  if (n_out > 1)
+    for (std::size_t k = 0; k < n_out; ++k) {
+      f.fetches.push_back(output_losses[k]);
+      f.names.push_back(names[k] + "_loss");
+    }
+  for (std::size_t i = 0; i < metric_values.size(); ++i) {
+    f.fetches.push_back(metric_values[i]);
+    f.names.push_back(metric_names[i]);
+  }
+  if (!training) return;
+
+  auto variables = trainable_weights();
+  if (variables.empty())
+    raise<ValueError>("Model \"{}\": has no trainable weights (are all its layers frozen?)", name());
+  f.learning_rate = f.graph.placeholder({}, DType::float32, "learning_rate");
+  f.iteration = f.graph.placeholder({}, DType::float32, "iteration");
+  f.targets = f.replicas->apply_gradients(total, variables, *d.compile_args.optimizer, f.learning_rate, f.iteration);
+  f.targets.insert(f.targets.end(), updates.begin(), updates.end());
+}
+
+namespace {
+// True when the graph's label placeholders take these arrays (same trailing dims and dtype).
+bool takes_labels(const Model::Function& f, const std::vector<Tensor>& y) {
+  if (f.y.size() != y.size()) return false;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    auto dims = y[i].shape().dims();
+    dims[0] = -1;
+    if (f.y[i].shape() != Shape(dims) || f.y[i].dtype() != y[i].dtype()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
+  auto& slot = data_->slot(mode);
+  if (!slot || (y && !takes_labels(*slot, *y))) {
+    slot.reset();
+    auto f = std::make_unique<Function>();
+    build_function(*f, y, mode == Mode::train);
+    slot = std::move(f);
+  }
+  return *slot;
+}
+
+// ---- running them ----------------------------------------------------------------------------------
+
+std::vector<Tensor> Model::Function::run(const FeedMap& feeds, std::int64_t batch_size) {
+  replicas->before_step();
+  auto values = executor->run(feeds, fetches, targets);
+  last_batch_size = batch_size;
+  replicas->after_step();
+  return values;
+}
+
+FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
+                               const Tensor& weights) const {
+  // Sparse class ids outside [0, classes) are refused here, on the host, before a step runs: a GPU
+  // kernel cannot stop to throw (it would give NaN), so every device gets the same clear error.
+  for (std::size_t k = 0; k < y_batch.size() && k < classes.size(); ++k) {
+    const std::int64_t n_classes = classes[k];
+    if (n_classes == 0 || !y_batch[k].device().host_accessible()) continue;
+    dispatch_any(y_batch[k].dtype(), "sparse_categorical_crossentropy labels", [&]<typename T>() {
+      const T* ids = y_batch[k].data<T>();
+      for (std::int64_t i = 0; i < y_batch[k].num_elements(); ++i)
+        if (!(ids[i] >= T(0) && static_cast<double>(ids[i]) < static_cast<double>(n_classes)))
+          raise<ValueError>("sparse_categorical_crossentropy: label {} (sample {} of the batch{}) is out of range for "
+                            "{} classes; labels must be class ids 0..{} (check the number of output units)",
+                            static_cast<double>(ids[i]), i, y_batch.size() > 1 ? fmt::format(", output {}", k) : "",
+                            n_classes, n_classes - 1);
+    });
+  }
+  FeedMap out;
+  for (std::size_t i = 0; i < x_batch.size(); ++i) out.emplace_back(x[i], x_batch[i]);
+  for (std::size_t i = 0; i < y_batch.size() && i < y.size(); ++i) out.emplace_back(y[i], y_batch[i]);
+  if (sample_weight.defined()) out.emplace_back(sample_weight, weights);
+  return out;
+}
+
+std::vector<double> Model::Function::test_step(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
+                                               const Tensor& weights, std::int64_t batch_size) {
+  std::vector<double> out;
+  for (const auto& v : run(feeds(x_batch, y_batch, weights), batch_size)) out.push_back(v.item());
+  return out;
+}
+
+std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer, const std::vector<Tensor>& x_batch,
+                                                const std::vector<Tensor>& y_batch, const Tensor& weights,
+                                                std::int64_t batch_size) {
+  auto fed = feeds(x_batch, y_batch, weights);
+  fed.emplace_back(learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
+  fed.emplace_back(iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
+  graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
+  std::vector<double> out;
+  for (const auto& v : run(fed, batch_size)) out.push_back(v.item());
+  optimizer.finish_step();
+  return out;
+}
+
+std::vector<Tensor> Model::Function::predict_step(const std::vector<Tensor>& x_batch, std::int64_t batch_size) {
+  std::vector<Tensor> out;
+  for (auto& t : run(feeds(x_batch, {}, Tensor()), batch_size)) out.push_back(t.to(cpu_device()));
+  return out;
+}
+
+}  // namespace tower

@@ -1,0 +1,59 @@
+// The single replica (a model that runs as it is) and the thread's strategy scope.
+#include "tower/layers/engine/replication.h"
+
+#include <utility>
+
+#include "tower/core/ops.h"
+#include "tower/layers/engine/model.h"
+
+namespace tower {
+
+namespace {
+
+class SingleCall : public ReplicatedCall {
+ public:
+  SingleCall(Graph& graph, std::vector<SymbolicTensor> outputs) : graph_(graph), outputs_(std::move(outputs)) {}
+
+  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
+
+  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                            const PerSample& per_sample) override {
+    return ops::reduce_mean(per_sample(y, outputs_.at(output), sample_weight));
+  }
+
+  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                     const SymbolicTensor& iteration) override {
+    return optimizer.minimize(graph_, loss, variables, learning_rate, iteration);
+  }
+
+ private:
+  Graph& graph_;
+  std::vector<SymbolicTensor> outputs_;
+};
+
+class SingleReplica : public Replication {
+ public:
+  std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
+                                       const std::vector<SymbolicTensor>& inputs) const override {
+    return std::make_unique<SingleCall>(ctx.graph, model.call(ctx, inputs));
+  }
+  int num_replicas_in_sync() const override { return 1; }
+};
+
+thread_local std::shared_ptr<const Replication> this_thread_strategy;
+
+}  // namespace
+
+const Replication& single_replica() {
+  static const SingleReplica single;
+  return single;
+}
+
+const std::shared_ptr<const Replication>& current_strategy() { return this_thread_strategy; }
+
+std::shared_ptr<const Replication> set_current_strategy(std::shared_ptr<const Replication> strategy) {
+  return std::exchange(this_thread_strategy, std::move(strategy));
+}
+
+}  // namespace tower

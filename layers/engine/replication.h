@@ -1,0 +1,102 @@
+// Replication: the one seam between the model machinery (layers/engine) and parallel/.
+//
+// A Model holds at most one (Model::replication(); none: the model runs as it is). Through it the
+// model's engine graphs (fit, evaluate, predict) call the model once per replica, form batch means,
+// apply gradients, and run hooks around every step. layers/ knows replicas only through this header:
+// devices, mirrored variables and all-reduces belong to the implementations in parallel/ (towers on
+// the devices of one process, parallel/towers.h; a group of worker processes plugs in the same way).
+//
+// One training step, as the engine graph is built (layers/engine/model_functions.cpp):
+//   auto call = replication.call(model, ctx, x);             // forward, once per replica
+//   loss = call->batch_mean(k, y, sample_weight, per_sample);  // per replica, then combined
+//   targets = call->apply_gradients(loss, variables, ...);     // gradients, their sum, the updates
+// and as it runs: call->before_step(); plan.run(...); call->after_step().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tower/core/graph.h"
+#include "tower/core/variable.h"
+#include "tower/layers/callbacks/callback.h"
+
+namespace tower {
+
+class Model;
+struct CallContext;
+namespace optimizers {
+class Optimizer;
+}
+
+// What a layer sees of the replica it is called for (CallContext::replica; null: no replication).
+struct ReplicaContext {
+  // The variables this replica reads in place of the model's own (its copies on its device); a
+  // variable not listed is read itself.
+  const std::map<const Variable*, VariablePtr>* local_variables = nullptr;
+  // This replica's first row in the global batch (int64 scalar; undefined: row 0), so that random
+  // layers (Dropout) draw for its rows what one device would draw for the whole batch.
+  SymbolicTensor first_row;
+};
+
+// The model called once per replica in one engine graph (Replication::call).
+class ReplicatedCall {
+ public:
+  virtual ~ReplicatedCall() = default;
+
+  // The model's outputs for the whole batch (predict), in output order.
+  virtual const std::vector<SymbolicTensor>& outputs() const = 0;
+
+  // (batch,) values of a loss or metric from labels (batch, ...), output (batch, ...) and sample
+  // weights (batch,).
+  using PerSample = std::function<SymbolicTensor(const SymbolicTensor& y, const SymbolicTensor& output,
+                                                 const SymbolicTensor& sample_weight)>;
+  // The mean over the global batch of per_sample(y, output `output`, sample_weight); y (batch, ...)
+  // and sample_weight (batch,) are the whole batch's placeholders. A scalar.
+  virtual SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                                    const PerSample& per_sample) = 0;
+
+  // A training step's updates: the gradients of `loss` for `variables` (the model's trainable
+  // weights), applied by `optimizer` to every copy the replicas read.
+  virtual std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                             optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                             const SymbolicTensor& iteration) = 0;
+
+  // Around every run of the graph. before_step: what was written outside the graph (set_weights,
+  // load_weights) reaches every replica's copies. after_step: the step has run.
+  virtual void before_step() {}
+  virtual void after_step() {}
+};
+
+class Replication {
+ public:
+  virtual ~Replication() = default;
+
+  // Adds `model` called on `inputs` (the global batch, one placeholder per model input) once per
+  // replica to ctx.graph.
+  virtual std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
+                                               const std::vector<SymbolicTensor>& inputs) const = 0;
+
+  // How many replicas share each batch (Keras's strategy.num_replicas_in_sync).
+  virtual int num_replicas_in_sync() const = 0;
+
+  // Callbacks that fit runs after the user's (e.g. each device's throughput, load balancing). Made
+  // anew for every fit.
+  virtual std::vector<CallbackPtr> fit_callbacks() const { return {}; }
+};
+
+// The replication of a model that runs as it is: one replica, the plain batch means and updates.
+const Replication& single_replica();
+
+// ---- strategy scopes (parallel::MirroredStrategy::scope()) -----------------------------------------
+// The replication whose scope is open on this thread, or null. A Model made while a scope is open
+// keeps it (as TensorFlow remembers the strategy a model was created under), and so does a model
+// compiled while one is open.
+const std::shared_ptr<const Replication>& current_strategy();
+// Makes `strategy` this thread's current one; returns the one it replaces (for scope guards).
+std::shared_ptr<const Replication> set_current_strategy(std::shared_ptr<const Replication> strategy);
+
+}  // namespace tower

@@ -1,0 +1,295 @@
+// Towers: a model called once per device in one engine graph, its batch means, its mirrored updates.
+#include "tower/parallel/towers.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tower/core/device.h"
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/engine/model.h"
+#include "tower/optimizers/optimizer.h"
+#include "tower/parallel/tower_meter.h"
+
+namespace tower::parallel {
+
+namespace {
+
+// The rows of x (batch, ...) as a float scalar, from the elements it has at run time.
+SymbolicTensor rows_of(const SymbolicTensor& x) {
+  std::int64_t per_row = 1;
+  for (int d = 1; d < x.rank(); ++d) per_row *= x.shape()[d];
+  const SymbolicTensor ones = ops::ones_like(is_floating(x.dtype()) ? x : ops::cast(x, DType::float32));
+  return ops::scale(ops::reduce_sum(ones), 1.0 / static_cast<double>(std::max<std::int64_t>(per_row, 1)));
+}
+
+// An update a tower's call made (BatchNormalization's moving statistics): its index in
+// CallContext::updates and the rows of that tower's share of the batch.
+struct TowerUpdate {
+  std::size_t index;
+  SymbolicTensor rows;  // scalar, float
+};
+
+}  // namespace
+
+// ---- the towers of one engine graph --------------------------------------------------------------
+
+class Towers::Call : public ReplicatedCall {
+ public:
+  Call(const Towers& towers, Graph& graph) : towers_(towers), graph_(graph) {}
+
+  // Adds the towers: every share and first row is made before any tower's ops, where the batch is
+  // (lanes run their steps in graph order, so a tower would otherwise wait for the towers before it
+  // to finish their forward pass), then each device calls the model on its share.
+  void build(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+    const auto& devices = towers_.devices_;
+    const auto& ratios = towers_.ratios_;
+    const std::size_t n = devices.size();
+    std::vector<SymbolicTensor> first_rows(n);
+    if (ctx.training && !inputs.empty())
+      for (std::size_t t = 0; t < n; ++t) first_rows[t] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(t));
+    std::vector<std::vector<SymbolicTensor>> shares(n);  // [tower][input]
+    {
+      Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);  // only a share is copied over
+      for (std::size_t t = 0; t < n; ++t)
+        for (const auto& x : inputs) shares[t].push_back(ops::batch_share(x, ratios, static_cast<int>(t)));
+    }
+    local_.resize(n);
+    if (towers_.mirrors_)
+      for (std::size_t t = 0; t < n; ++t) local_[t] = towers_.mirrors_->on(devices[t], model.weights());
+    std::vector<TowerUpdate> tower_updates;
+    parts_.assign(model.outputs().size(), {});
+    for (std::size_t t = 0; t < n; ++t) {
+      Graph::DeviceScope on(graph_, devices[t]);
+      const ReplicaContext replica{.local_variables = towers_.mirrors_ ? &local_[t] : nullptr, .first_row = first_rows[t]};
+      const ReplicaContext* outer = std::exchange(ctx.replica, &replica);
+      const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
+      const auto outs = model.call(ctx, shares[t]);
+      ctx.replica = outer;
+      for (std::size_t k = 0; k < outs.size(); ++k) parts_[k].push_back(outs[k]);
+      if (ctx.updates && !shares[t].empty())
+        for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(shares[t][0])});
+    }
+    if (!tower_updates.empty()) merge_updates(ctx, tower_updates);
+    // The whole batch's outputs (predict only: training and evaluation gather none).
+    Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);
+    for (const auto& parts : parts_) outputs_.push_back(ops::concat(parts, 0));
+  }
+
+  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
+
+  // Each tower sums its share's values and counts them on its device; only those scalars meet.
+  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                            const PerSample& per_sample) override {
+    const auto& devices = towers_.devices_;
+    if (weight_shares_.empty())
+      for (std::size_t t = 0; t < devices.size(); ++t)
+        weight_shares_.push_back(ops::batch_share(sample_weight, towers_.ratios_, static_cast<int>(t)));
+    auto& y_shares = y_shares_[output];
+    if (y_shares.empty())
+      for (std::size_t t = 0; t < devices.size(); ++t)
+        y_shares.push_back(ops::batch_share(y, towers_.ratios_, static_cast<int>(t)));
+    SymbolicTensor sum, count;
+    for (std::size_t t = 0; t < devices.size(); ++t) {
+      SymbolicTensor tower_sum, tower_count;
+      {
+        Graph::DeviceScope on(graph_, devices[t]);
+        const auto v = per_sample(y_shares[t], parts_.at(output)[t], weight_shares_[t]);
+        tower_sum = ops::reduce_sum(v);
+        tower_count = ops::reduce_sum(ops::ones_like(v));
+      }
+      sum = sum.defined() ? ops::add(sum, tower_sum) : tower_sum;
+      count = count.defined() ? ops::add(count, tower_count) : tower_count;
+    }
+    return ops::divide(sum, count);
+  }
+
+  // Without mirrors the towers' gradients meet in the shared variables; with them, every copy is a
+  // replica of the all-reduce, the variables' own device too when no tower runs there (its copy gets
+  // the same update, so the model's weights are current whenever a callback or the user reads them).
+  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                     const SymbolicTensor& iteration) override {
+    if (!towers_.mirrors_) return optimizer.minimize(graph_, loss, variables, learning_rate, iteration);
+    std::vector<std::string> replicas = towers_.devices_;
+    const std::string home = variables.front()->device().name();  // Model refuses weights on several devices
+    if (std::find(replicas.begin(), replicas.end(), home) == replicas.end()) replicas.push_back(home);
+    std::vector<std::vector<VariablePtr>> copies(replicas.size());
+    for (std::size_t r = 0; r < replicas.size(); ++r)
+      for (const auto& v : variables) {
+        VariablePtr copy = v->device().name() == replicas[r] ? v : towers_.mirrors_->find(v, replicas[r]);
+        if (!copy)
+          raise<ValueError>("towers: variable \"{}\" has no mirror on {}; wrap the model again after adding layers",
+                            v->name(), replicas[r]);
+        copies[r].push_back(copy);
+      }
+    return apply_mirrored_gradients(graph_, replicas, copies, loss, optimizer, learning_rate, iteration,
+                                    towers_.options_.cross_device_ops);
+  }
+
+  // Mirrors whose primary was written outside the towers (set_weights, load_weights, optimizer
+  // set_state, training the model alone) catch up before a step; after it, the step gave every copy
+  // the same update.
+  void before_step() override {
+    if (!mirrors_listed_) {
+      for (int id = 0; id < graph_.num_nodes(); ++id)
+        if (const auto& v = graph_.node(id).variable(); v && v->primary()) mirrors_read_.push_back(v);
+      mirrors_listed_ = true;
+    }
+    for (const auto& m : mirrors_read_) m->sync_from_primary();
+  }
+  void after_step() override {
+    for (const auto& m : mirrors_read_) m->mark_in_sync();
+  }
+
+ private:
+  void merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates);
+  // Every copy of `primary`: itself, then its mirrors in device order.
+  std::vector<VariablePtr> copies_of(const VariablePtr& primary) const;
+
+  const Towers& towers_;
+  Graph& graph_;
+  std::vector<std::map<const Variable*, VariablePtr>> local_;  // [tower]: the copies it reads
+  std::vector<std::vector<SymbolicTensor>> parts_;             // [output][tower]
+  std::vector<SymbolicTensor> outputs_;
+  std::vector<SymbolicTensor> weight_shares_;                           // [tower]
+  std::map<std::size_t, std::vector<SymbolicTensor>> y_shares_;         // [output][tower]
+  std::vector<VariablePtr> mirrors_read_;
+  bool mirrors_listed_ = false;
+};
+
+std::vector<VariablePtr> Towers::Call::copies_of(const VariablePtr& primary) const {
+  std::vector<VariablePtr> copies{primary};
+  if (towers_.mirrors_)
+    for (const auto& device : towers_.devices_)
+      if (auto mirror = towers_.mirrors_->find(primary, device)) copies.push_back(mirror);
+  return copies;
+}
+
+// Towers call the same layers once each, so a variable that a layer updates (the moving statistics)
+// gets one assign per tower (of the variable, or of the tower's mirror of it), and the last would win.
+// They become one assign of the towers' new values averaged by their shares' rows, given to every copy
+// of the variable: the moving mean then follows the global batch's mean, whatever the ratios, and a
+// tower with an empty share (whose statistics are 0 there) counts for nothing.
+void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates) {
+  std::map<const Variable*, std::vector<const TowerUpdate*>> by_variable;  // primary -> its towers' assigns
+  std::map<const Variable*, VariablePtr> primary_of;
+  for (const auto& u : tower_updates) {
+    Node* update = (*ctx.updates)[u.index];
+    if (update->op() != "assign") continue;
+    const VariablePtr& target = update->inputs()[0].node()->variable();
+    if (!target) continue;
+    const VariablePtr& primary = target->primary() ? target->primary() : target;
+    by_variable[primary.get()].push_back(&u);
+    primary_of[primary.get()] = primary;
+  }
+  std::set<std::size_t> replaced;
+  std::vector<Node*> merged;
+  for (const auto& [variable, updates] : by_variable) {
+    const auto copies = copies_of(primary_of.at(variable));
+    if (updates.size() < 2 && copies.size() < 2) continue;
+    SymbolicTensor average;
+    {
+      Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
+      SymbolicTensor weighted, rows;
+      for (const TowerUpdate* u : updates) {
+        const Node* update = (*ctx.updates)[u->index];
+        const SymbolicTensor& value = update->inputs()[1];
+        const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
+        const SymbolicTensor term = ops::multiply(value, share);
+        weighted = weighted.defined() ? ops::add(weighted, term) : term;
+        rows = rows.defined() ? ops::add(rows, share) : share;
+        replaced.insert(u->index);
+      }
+      average = ops::divide(weighted, rows);
+    }
+    for (const auto& copy : copies) {
+      Graph::DeviceScope on_copy(ctx.graph, copy->device().name());
+      merged.push_back(ops::assign(ctx.graph.variable(copy), average));
+    }
+  }
+  if (replaced.empty()) return;
+  std::vector<Node*> kept;
+  for (std::size_t k = 0; k < ctx.updates->size(); ++k)
+    if (!replaced.count(k)) kept.push_back((*ctx.updates)[k]);
+  kept.insert(kept.end(), merged.begin(), merged.end());
+  *ctx.updates = std::move(kept);
+}
+
+// ---- Towers --------------------------------------------------------------------------------------------
+
+Towers::Towers(const std::vector<std::string>& devices, const MultiGpuOptions& options, const std::string& who)
+    : options_(options) {
+  if (devices.empty()) raise<ValueError>("{}: give at least one device, e.g. {{\"cuda:0\", \"cuda:1\"}}", who);
+  for (const auto& d : devices) {
+    const std::string name = device(d).name();  // unknown devices: NotFoundError listing what is visible
+    if (std::find(devices_.begin(), devices_.end(), name) != devices_.end())
+      raise<ValueError>("{}: device {} is listed twice; give each device once", who, name);
+    devices_.push_back(name);
+  }
+  ratios_ = options.ratios.empty() ? std::vector<std::int64_t>(devices_.size(), 1) : options.ratios;
+  if (ratios_.size() != devices_.size())
+    raise<ValueError>("{}: {} ratios for {} devices; give one ratio per device", who, ratios_.size(), devices_.size());
+  std::int64_t total = 0;
+  for (auto r : ratios_) {
+    if (r < 0) raise<ValueError>("{}: ratios must be >= 0, got {}", who, fmt::join(ratios_, ":"));
+    total += r;
+  }
+  if (total == 0) raise<ValueError>("{}: at least one ratio must be above 0", who);
+  options_.ratios = ratios_;
+  options_.merge_device = device(options.merge_device).name();
+  if (options.mirrored) mirrors_ = std::make_shared<MirrorSet>();
+}
+
+std::unique_ptr<ReplicatedCall> Towers::call(Model& model, CallContext& ctx,
+                                             const std::vector<SymbolicTensor>& inputs) const {
+  // A parallel wrapper's towers run the model it wraps; a strategy's run the model itself.
+  Model replicated = model.wrapped_model() ? *model.wrapped_model() : model;
+  auto call = std::make_unique<Call>(*this, ctx.graph);
+  call->build(replicated, ctx, inputs);
+  return call;
+}
+
+std::vector<CallbackPtr> Towers::fit_callbacks() const {
+  if (devices_.size() < 2) return {};
+  return {std::make_shared<TowerMeter>()};
+}
+
+std::shared_ptr<const Towers> Towers::with_ratios(std::vector<std::int64_t> ratios) const {
+  auto copy = std::make_shared<Towers>(*this);
+  copy->ratios_ = copy->options_.ratios = std::move(ratios);
+  return copy;
+}
+
+void Towers::mirror(const std::vector<VariablePtr>& variables) const {
+  if (mirrors_)
+    for (const auto& d : devices_) mirrors_->on(d, variables);
+}
+
+std::map<std::string, std::map<const Variable*, VariablePtr>> Towers::mirrors_of(
+    const std::vector<VariablePtr>& variables) const {
+  std::map<std::string, std::map<const Variable*, VariablePtr>> out;
+  if (!mirrors_) return out;
+  for (const auto& d : devices_)
+    for (const auto& v : variables)
+      if (auto m = mirrors_->find(v, d)) out[d][v.get()] = m;
+  return out;
+}
+
+std::shared_ptr<const Towers> towers_of(const Model& model) {
+  return std::dynamic_pointer_cast<const Towers>(model.replication());
+}
+
+std::vector<std::string> tower_devices(const Model& model) {
+  const auto towers = towers_of(model);
+  return towers ? towers->devices() : std::vector<std::string>{};
+}
+
+std::map<std::string, std::map<const Variable*, VariablePtr>> mirrors(const Model& model) {
+  const auto towers = towers_of(model);
+  return towers ? towers->mirrors_of(model.weights()) : std::map<std::string, std::map<const Variable*, VariablePtr>>{};
+}
+
+}  // namespace tower::parallel
