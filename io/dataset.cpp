@@ -4,7 +4,7 @@
 
 #include "tower/core/error.h"
 #include "tower/core/random.h"
-#include "tower/io/dataset_stages.h"
+#include "tower/io/dataset_internal.h"
 #include "tower/io/idx.h"
 
 namespace tower::io {

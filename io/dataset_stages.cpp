@@ -1,5 +1,5 @@
 // Dataset's stages (slices, shuffle, map, batch, cache, prefetch) and their iterators.
-#include "tower/io/dataset_stages.h"
+#include "tower/io/dataset_internal.h"
 
 #include <condition_variable>
 #include <cstring>
