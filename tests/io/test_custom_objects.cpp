@@ -109,6 +109,11 @@ TEST_CASE("custom_objects: a model with the user's layer class loads with custom
   CHECK(loaded.get_layer("shift")->get_config()["offset"] == 0.25);
   CHECK(loaded.predict(x).to_vector<float>() == expected);
   CHECK_THROWS_AS(models::load_model(path), NotFoundError);  // the custom objects were for that call only
+  // Keras's call spelled in C++: load_model(path, custom_objects={"ScaleShift": ScaleShift}).
+  Model braced = models::load_model(path, {.layers = {{"ScaleShift", &ScaleShift::from_config}}});
+  CHECK(braced.predict(x).to_vector<float>() == expected);
+  CHECK(io::model_from_json(model.to_json(), {.layers = {{"ScaleShift", &ScaleShift::from_config}}}).count_params() ==
+        model.count_params());
 
   // The architecture alone, from JSON, and a CustomObjectScope around the plain calls.
   Model from_json = io::model_from_json(model.to_json(), custom);
@@ -171,7 +176,7 @@ TEST_CASE("custom_objects: the user's loss and metric by name in a saved trainin
   CHECK(contains(msg, "custom_objects"));
   CHECK(contains(msg, "losses::register_loss(\"scaled_mse\""));
   CHECK_FALSE(models::load_model(path, {.compile = false}).compiled());
-  msg = message_of<ValueError>([&] { models::load_model(path, CustomObjects{.losses = {{"scaled_mse", scaled_mse}}}); });
+  msg = message_of<ValueError>([&] { models::load_model(path, {.losses = {{"scaled_mse", scaled_mse}}}); });
   CHECK(contains(msg, "\"worst_error\""));
   CHECK(contains(msg, "metrics::register_metric(\"worst_error\""));
 
