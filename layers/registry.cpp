@@ -187,8 +187,8 @@ LayerPtr layer_from_config(const nlohmann::json& layer) {
   }
   auto it = factories().find(class_name);
   if (it != factories().end()) return it->second(config);
-  if (LayerFactory factory = user_factory(class_name, layer))
-    return build_user_layer(factory, class_name, name, config);
+  if (LayerFactory factory = user_factory(class_name, layer))  // the config as written: no Keras 1 renames
+    return build_user_layer(factory, class_name, name, layer["config"]);
   std::string supported;
   for (const auto& n : registered_layer_names()) supported += (supported.empty() ? "" : ", ") + n;
   for (const auto& n : custom_layer_names()) supported += ", " + n + " (registered)";

@@ -137,6 +137,18 @@ TEST_CASE("custom_objects: a model with the user's layer class loads with custom
   auto entry = nlohmann::json{{"class_name", "Renamed"}, {"registered_name", "ScaleShift"},
                               {"config", {{"name", "s2"}, {"offset", 1.5}}}};
   CHECK(layers::layer_from_config(entry)->get_config()["offset"] == 1.5);
+  // A user's factory gets the config as written (tower's Keras 1 renames, such as init ->
+  // kernel_initializer, are for its own classes).
+  const nlohmann::json written = {{"name", "probe"}, {"init", "ones"}, {"p", 0.5}, {"offset", 2.0}};
+  nlohmann::json seen;
+  {
+    CustomObjectScope scope({.layers = {{"Custom>Probe", [&](const nlohmann::json& config) {
+                                           seen = config;
+                                           return ScaleShift::from_config(config);
+                                         }}}});
+    layers::layer_from_config({{"class_name", "Probe"}, {"registered_name", "Custom>Probe"}, {"config", written}});
+  }
+  CHECK(seen == written);
 
   CHECK(contains(message_of<ValueError>([] { layers::register_layer("ScaleShift", &ScaleShift::from_config); }),
                  "already registered"));
