@@ -44,6 +44,8 @@ json loss_to_config(const losses::Loss& loss) {
 losses::Loss loss_from_config(const json& j) {
   if (j.is_string()) return losses::Loss(j.get<std::string>());
   if (j.is_object() && j.contains("class_name")) {
+    // Keras 3's plain function: {"class_name": "function", "config": "my_loss"}.
+    if (j.contains("config") && j["config"].is_string()) return losses::Loss(j["config"].get<std::string>());
     const json c = j.value("config", json::object());
     losses::LossOptions o;
     o.from_logits = c.value("from_logits", false);
@@ -296,6 +298,11 @@ void write_optimizer_state(hdf5::Group& group, const optimizers::Optimizer& opti
 
 void save_model_hdf5(const Model& model, const std::string& path, const SaveModelOptions& options) {
   const std::string what = what_of("save", path);
+  // Keras 3 writes its zip format for this name; an HDF5 file under it would fail to load there.
+  if (path.ends_with(".keras"))
+    raise<ValueError>("{}: the .keras format (Keras 3's zip archive) is not implemented; tower writes Keras's HDF5 "
+                      "format, which Keras 3 reads and writes for .h5 names: use a .h5 name (\"{}.h5\")",
+                      what, path.substr(0, path.size() - 6));
   // A parallel wrapper writes the model it wraps, with its own compile state: the file the inner
   // model would write (its towers are a way to run it, not part of it).
   const Model& saved = model.wrapped_model() ? *model.wrapped_model() : model;
@@ -314,6 +321,11 @@ void save_model_hdf5(const Model& model, const std::string& path, const SaveMode
       write_optimizer_state(group, model.optimizer());
     }
   });
+}
+
+Model load_model_hdf5(const std::string& path, const CustomObjects& custom_objects, const LoadModelOptions& options) {
+  CustomObjectScope scope(custom_objects);
+  return load_model_hdf5(path, options);
 }
 
 Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) {

@@ -10,6 +10,7 @@
 
 #include "tower/io/hdf5.h"
 #include "tower/layers/engine/model.h"
+#include "tower/layers/registry.h"
 
 namespace tower::io {
 
@@ -18,9 +19,11 @@ struct SaveModelOptions {
 };
 
 // Writes `model` as Keras's legacy full-model file, atomically (a failed save leaves an existing file
-// unchanged): root attributes keras_version, backend, model_config (JSON) and, when compiled,
-// training_config (JSON); group model_weights (the save_weights layout); group optimizer_weights
-// ("iteration:0" then the slots, named as tf.keras 2.11+ names them).
+// unchanged). A path ending in ".keras" is refused with ValueError before any file is touched: that
+// name means Keras 3's zip format, which tower does not write; use a .h5 name. Root attributes
+// keras_version, backend, model_config (JSON) and, when compiled, training_config (JSON); group
+// model_weights (the save_weights layout); group optimizer_weights ("iteration:0" then the slots, named
+// as tf.keras 2.11+ names them).
 void save_model_hdf5(const Model& model, const std::string& path, const SaveModelOptions& options = {});
 
 struct LoadModelOptions {
@@ -33,6 +36,11 @@ struct LoadModelOptions {
 // optimizer, loss and metrics and the optimizer's saved state, so fit() continues where it stopped.
 // A file written from Keras's multi_gpu_model loads as its template model.
 Model load_model_hdf5(const std::string& path, const LoadModelOptions& options = {});
+// The same with the user's classes and functions the file names (Keras's custom_objects): layer
+// classes of its model_config, losses and metrics of its training_config. They take precedence over
+// tower's own and over registrations (layers::register_layer, ...) for this call.
+Model load_model_hdf5(const std::string& path, const CustomObjects& custom_objects,
+                      const LoadModelOptions& options = {});
 
 // Keras's training_config of a compiled model: {"loss", "metrics", "weighted_metrics", "loss_weights",
 // "optimizer_config"}.
@@ -59,6 +67,11 @@ namespace tower::models {
 // keras.models.load_model for .h5 files (see io::load_model_hdf5).
 inline Model load_model(const std::string& path, const io::LoadModelOptions& options = {}) {
   return io::load_model_hdf5(path, options);
+}
+// keras.models.load_model(path, custom_objects): load_model("m.h5", {.layers = {{"MyLayer", factory}}}).
+inline Model load_model(const std::string& path, const CustomObjects& custom_objects,
+                        const io::LoadModelOptions& options = {}) {
+  return io::load_model_hdf5(path, custom_objects, options);
 }
 
 }  // namespace tower::models

@@ -257,6 +257,11 @@ void save_weights_to_group(hdf5::Group& group, const std::vector<LayerPtr>& laye
 
 void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path) {
   const std::string what = quoted_call("save_weights", path);
+  if (path.ends_with(".keras"))
+    raise<ValueError>("{}: a .keras name means Keras 3's zip format, which is not implemented (and Keras 3 "
+                      "refuses save_weights to it); tower writes Keras's HDF5 weight format: use a .weights.h5 name "
+                      "(\"{}.weights.h5\"), as Keras 3 requires, or any .h5 name",
+                      what, path.substr(0, path.size() - 6));
   std::vector<std::string> layer_names;
   for (const auto& l : layers) {
     layer_names.push_back(l->name());

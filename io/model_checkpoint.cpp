@@ -57,8 +57,13 @@ std::string format_checkpoint_path(const std::string& pattern, int epoch, std::o
 ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions options)
     : filepath_(std::move(filepath)), options_(std::move(options)) {
   if (filepath_.empty()) raise<ValueError>("ModelCheckpoint: filepath is empty");
+  // Refused here, before fit runs and long before the first save.
   if (filepath_.ends_with(".keras"))
-    raise<ValueError>("ModelCheckpoint: \"{}\": tower writes Keras's HDF5 format; use a .h5 file name", filepath_);
+    raise<ValueError>(
+        "ModelCheckpoint: \"{}\": the .keras format (Keras 3's zip archive) is not implemented; tower writes "
+        "Keras's HDF5 format: use a .h5 name (\"{}.h5\"; with save_weights_only, \"{}.weights.h5\" as Keras 3 "
+        "requires; tf.keras 2 writes HDF5 for any .h5 name)",
+        filepath_, filepath_.substr(0, filepath_.size() - 6), filepath_.substr(0, filepath_.size() - 6));
   if (options_.save_freq < 0)
     raise<ValueError>("ModelCheckpoint: save_freq must be 0 (every epoch) or a number of batches, got {}",
                       options_.save_freq);

@@ -406,6 +406,11 @@ Model model_from_config(const json& config) {
   return *model;
 }
 
+Model model_from_config(const json& config, const CustomObjects& custom_objects) {
+  CustomObjectScope scope(custom_objects);
+  return model_from_config(config);
+}
+
 std::string model_to_json(const Model& model) {
   json root = model_to_config(model);
   root["keras_version"] = kKerasVersion;
@@ -421,6 +426,11 @@ Model model_from_json(const std::string& text) {
     raise<ValueError>("model_from_json: malformed JSON at byte {}: {}", e.byte, e.what());
   }
   return model_from_config(config);
+}
+
+Model model_from_json(const std::string& text, const CustomObjects& custom_objects) {
+  CustomObjectScope scope(custom_objects);
+  return model_from_json(text);
 }
 
 }  // namespace io

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tower/layers/engine/model.h"
+#include "tower/layers/registry.h"
 
 namespace tower::io {
 
@@ -27,10 +28,15 @@ nlohmann::json model_to_config(const Model& model);
 // Sequential that builds on its first data instead.
 // Errors (ValueError, NotFoundError for unknown classes) name the layer and the field.
 Model model_from_config(const nlohmann::json& config);
+// The same, with the user's layer classes that the config names (Keras's custom_objects; they take
+// precedence over tower's classes and registrations for this call). Also through CustomObjectScope.
+Model model_from_config(const nlohmann::json& config, const CustomObjects& custom_objects);
 
 // model_to_config plus "keras_version" and "backend", as Keras's model.to_json().
 std::string model_to_json(const Model& model);
 // Parses and rebuilds; malformed JSON throws ValueError naming the byte position.
 Model model_from_json(const std::string& json);
+// keras.models.model_from_json(json, custom_objects).
+Model model_from_json(const std::string& json, const CustomObjects& custom_objects);
 
 }  // namespace tower::io

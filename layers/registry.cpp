@@ -1,8 +1,10 @@
-// The layer registry: one line per layer class, Keras 1 aliases and argument translation.
+// The layer registry: one line per layer class, Keras 1 aliases and argument translation; the user's
+// classes (register_layer, CustomObjectScope).
 #include "tower/layers/registry.h"
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -115,6 +117,50 @@ std::string merge_class(nlohmann::json& config, const std::string& layer_name) {
   return it->second;
 }
 
+// ---- the user's classes ----------------------------------------------------------------------------
+
+// The CustomObjectScopes alive on this thread, innermost last.
+std::vector<const CustomObjects*>& scopes() {
+  thread_local std::vector<const CustomObjects*> stack;
+  return stack;
+}
+
+template <typename Map>
+const typename Map::mapped_type* find_scoped(Map CustomObjects::*member, const std::string& name) {
+  const auto& stack = scopes();
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+    if (auto found = ((*it)->*member).find(name); found != ((*it)->*member).end()) return &found->second;
+  return nullptr;
+}
+
+std::mutex registered_mutex;
+std::map<std::string, LayerFactory>& registered() {
+  static std::map<std::string, LayerFactory> table;
+  return table;
+}
+
+// A user's layer class for this config: custom_objects in scope, then registrations; null if none.
+LayerFactory user_factory(const std::string& class_name, const nlohmann::json& layer) {
+  std::vector<std::string> names{class_name};
+  // Keras 3 writes a registered class's "registered_name" ("Custom>MyLayer") beside its class_name.
+  if (layer.contains("registered_name") && layer["registered_name"].is_string())
+    names.push_back(layer["registered_name"].get<std::string>());
+  for (const auto& n : names)
+    if (const auto* f = find_scoped(&CustomObjects::layers, n)) return *f;
+  std::lock_guard lock(registered_mutex);
+  for (const auto& n : names)
+    if (auto it = registered().find(n); it != registered().end()) return it->second;
+  return nullptr;
+}
+
+LayerPtr build_user_layer(const LayerFactory& factory, const std::string& class_name, const std::string& name,
+                          const nlohmann::json& config) {
+  LayerPtr layer = factory(config);
+  if (!layer)
+    raise<ValueError>("the factory given for layer class \"{}\" (layer \"{}\") returned no layer", class_name, name);
+  return layer;
+}
+
 }  // namespace
 
 LayerPtr layer_from_config(const nlohmann::json& layer) {
@@ -131,6 +177,8 @@ LayerPtr layer_from_config(const nlohmann::json& layer) {
   nlohmann::json config = layer["config"];
   if (name.empty() && config.is_object() && config.contains("name") && config["name"].is_string())
     name = config["name"].get<std::string>();
+  if (const auto* scoped = find_scoped(&CustomObjects::layers, class_name))  // wins over tower's, as in Keras
+    return build_user_layer(*scoped, class_name, name, config);
 
   if (config.is_object()) {
     if (class_name == "Merge") class_name = merge_class(config, name);
@@ -138,13 +186,19 @@ LayerPtr layer_from_config(const nlohmann::json& layer) {
     translate_keras1(class_name, config);
   }
   auto it = factories().find(class_name);
-  if (it == factories().end()) {
-    std::string supported;
-    for (const auto& n : registered_layer_names()) supported += (supported.empty() ? "" : ", ") + n;
-    raise<NotFoundError>("unknown layer class \"{}\" (layer \"{}\"): tower cannot build it; supported classes: {}",
-                         class_name, name, supported);
-  }
-  return it->second(config);
+  if (it != factories().end()) return it->second(config);
+  if (LayerFactory factory = user_factory(class_name, layer))  // the config as written: no Keras 1 renames
+    return build_user_layer(factory, class_name, name, layer["config"]);
+  std::string supported;
+  for (const auto& n : registered_layer_names()) supported += (supported.empty() ? "" : ", ") + n;
+  for (const auto& n : custom_layer_names()) supported += ", " + n + " (registered)";
+  raise<NotFoundError>(
+      "unknown layer class \"{}\" (layer \"{}\"): tower cannot build it. If it is your own layer class, "
+      "give tower its factory (a function from the layer's config JSON to a LayerPtr, like Dense::from_config): "
+      "pass it as custom_objects, models::load_model(path, {{.layers = {{{{\"{}\", factory}}}}}}) or "
+      "io::model_from_json(json, custom_objects), or register it once with layers::register_layer(\"{}\", "
+      "factory). Supported classes: {}",
+      class_name, name, class_name, class_name, supported);
 }
 
 std::vector<std::string> registered_layer_names() {
@@ -156,4 +210,46 @@ std::vector<std::string> registered_layer_names() {
   return names;
 }
 
+void register_layer(const std::string& class_name, LayerFactory factory) {
+  if (class_name.empty()) raise<ValueError>("register_layer: the class name is empty");
+  if (!factory) raise<ValueError>("register_layer(\"{}\"): the factory is empty", class_name);
+  const auto builtin = registered_layer_names();
+  if (std::binary_search(builtin.begin(), builtin.end(), class_name))
+    raise<ValueError>("register_layer(\"{}\"): {} is one of tower's own layer classes; register your class under "
+                      "another name, or pass it in custom_objects to replace {} for one load",
+                      class_name, class_name, class_name);
+  std::lock_guard lock(registered_mutex);
+  if (!registered().emplace(class_name, std::move(factory)).second)
+    raise<ValueError>("register_layer(\"{}\"): a layer class of that name is already registered", class_name);
+}
+
+std::vector<std::string> custom_layer_names() {
+  std::lock_guard lock(registered_mutex);
+  std::vector<std::string> names;
+  for (const auto& [n, f] : registered()) names.push_back(n);
+  return names;
+}
+
 }  // namespace tower::layers
+
+namespace tower {
+
+CustomObjectScope::CustomObjectScope(CustomObjects objects) : objects_(std::move(objects)) {
+  layers::scopes().push_back(&objects_);
+}
+
+// Scopes are objects with automatic lifetime on one thread, so they end in the reverse order.
+CustomObjectScope::~CustomObjectScope() { layers::scopes().pop_back(); }
+
+namespace internal {
+
+const losses::Loss::Function* scoped_custom_loss(const std::string& name) {
+  return layers::find_scoped(&CustomObjects::losses, name);
+}
+
+const metrics::Metric::Function* scoped_custom_metric(const std::string& name) {
+  return layers::find_scoped(&CustomObjects::metrics, name);
+}
+
+}  // namespace internal
+}  // namespace tower

@@ -5,11 +5,13 @@
 
 #include <cctype>
 #include <map>
+#include <mutex>
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/layer.h"
 #include "tower/layers/losses/losses_internal.h"
+#include "tower/layers/registry.h"
 
 namespace tower::losses {
 
@@ -224,17 +226,53 @@ std::string canonical(const std::string& name) {
   return to_snake_case(name);
 }
 
+// The user's losses given to register_loss, by name.
+std::mutex registered_mutex;
+std::map<std::string, Loss::Function>& registered() {
+  static std::map<std::string, Loss::Function> table;
+  return table;
+}
+
 }  // namespace
 
+bool internal::is_builtin_loss(const std::string& name) { return kLosses.count(canonical(name)) > 0; }
+
+void register_loss(const std::string& name, Loss::Function function) {
+  if (name.empty()) raise<ValueError>("register_loss: the name is empty");
+  if (!function) raise<ValueError>("register_loss(\"{}\"): the function is empty", name);
+  if (kLosses.count(canonical(name)))
+    raise<ValueError>("register_loss(\"{}\"): \"{}\" is one of tower's own losses; register yours under another "
+                      "name",
+                      name, name);
+  std::lock_guard lock(registered_mutex);
+  if (!registered().emplace(name, std::move(function)).second)
+    raise<ValueError>("register_loss(\"{}\"): a loss of that name is already registered", name);
+}
+
 Loss::Loss(const std::string& name, const LossOptions& options) : name_(canonical(name)), options_(options) {
+  if (const auto* custom = tower::internal::scoped_custom_loss(name)) {  // custom_objects win, as in Keras
+    *this = Loss(*custom, name);
+    return;
+  }
   auto it = kLosses.find(name_);
   if (it == kLosses.end()) {
+    {
+      std::lock_guard lock(registered_mutex);
+      if (auto r = registered().find(name); r != registered().end()) {
+        name_ = name;
+        options_ = {};  // the options of tower's losses mean nothing to the user's function
+        function_ = r->second;
+        return;
+      }
+    }
     std::string known;
     for (const auto& entry : kLosses) known += entry.first + ", ";
     raise<ValueError>(
         "Unknown loss \"{}\". Known losses: {}and the aliases mse, mae, bce, huber_loss (or pass a "
-        "C++ function: Loss(function, name))",
-        name, known);
+        "C++ function: Loss(function, name)). If \"{}\" is your own loss (say, in a saved training_config), "
+        "pass it as custom_objects (models::load_model(path, {{.losses = {{{{\"{}\", function}}}}}})) or "
+        "register it once with losses::register_loss(\"{}\", function)",
+        name, known, name, name, name);
   }
   if (options.label_smoothing < 0.0 || options.label_smoothing > 1.0)
     raise<ValueError>("{}: label_smoothing must be in [0, 1], got {}", name_, options.label_smoothing);

@@ -18,7 +18,9 @@ struct LossOptions {
 // A loss function: y_true, y_pred -> per-sample loss (batch,) (the mean over the last axis for
 // elementwise losses, as Keras). Names: categorical_crossentropy, sparse_categorical_crossentropy,
 // binary_crossentropy, mean_squared_error ("mse"), mean_absolute_error ("mae"), huber (Keras's
-// "huber_loss" too); CamelCase class names are accepted. Unknown names throw ValueError.
+// "huber_loss" too); CamelCase class names are accepted. A name is looked up in the custom_objects of
+// the innermost CustomObjectScope (layers/registry.h) first, then among these, then among the losses
+// given to register_loss. Unknown names throw ValueError saying how to supply the loss.
 class Loss {
  public:
   using Function = std::function<SymbolicTensor(const SymbolicTensor& y_true, const SymbolicTensor& y_pred)>;
@@ -40,6 +42,12 @@ class Loss {
   LossOptions options_;
   Function function_;
 };
+
+// Keras's register_keras_serializable for a loss function: from now on, in this process, Loss(name)
+// (so compile(..., "name") and the loss of a loaded training_config) is `function`, reported under
+// `name`. Throws ValueError for an empty name or function, for a built-in loss's name or alias, and
+// for a name registered before.
+void register_loss(const std::string& name, Loss::Function function);
 
 // Keras's loss classes, with their defaults.
 inline Loss CategoricalCrossentropy(const LossOptions& o = {}) { return Loss("categorical_crossentropy", o); }

@@ -18,5 +18,7 @@ void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred);
 SymbolicTensor per_sample(const SymbolicTensor& values);
 // True when the shapes have the same rank and agree wherever both dimensions are known.
 bool same_shape(const Shape& a, const Shape& b);
+// True when `name` (any spelling Loss accepts) is one of tower's own losses, not a user's.
+bool is_builtin_loss(const std::string& name);
 
 }  // namespace tower::losses::internal

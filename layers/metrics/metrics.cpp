@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <mutex>
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/losses/losses.h"
 #include "tower/layers/layer.h"
 #include "tower/layers/losses/losses_internal.h"
+#include "tower/layers/registry.h"
 
 namespace tower::metrics {
 
@@ -107,17 +110,54 @@ std::string resolve_accuracy(const Shape& y_true, const Shape& y_pred) {
   return binary ? "binary_accuracy" : sparse ? "sparse_categorical_accuracy" : "categorical_accuracy";
 }
 
-}  // namespace
-
-Metric::Metric(const std::string& name) : name_(name) {
+bool is_accuracy(const std::string& name) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower == "accuracy" || lower == "acc") {
+  return lower == "accuracy" || lower == "acc";
+}
+
+// The user's metrics given to register_metric, by name.
+std::mutex registered_mutex;
+std::map<std::string, Metric::Function>& registered() {
+  static std::map<std::string, Metric::Function> table;
+  return table;
+}
+
+}  // namespace
+
+void register_metric(const std::string& name, Metric::Function function) {
+  if (name.empty()) raise<ValueError>("register_metric: the name is empty");
+  if (!function) raise<ValueError>("register_metric(\"{}\"): the function is empty", name);
+  if (is_accuracy(name) || std::find(kNames.begin(), kNames.end(), to_snake_case(name)) != kNames.end() ||
+      losses::internal::is_builtin_loss(name))
+    raise<ValueError>("register_metric(\"{}\"): \"{}\" is one of tower's own metrics or losses; register yours "
+                      "under another name",
+                      name, name);
+  std::lock_guard lock(registered_mutex);
+  if (!registered().emplace(name, std::move(function)).second)
+    raise<ValueError>("register_metric(\"{}\"): a metric of that name is already registered", name);
+}
+
+Metric::Metric(const std::string& name) : name_(name) {
+  if (const auto* custom = tower::internal::scoped_custom_metric(name)) {  // custom_objects win, as in Keras
+    kind_ = name;
+    function_ = *custom;
+    return;
+  }
+  if (is_accuracy(name)) {
     kind_ = "accuracy";  // resolved per output by resolve()
     return;
   }
   kind_ = to_snake_case(name);
   if (std::find(kNames.begin(), kNames.end(), kind_) == kNames.end()) {
+    {
+      std::lock_guard lock(registered_mutex);
+      if (auto r = registered().find(name); r != registered().end()) {
+        kind_ = name;
+        function_ = r->second;
+        return;
+      }
+    }
     try {
       kind_ = losses::Loss(name).name();
     } catch (const ValueError&) {
@@ -127,8 +167,10 @@ Metric::Metric(const std::string& name) : name_(name) {
           "Unknown metric \"{}\". Known metrics: acc, {}mse, mae, and the loss names "
           "(binary_crossentropy, categorical_crossentropy, sparse_categorical_crossentropy, "
           "mean_squared_error, mean_absolute_error, huber), or pass a C++ function: "
-          "Metric(function, name)",
-          name, known);
+          "Metric(function, name). If \"{}\" is your own metric (say, in a saved training_config), pass it as "
+          "custom_objects (models::load_model(path, {{.metrics = {{{{\"{}\", function}}}}}})) or register it "
+          "once with metrics::register_metric(\"{}\", function)",
+          name, known, name, name, name);
     }
   }
   function_ = make_function(kind_, k_, threshold_);

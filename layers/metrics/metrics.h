@@ -13,7 +13,9 @@ namespace tower::metrics {
 // sparse categorical when y_true has lower rank or a last dimension of 1, else categorical),
 // binary_accuracy, categorical_accuracy, sparse_categorical_accuracy, top_k_categorical_accuracy,
 // sparse_top_k_categorical_accuracy (k = 5), mean_squared_error ("mse"), mean_absolute_error ("mae"),
-// and the loss names. Unknown names throw ValueError.
+// and the loss names. A name is looked up in the custom_objects of the innermost CustomObjectScope
+// (layers/registry.h) first, then among these, then among the metrics given to register_metric, then
+// as a loss (losses::Loss). Unknown names throw ValueError saying how to supply the metric.
 class Metric {
  public:
   using Function = std::function<SymbolicTensor(const SymbolicTensor& y_true, const SymbolicTensor& y_pred)>;
@@ -41,5 +43,11 @@ class Metric {
   double threshold_ = 0.5;
   Function function_;
 };
+
+// Keras's register_keras_serializable for a metric function: from now on, in this process, Metric(name)
+// (so compile(..., {"name"}) and the metrics of a loaded training_config) is `function`, reported
+// under `name`. Throws ValueError for an empty name or function, for a built-in metric's or loss's
+// name, and for a name registered before.
+void register_metric(const std::string& name, Metric::Function function);
 
 }  // namespace tower::metrics

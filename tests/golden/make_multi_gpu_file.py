@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generates the weight file of a Keras 2 multi_gpu_model wrapper that tests/io/test_keras_weights.cpp
-loads into the plain model (DESIGN.md §5: "a Keras file saved from a multi_gpu_model loads too").
+loads into the plain model (docs/architecture.md: "a Keras file saved from a multi_gpu_model loads too").
 
 Run from the repository root with tf_keras (the tf.keras 2 line; see tests/golden/README.md):
 

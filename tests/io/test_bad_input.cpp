@@ -1,6 +1,6 @@
-// Bad input (DESIGN.md §10): truncated, corrupt and mismatched IDX and HDF5 files, labels out of
-// range, unwritable outputs and saves that fail midway. Each gives a tower::Error naming the file and
-// the problem, and no good file on disk is lost.
+// Bad input (docs/architecture.md, "Bad input"): truncated, corrupt and mismatched IDX and HDF5 files,
+// labels out of range, unwritable outputs and saves that fail midway. Each gives a tower::Error naming
+// the file and the problem, and no good file on disk is lost.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -272,7 +272,7 @@ TEST_CASE("a weight file from another model: the layer count or the shapes diffe
 
 // ---- labels -------------------------------------------------------------------------------------
 
-// Also tests/layers/test_model.cpp "fit: bad data gets clear errors" (label 7 for 3 classes).
+// Also tests/layers/engine/test_model.cpp "fit: bad data gets clear errors" (label 7 for 3 classes).
 TEST_CASE("labels out of range for the model's output: label 10 on a 10-unit softmax") {
   clear_session();
   Sequential model({layers::Input({4}), layers::Dense(10, {.activation = "softmax"})});

@@ -1,0 +1,135 @@
+// The activations family: activation functions by name (values printed by Keras 3.15, gradients),
+// and the layers Activation, ReLU, LeakyReLU, ELU and Softmax.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tower/core/ops.h"
+#include "tower/layers/activations/activations.h"
+#include "tower/layers/layers.h"
+#include "tests/layers/layer_testing.h"
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::as_doubles;
+using tower::testing::check_close;
+using tower::testing::check_gradients;
+using tower::testing::check_weightless_gradients;
+using tower::testing::contains;
+using tower::testing::floats;
+using tower::testing::message_of;
+using tower::testing::run1;
+using Inputs = std::vector<SymbolicTensor>;
+
+TEST_CASE("activations: values as Keras 3 computes them") {
+  const std::vector<float> x{-4.f, -2.f, -0.5f, 0.f, 0.3f, 1.f, 2.5f, 7.f};
+  // Printed by keras.activations.get(name)(x.reshape(2, 4)) with Keras 3.15.
+  const std::vector<std::pair<std::string, std::vector<double>>> expected{
+      {"hard_sigmoid", {0.0, 0.16666667, 0.41666666, 0.5, 0.55, 0.66666669, 0.91666669, 1.0}},
+      {"selu", {-1.72589862, -1.52016652, -0.69175816, 0.0, 0.31521031, 1.05070102, 2.62675261, 7.35490704}},
+      {"softplus", {0.01814993, 0.12692800, 0.47407699, 0.69314718, 0.85435522, 1.31326163, 2.57888985, 7.00091171}},
+      {"softsign", {-0.8, -0.66666669, -0.33333334, 0.0, 0.23076925, 0.5, 0.71428573, 0.875}},
+      {"swish", {-0.07194484, -0.23840588, -0.18877034, 0.0, 0.17233273, 0.73105854, 2.31035447, 6.99362278}},
+      {"leaky_relu", {-0.8, -0.4, -0.1, 0.0, 0.3, 1.0, 2.5, 7.0}},
+      {"hard_silu", {0.0, -0.33333334, -0.20833333, 0.0, 0.165, 0.66666669, 2.29166675, 7.0}},
+      {"relu6", {0.0, 0.0, 0.0, 0.0, 0.3, 1.0, 2.5, 6.0}},
+      {"elu", {-0.98168439, -0.86466473, -0.39346933, 0.0, 0.3, 1.0, 2.5, 7.0}},
+      {"exponential", {0.01831564, 0.13533528, 0.60653067, 1.0, 1.34985876, 2.71828175, 12.18249416, 1096.63317871}},
+      {"log_softmax",
+       {-4.56541729, -2.56541705, -1.06541705, -0.56541705, -6.71470976, -6.01470995, -4.51470995, -0.01470994}},
+      {"softmax", {0.01040554, 0.07688712, 0.34458411, 0.56812322, 0.00121294, 0.00244256, 0.01094678, 0.98539770}},
+      {"relu", {0, 0, 0, 0, 0.3, 1, 2.5, 7}},
+      {"linear", {-4, -2, -0.5, 0, 0.3, 1, 2.5, 7}},
+      {"", {-4, -2, -0.5, 0, 0.3, 1, 2.5, 7}},
+  };
+  for (const auto& [name, values] : expected) {
+    CAPTURE(name);
+    Graph g;
+    auto in = g.constant(floats({2, 4}, x));
+    check_close(testing::evaluate({apply_activation(name, in)})[0], values, 1e-5, 1e-6);
+  }
+  // Large inputs stay finite where a naive log(1 + exp(x)) overflows.
+  Graph g;
+  auto big = g.constant(floats({2}, {100.f, -100.f}));
+  check_close(testing::evaluate({apply_activation("softplus", big)})[0], {100.0, 0.0}, 1e-6, 1e-6);
+}
+
+TEST_CASE("activations: gradients of the composed ones, and unknown names") {
+  for (const char* name : {"softplus", "selu", "softsign", "swish", "hard_sigmoid", "hard_silu", "relu6"}) {
+    CAPTURE(name);
+    check_gradients({{3, 4}}, [&](const Inputs& xs) { return Inputs{apply_activation(name, ops::scale(xs[0], 2.0))}; });
+  }
+  auto msg = message_of<ValueError>([] { check_activation_name("gelu"); });
+  CHECK(contains(msg, "unknown activation \"gelu\""));
+  CHECK(contains(msg, "relu"));
+  CHECK(contains(message_of<ValueError>([] { layers::Dense(3, {.activation = "rleu"}); }), "rleu"));
+}
+
+// ---- activation layers -----------------------------------------------------------------------------
+
+TEST_CASE("Activation, ReLU, LeakyReLU, ELU, Softmax: values as Keras") {
+  const Tensor x = floats({2, 4}, {-4.f, -2.f, -0.5f, 0.f, 0.3f, 1.f, 2.5f, 7.f});
+  layers::Activation tanh("tanh");
+  std::vector<double> tanh_x;
+  for (double v : as_doubles(x)) tanh_x.push_back(std::tanh(v));
+  check_close(run1(tanh, x), tanh_x, 1e-6, 1e-6);
+  CHECK(contains(message_of<ValueError>([] { layers::Activation("relu7"); }), "relu7"));
+
+  // Printed by keras.layers.ReLU(**options)(x) with Keras 3.15.
+  const std::vector<std::pair<layers::ReLUOptions, std::vector<double>>> relu_cases{
+      {{}, {0, 0, 0, 0, 0.3, 1, 2.5, 7}},
+      {{.max_value = 6.0}, {0, 0, 0, 0, 0.3, 1, 2.5, 6}},
+      {{.threshold = 1.0}, {0, 0, 0, 0, 0, 0, 2.5, 7}},
+      {{.max_value = 1.0, .negative_slope = 0.2}, {-0.8, -0.4, -0.1, 0, 0.3, 1, 1, 1}},
+      {{.negative_slope = 0.1, .threshold = 1.0}, {-0.5, -0.3, -0.15, -0.1, -0.07, 0, 2.5, 7}},
+      {{.max_value = 2.0, .threshold = 0.5}, {0, 0, 0, 0, 0, 1, 2, 2}},
+      {{.negative_slope = 0.5}, {-2, -1, -0.25, 0, 0.3, 1, 2.5, 7}},
+  };
+  for (const auto& [options, expected] : relu_cases) {
+    layers::ReLU relu(options);
+    check_close(run1(relu, x), expected, 1e-6, 1e-6);
+  }
+
+  layers::LeakyReLU leaky;
+  CHECK(leaky.negative_slope() == 0.3);
+  check_close(run1(leaky, x), {-1.2, -0.6, -0.15, 0, 0.3, 1, 2.5, 7}, 1e-6, 1e-6);
+  CHECK(layers::LeakyReLU({.alpha = 0.1}).negative_slope() == 0.1);
+  CHECK(layers::LeakyReLU({.negative_slope = 0.2, .alpha = 0.1}).negative_slope() == 0.1);  // alpha wins, as Keras
+  CHECK(layers::LeakyReLU(0.05).negative_slope() == 0.05);
+
+  layers::ELU elu(0.5);
+  std::vector<double> elu_x;
+  for (double v : as_doubles(x)) elu_x.push_back(v > 0 ? v : 0.5 * (std::exp(v) - 1));
+  check_close(run1(elu, x), elu_x, 1e-6, 1e-6);
+  CHECK(layers::ELU().alpha() == 1.0);
+
+  layers::Softmax softmax_rows;
+  check_close(run1(softmax_rows, x),
+              {0.01040554, 0.07688712, 0.34458411, 0.56812322, 0.00121294, 0.00244256, 0.01094678, 0.98539770}, 1e-5,
+              1e-7);
+  layers::Softmax softmax_batch({.axis = 0});  // over the first axis: each column sums to 1
+  auto cols = run1(softmax_batch, x).to_vector<double>();
+  for (int j = 0; j < 4; ++j) CHECK(cols[j] + cols[4 + j] == doctest::Approx(1.0));
+  CHECK(cols[0] == doctest::Approx(1.0 / (1.0 + std::exp(4.3))));
+}
+
+TEST_CASE("activation layers: gradients and bad arguments") {
+  layers::ReLU relu({.max_value = 0.8, .negative_slope = 0.1, .threshold = 0.05});
+  // Inputs away from the kinks (|x| >= 0.1, != 0.8 by the random draw) so finite differences are exact.
+  check_weightless_gradients(relu, {{3, 5}}, {.min_abs = 0.1, .max_abs = 0.75});
+  layers::LeakyReLU leaky(0.2);
+  check_weightless_gradients(leaky, {{3, 5}});
+  layers::ELU elu(0.7);
+  check_weightless_gradients(elu, {{3, 5}});
+  layers::Softmax softmax({.axis = 1});
+  check_weightless_gradients(softmax, {{2, 3, 4}});
+
+  CHECK(contains(message_of<ValueError>([] { layers::ReLU({.max_value = -1.0}); }), "max_value"));
+  CHECK(contains(message_of<ValueError>([] { layers::ReLU({.negative_slope = -0.1}); }), "negative_slope"));
+  CHECK(contains(message_of<ValueError>([] { layers::ReLU({.threshold = -1.0}); }), "threshold"));
+  auto msg = message_of<ValueError>([] { layers::LeakyReLU({.alpha = -0.3, .name = "lr"}); });
+  CHECK(contains(msg, "LeakyReLU \"lr\""));
+  CHECK(contains(message_of<ValueError>([] { layers::ELU(NAN); }), "alpha"));
+  CHECK(contains(message_of<ValueError>([] { layers::Softmax({.axis = 2})(layers::Input({4})); }), "axis 2"));
+}
