@@ -107,7 +107,7 @@ Node& Graph::add_node(const std::string& op, const std::vector<SymbolicTensor>& 
   }
   for (int index : def.mutated_inputs) {
     if (index >= static_cast<int>(inputs.size())) continue;
-    if (inputs[static_cast<std::size_t>(index)].node()->op() != "variable")
+    if (inputs[static_cast<std::size_t>(index)].node()->def().source != OpSource::variable)
       raise<ValueError>("{}: input {} ({}) is written in place and must be a variable", op, index,
                         inputs[static_cast<std::size_t>(index)].name());
   }

@@ -52,9 +52,9 @@ std::vector<TensorSpec> no_shape_fn(const std::vector<TensorSpec>&, const Attrs&
 
 void register_basic_ops() {
   // Sources: their output specs are set by the Graph and resolved by the Plan.
-  register_op({.name = "placeholder", .shape = no_shape_fn});
-  register_op({.name = "constant", .shape = no_shape_fn});
-  register_op({.name = "variable", .shape = no_shape_fn});
+  register_op({.name = "placeholder", .shape = no_shape_fn, .source = OpSource::placeholder});
+  register_op({.name = "constant", .shape = no_shape_fn, .source = OpSource::constant});
+  register_op({.name = "variable", .shape = no_shape_fn, .source = OpSource::variable});
 
   register_op({.name = "identity",
                .shape = same_as_input,

@@ -34,6 +34,6 @@ std::vector<TensorSpec> all_reduce_shape(const std::vector<TensorSpec>& in, cons
 
 }  // namespace
 
-void register_collective_ops() { register_op({.name = "all_reduce", .shape = all_reduce_shape}); }
+void register_collective_ops() { register_op({.name = "all_reduce", .shape = all_reduce_shape, .collective = true}); }
 
 }  // namespace tower

@@ -6,6 +6,7 @@
 
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
+#include "tower/core/window.h"
 #include "tower/core/ops/register_ops.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -54,15 +55,15 @@ bool is_same_padding(const Attrs& attrs) {
 // window (k taps, dilation d) longer than the input has no position: ShapeError naming the fix.
 std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
                         const char* what, const char* axis) {
-  if (in < 0) return -1;
-  if (same) return (in + stride - 1) / stride;
-  const std::int64_t span = (k - 1) * dilation + 1;
-  if (span > in)
+  const auto padding = same ? window::Padding::same : window::Padding::valid;
+  const std::int64_t out = window::output_length(in, k, stride, dilation, padding);
+  const std::int64_t span = window::span(k, dilation);
+  if (out == 0)
     raise<ShapeError>(
         "the {} spans {} along the {} (size {}, dilation {}) but the input {} is only {} with "
         "padding \"valid\"; use padding \"same\", a smaller {} or a larger input",
         what, span, axis, k, dilation, axis, in, what);
-  return (in - span) / stride + 1;
+  return out;
 }
 
 // (batch, out_h, out_w) of a 2-D window op on x (batch, h, w, c).
