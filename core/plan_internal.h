@@ -1,5 +1,5 @@
 // What the Plan's phases share (core/executor.cpp, plan_placement.cpp, plan_lanes.cpp): its values,
-// steps and lane threads. Private to core/; not installed for users.
+// steps and lane threads. Private to core/: not part of the op or layer API.
 #pragma once
 
 #include <condition_variable>
