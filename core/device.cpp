@@ -1,6 +1,8 @@
 // Device bookkeeping, cross-device copies and the device registry.
 #include "tower/core/device.h"
 
+#include <climits>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -96,7 +98,8 @@ std::string visible_devices_text() {
     int n = device_count(kind);
     if (!s.empty()) s += ", ";
     if (n < 0)
-      s += fmt::format("{}:0, {}:1, ... (any index)", device_kind_name(kind), device_kind_name(kind));
+      s += fmt::format("{}:0 to {}:{} (created on first use)", device_kind_name(kind), device_kind_name(kind),
+                       max_cpu_devices() - 1);
     else if (n == 0)
       s += fmt::format("no {} devices", device_kind_name(kind));
     else
@@ -168,6 +171,15 @@ void set_logical_device_configuration(int gpu, std::vector<LogicalDeviceConfigur
   r.logical_gpus[gpu] = std::move(logical);
 }
 
+int max_cpu_devices() {
+  if (const char* env = std::getenv("TOWER_MAX_CPU_DEVICES")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0 && n <= INT_MAX) return static_cast<int>(n);
+  }
+  return kDefaultMaxCpuDevices;
+}
+
 static Device& get_device(DeviceKind kind, int index) {
   ensure_backends_registered();
   auto& r = registry();
@@ -180,6 +192,15 @@ static Device& get_device(DeviceKind kind, int index) {
     lock.unlock();
     raise<NotFoundError>("device {}:{} does not exist; visible: {}", device_kind_name(kind), index,
                          visible_devices_text());
+  }
+  // Devices made on demand (CPU) stop at a limit, so that a typo such as cpu:99 is refused rather
+  // than creating a hundredth device with its own thread pool.
+  if (count < 0 && index >= max_cpu_devices()) {
+    lock.unlock();
+    raise<NotFoundError>("device {}:{} does not exist: {} devices are created on demand from {}:0 to {}:{}; set the "
+                         "environment variable TOWER_MAX_CPU_DEVICES (now {}) to allow more",
+                         device_kind_name(kind), index, device_kind_name(kind), device_kind_name(kind),
+                         device_kind_name(kind), max_cpu_devices() - 1, max_cpu_devices());
   }
   auto& slot = r.devices[key];
   if (f->second.make_logical)

@@ -113,10 +113,16 @@ void copy_between_ready(Device& to, void* dst, Device& from, const void* src, st
 // --- registry --------------------------------------------------------------------------------
 
 // Looks a device up by name: "cpu:0", "cpu:3", "cuda:1"; "cpu" and "cuda" mean index 0.
-// CPU devices are created on first use; CUDA devices exist when the GPU is visible.
-// Throws NotFoundError listing the visible devices otherwise.
+// CPU devices are created on first use, cpu:0 to cpu:<max_cpu_devices() - 1>; CUDA devices exist
+// when the GPU is visible. Throws NotFoundError naming the visible devices (and, for cpu:N beyond
+// the limit, the limit and how to raise it) otherwise.
 Device& device(std::string_view name);
 Device& cpu_device(int index = 0);
+
+// How many cpu:N devices may be created on demand: kDefaultMaxCpuDevices, or the environment
+// variable TOWER_MAX_CPU_DEVICES when it holds a positive number (read at each call).
+inline constexpr int kDefaultMaxCpuDevices = 64;
+int max_cpu_devices();
 
 // The device new layer weights, and the computations of Keras models built from them, go to (as
 // `with tf.device("/gpu:0"):` in Keras): cpu:0 unless a DefaultDeviceScope on this thread says otherwise.
@@ -138,7 +144,8 @@ class DefaultDeviceScope {
 };
 // The devices of one kind that exist now (CPU: those created so far; CUDA: all visible GPUs).
 std::vector<Device*> list_devices(DeviceKind kind);
-// How many devices of `kind` can exist (CPU: unbounded, reported as -1; CUDA: logical GPUs, which
+// How many devices of `kind` can exist (CPU: created on demand up to max_cpu_devices(), reported as
+// -1; CUDA: logical GPUs, which
 // are the visible GPUs unless set_logical_device_configuration split them).
 int device_count(DeviceKind kind);
 

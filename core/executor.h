@@ -58,10 +58,18 @@ class Plan {
   struct Value;
   struct Step;
   static bool alias_step(const Step& step);
+  // The compilation's phases, in order: placement (plan_placement.cpp), groups, buffers (liveness and
+  // the memory plan), lanes (plan_lanes.cpp).
+  void place(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets, const FeedMap& feeds,
+             Device& default_device);
   void group_steps();
+  void assign_buffers();
   void plan_lanes();
   // Runs step i (a whole group when it starts one); returns how many steps it ran.
   std::size_t run_step(std::size_t i);
+  // The same on a throttled device (Device::set_slowdown), which computes slower.
+  std::size_t run_step_throttled(std::size_t i);
+  bool throttled() const;  // any of the plan's devices
   void run_lanes();
   void run_lane(std::size_t lane);
   void order_after_waits(std::size_t i);
@@ -76,6 +84,7 @@ class Plan {
   std::vector<VariablePtr> written_;    // variables the run updates (their version counts the runs)
   std::vector<std::string> collective_groups_;  // the `group` of each all_reduce step
   std::map<const Device*, std::shared_ptr<Storage>> arenas_;
+  std::vector<Device*> devices_;  // where the steps run
   std::size_t unshared_bytes_ = 0;
   int num_copies_ = 0;
   PlanOptions options_;

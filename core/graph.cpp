@@ -1,6 +1,7 @@
 // Graph construction: placeholders, constants, variable reads and op nodes checked against their contract.
 #include "tower/core/graph.h"
 
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 
 namespace tower {
@@ -51,13 +52,13 @@ void Graph::set_random_counters(std::uint64_t value) const {
 }
 
 SymbolicTensor Graph::placeholder(Shape shape, DType dtype, const std::string& name) {
-  Node& n = new_node(op_def("placeholder"), {}, {}, name.empty() ? "input" : name);
+  Node& n = new_node(op_def(op_names::placeholder), {}, {}, name.empty() ? "input" : name);
   n.outputs_ = {TensorSpec{std::move(shape), dtype}};
   return n.output(0);
 }
 
 SymbolicTensor Graph::constant(Tensor value, const std::string& name) {
-  Node& n = new_node(op_def("constant"), {}, {}, name.empty() ? "constant" : name);
+  Node& n = new_node(op_def(op_names::constant), {}, {}, name.empty() ? "constant" : name);
   n.outputs_ = {TensorSpec{value.shape(), value.dtype()}};
   n.device_ = value.device().name();
   n.constant_ = std::move(value);
@@ -66,7 +67,7 @@ SymbolicTensor Graph::constant(Tensor value, const std::string& name) {
 
 SymbolicTensor Graph::variable(const VariablePtr& variable) {
   if (auto it = variable_nodes_.find(variable.get()); it != variable_nodes_.end()) return node(it->second).output(0);
-  Node& n = new_node(op_def("variable"), {}, {}, variable->name());
+  Node& n = new_node(op_def(op_names::variable), {}, {}, variable->name());
   n.outputs_ = {TensorSpec{variable->shape(), variable->dtype()}};
   n.device_ = variable->device().name();
   n.variable_ = variable;
@@ -107,7 +108,7 @@ Node& Graph::add_node(const std::string& op, const std::vector<SymbolicTensor>& 
   }
   for (int index : def.mutated_inputs) {
     if (index >= static_cast<int>(inputs.size())) continue;
-    if (inputs[static_cast<std::size_t>(index)].node()->op() != "variable")
+    if (inputs[static_cast<std::size_t>(index)].node()->def().source != OpSource::variable)
       raise<ValueError>("{}: input {} ({}) is written in place and must be a variable", op, index,
                         inputs[static_cast<std::size_t>(index)].name());
   }

@@ -23,12 +23,19 @@ using ShapeFn = std::function<std::vector<TensorSpec>(const std::vector<TensorSp
 // undefined where an input gets no gradient.
 using GradFn = std::function<std::vector<SymbolicTensor>(Node& node, const std::vector<SymbolicTensor>& output_grads)>;
 
+// Where a graph source's value comes from (fed, stored in the node, a Variable); none: a kernel.
+enum class OpSource { none, placeholder, constant, variable };
+
 struct OpDef {
-  std::string name;
+  std::string name;  // one of core/op_names.h
   ShapeFn shape;
   GradFn grad;                        // empty: not differentiable (gradients stop here)
   int alias_input = -1;               // output 0 is a view of this input's storage (reshape)
   std::vector<int> mutated_inputs;    // inputs written in place; must be variables (update ops)
+  OpSource source = OpSource::none;   // placeholder, constant, variable: no kernel, no shape function
+  // The replicas of one collective (all_reduce) on several devices wait for each other: the plan
+  // checks that every lane can reach its replica, and its time is waiting, not computing.
+  bool collective = false;
 };
 
 void register_op(OpDef def);

@@ -98,7 +98,7 @@ SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias);
 // dy: (..., c) -> (c,): sum over every axis but the last.
 SymbolicTensor bias_add_grad(const SymbolicTensor& dy);
 
-// ---- convolution and pooling, NHWC (core/ops/nn_ops.cpp) -----------------------------------
+// ---- convolution and pooling, NHWC (core/ops/conv_ops.cpp, core/ops/pool_ops.cpp) -----------
 // padding: "valid" or "same" (TF's rule: out = ceil(in / stride), extra padding at the end).
 struct Conv2DArgs {
   Ints strides = {1, 1};
@@ -127,7 +127,7 @@ SymbolicTensor max_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x
                                const Pool2DArgs& args);
 SymbolicTensor avg_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool2DArgs& args);
 
-// ---- batch normalization over the last axis (core/ops/nn_ops.cpp) -------------------------------
+// ---- batch normalization over the last axis (core/ops/batch_norm_ops.cpp) -----------------------
 // Training: x: (..., c), gamma, beta: (c,) -> {y (x's shape), batch mean (c,), batch variance (c,)
 // (biased, divided by the count), inv_std (c,) = 1 / sqrt(variance + epsilon)}.
 std::vector<SymbolicTensor> batch_norm_training(const SymbolicTensor& x, const SymbolicTensor& gamma,
@@ -141,7 +141,7 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
                                     const SymbolicTensor& beta, const SymbolicTensor& mean,
                                     const SymbolicTensor& variance, double epsilon = 1e-3);
 
-// ---- dropout (core/ops/nn_ops.cpp) --------------------------------------------------------------
+// ---- dropout (core/ops/dropout_ops.cpp) ----------------------------------------------------------
 // Inverted dropout: keeps each element with probability 1 - rate and scales it by 1 / (1 - rate).
 // -> {y, mask} where mask (x's shape and dtype) holds 0 or 1 / (1 - rate). The mask comes from a
 // counter-based generator keyed by (seed, run count of this node): reproducible per seed.

@@ -5,7 +5,11 @@
 
 namespace tower {
 
-std::int64_t Shape::dim(int axis) const { return dims_.at(static_cast<std::size_t>(normalize_axis(axis))); }
+void Shape::out_of_range(int axis) const {
+  if (dims_.empty()) raise<ShapeError>("index {} into shape () of rank 0: a scalar has no dimensions", axis);
+  raise<ShapeError>("index {} is out of range for shape {} of rank {}: use 0 to {}, or -{} to -1 counting from the end",
+                    axis, to_string(), rank(), rank() - 1, rank());
+}
 
 bool Shape::is_fully_known() const {
   for (auto d : dims_)

@@ -18,10 +18,11 @@ class Shape {
   explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
 
   int rank() const { return static_cast<int>(dims_.size()); }
-  std::int64_t operator[](int axis) const { return dims_.at(static_cast<std::size_t>(axis)); }
-  std::int64_t& operator[](int axis) { return dims_.at(static_cast<std::size_t>(axis)); }
-  // Dimension `axis`, counting from the end when negative (dim(-1) is the last).
-  std::int64_t dim(int axis) const;
+  // Dimension `axis`, counting from the end when negative as Python does (shape[-1] is the last);
+  // ShapeError naming the shape and the valid range when out of range.
+  std::int64_t operator[](int axis) const { return dims_[index(axis)]; }
+  std::int64_t& operator[](int axis) { return dims_[index(axis)]; }
+  std::int64_t dim(int axis) const { return dims_[index(axis)]; }  // the same as operator[]
   const std::vector<std::int64_t>& dims() const { return dims_; }
 
   bool is_fully_known() const;
@@ -37,6 +38,14 @@ class Shape {
   bool operator==(const Shape&) const = default;
 
  private:
+  std::size_t index(int axis) const {
+    const int r = rank();
+    const int a = axis < 0 ? axis + r : axis;
+    if (a < 0 || a >= r) out_of_range(axis);
+    return static_cast<std::size_t>(a);
+  }
+  [[noreturn]] void out_of_range(int axis) const;
+
   std::vector<std::int64_t> dims_;
 };
 

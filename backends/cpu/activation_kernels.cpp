@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
@@ -91,73 +92,73 @@ T abs_of(T x) {
 }
 
 void negative_kernel(KernelContext& ctx) {
-  map_any(ctx, "negative", [](auto x) { return negative_of(x); });
+  map_any(ctx, op_names::negative, [](auto x) { return negative_of(x); });
 }
 void exp_kernel(KernelContext& ctx) {
-  map_float(ctx, "exp", [](auto x) { return std::exp(x); });
+  map_float(ctx, op_names::exp, [](auto x) { return std::exp(x); });
 }
 void log_kernel(KernelContext& ctx) {
-  map_float(ctx, "log", [](auto x) { return std::log(x); });
+  map_float(ctx, op_names::log, [](auto x) { return std::log(x); });
 }
 void sqrt_kernel(KernelContext& ctx) {
-  map_float(ctx, "sqrt", [](auto x) { return std::sqrt(x); });
+  map_float(ctx, op_names::sqrt, [](auto x) { return std::sqrt(x); });
 }
 void square_kernel(KernelContext& ctx) {
-  map_any(ctx, "square", [](auto x) { return square_of(x); });
+  map_any(ctx, op_names::square, [](auto x) { return square_of(x); });
 }
 void abs_kernel(KernelContext& ctx) {
-  map_any(ctx, "abs", [](auto x) { return abs_of(x); });
+  map_any(ctx, op_names::abs, [](auto x) { return abs_of(x); });
 }
 void sign_kernel(KernelContext& ctx) {
-  map_any(ctx, "sign", [](auto x) { return sign_of(x); });
+  map_any(ctx, op_names::sign, [](auto x) { return sign_of(x); });
 }
 void relu_kernel(KernelContext& ctx) {
   // NaN passes through (NaN < 0 is false), so a diverging model shows NaN instead of hiding it.
-  map_float(ctx, "relu", [](auto x) { return x < 0 ? decltype(x)(0) : x; });
+  map_float(ctx, op_names::relu, [](auto x) { return x < 0 ? decltype(x)(0) : x; });
 }
 void leaky_relu_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");
-  map_float(ctx, "leaky_relu", [alpha](auto x) {
+  map_float(ctx, op_names::leaky_relu, [alpha](auto x) {
     using T = decltype(x);
     return x > 0 ? x : static_cast<T>(alpha) * x;
   });
 }
 void elu_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");
-  map_float(ctx, "elu", [alpha](auto x) {
+  map_float(ctx, op_names::elu, [alpha](auto x) {
     using T = decltype(x);
     return x > 0 ? x : static_cast<T>(alpha) * std::expm1(x);  // expm1: exact near 0
   });
 }
 void sigmoid_kernel(KernelContext& ctx) {
-  map_float(ctx, "sigmoid", [](auto x) { return sigmoid_of(x); });
+  map_float(ctx, op_names::sigmoid, [](auto x) { return sigmoid_of(x); });
 }
 void tanh_kernel(KernelContext& ctx) {
-  map_float(ctx, "tanh", [](auto x) { return std::tanh(x); });
+  map_float(ctx, op_names::tanh, [](auto x) { return std::tanh(x); });
 }
 
 void relu_grad_kernel(KernelContext& ctx) {
-  map_grad(ctx, "relu_grad", [](auto dy, auto y) { return y > 0 ? dy : decltype(dy)(0); });
+  map_grad(ctx, op_names::relu_grad, [](auto dy, auto y) { return y > 0 ? dy : decltype(dy)(0); });
 }
 void leaky_relu_grad_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");
-  map_grad(ctx, "leaky_relu_grad", [alpha](auto dy, auto x) {
+  map_grad(ctx, op_names::leaky_relu_grad, [alpha](auto dy, auto x) {
     using T = decltype(dy);
     return x > 0 ? dy : static_cast<T>(alpha) * dy;
   });
 }
 void elu_grad_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");
-  map_grad(ctx, "elu_grad", [alpha](auto dy, auto x) {
+  map_grad(ctx, op_names::elu_grad, [alpha](auto dy, auto x) {
     using T = decltype(dy);
     return x > 0 ? dy : dy * static_cast<T>(alpha) * std::exp(x);
   });
 }
 void sigmoid_grad_kernel(KernelContext& ctx) {
-  map_grad(ctx, "sigmoid_grad", [](auto dy, auto y) { return dy * y * (decltype(y)(1) - y); });
+  map_grad(ctx, op_names::sigmoid_grad, [](auto dy, auto y) { return dy * y * (decltype(y)(1) - y); });
 }
 void tanh_grad_kernel(KernelContext& ctx) {
-  map_grad(ctx, "tanh_grad", [](auto dy, auto y) { return dy * (decltype(y)(1) - y * y); });
+  map_grad(ctx, op_names::tanh_grad, [](auto dy, auto y) { return dy * (decltype(y)(1) - y * y); });
 }
 
 // ---- softmax family ----------------------------------------------------------------------------
@@ -196,8 +197,8 @@ T lane_max(const T* x, std::int64_t n, S s) {
 void softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];  // (..., n, ...)
   Tensor& y = ctx.outputs[0];       // x's shape
-  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax");
-  dispatch_floating(x.dtype(), "softmax", [&]<typename T>() {
+  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), op_names::softmax);
+  dispatch_floating(x.dtype(), op_names::softmax, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
@@ -219,8 +220,8 @@ void softmax_kernel(KernelContext& ctx) {
 void log_softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];  // (..., n, ...)
   Tensor& y = ctx.outputs[0];       // x's shape
-  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax");
-  dispatch_floating(x.dtype(), "log_softmax", [&]<typename T>() {
+  AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), op_names::log_softmax);
+  dispatch_floating(x.dtype(), op_names::log_softmax, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
@@ -240,8 +241,8 @@ void softmax_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& y = ctx.inputs[1];  // softmax output
   Tensor& dx = ctx.outputs[0];
-  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "softmax_grad");
-  dispatch_floating(dy.dtype(), "softmax_grad", [&]<typename T>() {
+  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), op_names::softmax_grad);
+  dispatch_floating(dy.dtype(), op_names::softmax_grad, [&]<typename T>() {
     const T* pd = dy.data<T>();
     const T* py = y.data<T>();
     T* po = dx.data<T>();
@@ -261,8 +262,8 @@ void log_softmax_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& y = ctx.inputs[1];  // log_softmax output
   Tensor& dx = ctx.outputs[0];
-  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), "log_softmax_grad");
-  dispatch_floating(dy.dtype(), "log_softmax_grad", [&]<typename T>() {
+  AxisLanes l = lanes_around(dy.shape(), static_cast<int>(ctx.attrs().get_int("axis")), op_names::log_softmax_grad);
+  dispatch_floating(dy.dtype(), op_names::log_softmax_grad, [&]<typename T>() {
     const T* pd = dy.data<T>();
     const T* py = y.data<T>();
     T* po = dx.data<T>();
@@ -281,27 +282,27 @@ void log_softmax_grad_kernel(KernelContext& ctx) {
 
 void register_activation_kernels() {
   const DeviceKind cpu = DeviceKind::cpu;
-  register_kernel("negative", cpu, negative_kernel);
-  register_kernel("exp", cpu, exp_kernel);
-  register_kernel("log", cpu, log_kernel);
-  register_kernel("sqrt", cpu, sqrt_kernel);
-  register_kernel("square", cpu, square_kernel);
-  register_kernel("abs", cpu, abs_kernel);
-  register_kernel("sign", cpu, sign_kernel);
-  register_kernel("relu", cpu, relu_kernel);
-  register_kernel("leaky_relu", cpu, leaky_relu_kernel);
-  register_kernel("elu", cpu, elu_kernel);
-  register_kernel("sigmoid", cpu, sigmoid_kernel);
-  register_kernel("tanh", cpu, tanh_kernel);
-  register_kernel("relu_grad", cpu, relu_grad_kernel);
-  register_kernel("leaky_relu_grad", cpu, leaky_relu_grad_kernel);
-  register_kernel("elu_grad", cpu, elu_grad_kernel);
-  register_kernel("sigmoid_grad", cpu, sigmoid_grad_kernel);
-  register_kernel("tanh_grad", cpu, tanh_grad_kernel);
-  register_kernel("softmax", cpu, softmax_kernel);
-  register_kernel("log_softmax", cpu, log_softmax_kernel);
-  register_kernel("softmax_grad", cpu, softmax_grad_kernel);
-  register_kernel("log_softmax_grad", cpu, log_softmax_grad_kernel);
+  register_kernel(op_names::negative, cpu, negative_kernel);
+  register_kernel(op_names::exp, cpu, exp_kernel);
+  register_kernel(op_names::log, cpu, log_kernel);
+  register_kernel(op_names::sqrt, cpu, sqrt_kernel);
+  register_kernel(op_names::square, cpu, square_kernel);
+  register_kernel(op_names::abs, cpu, abs_kernel);
+  register_kernel(op_names::sign, cpu, sign_kernel);
+  register_kernel(op_names::relu, cpu, relu_kernel);
+  register_kernel(op_names::leaky_relu, cpu, leaky_relu_kernel);
+  register_kernel(op_names::elu, cpu, elu_kernel);
+  register_kernel(op_names::sigmoid, cpu, sigmoid_kernel);
+  register_kernel(op_names::tanh, cpu, tanh_kernel);
+  register_kernel(op_names::relu_grad, cpu, relu_grad_kernel);
+  register_kernel(op_names::leaky_relu_grad, cpu, leaky_relu_grad_kernel);
+  register_kernel(op_names::elu_grad, cpu, elu_grad_kernel);
+  register_kernel(op_names::sigmoid_grad, cpu, sigmoid_grad_kernel);
+  register_kernel(op_names::tanh_grad, cpu, tanh_grad_kernel);
+  register_kernel(op_names::softmax, cpu, softmax_kernel);
+  register_kernel(op_names::log_softmax, cpu, log_softmax_kernel);
+  register_kernel(op_names::softmax_grad, cpu, softmax_grad_kernel);
+  register_kernel(op_names::log_softmax_grad, cpu, log_softmax_grad_kernel);
 }
 
 }  // namespace tower::cpu

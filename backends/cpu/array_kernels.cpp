@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
@@ -156,7 +157,7 @@ void concat_parts(KernelContext& ctx, const std::vector<Tensor*>& parts, Tensor&
 
 void concat_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
-  int axis = y.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "concat");
+  int axis = y.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::concat);
   std::vector<Tensor*> parts;
   for (auto& x : ctx.inputs) parts.push_back(&x);
   concat_parts(ctx, parts, y, axis, true);
@@ -172,7 +173,7 @@ void concat_grad_kernel(KernelContext& ctx) {
 
 void split_kernel(KernelContext& ctx) {
   Tensor& x = ctx.inputs[0];
-  int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "split");
+  int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::split);
   std::vector<Tensor*> parts;
   for (auto& y : ctx.outputs) parts.push_back(&y);
   concat_parts(ctx, parts, x, axis, false);
@@ -191,7 +192,7 @@ void slice_kernel(KernelContext& ctx) {
 void slice_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];  // (slice's output shape)
   Tensor& dx = ctx.outputs[0];       // (x's shape)
-  fill(ctx, dx, 0.0, "slice_grad");
+  fill(ctx, dx, 0.0, op_names::slice_grad);
   const Ints& dd = dy.shape().dims();
   copy_box(ctx, dy.raw_data(), dd, Ints(dd.size(), 0), dx.raw_data(), dx.shape().dims(), ctx.attrs().get_ints("begin"),
            dd, dtype_size(dy.dtype()));
@@ -200,7 +201,7 @@ void slice_grad_kernel(KernelContext& ctx) {
 void pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  fill(ctx, y, ctx.attrs().get_float("value"), "pad");
+  fill(ctx, y, ctx.attrs().get_float("value"), op_names::pad);
   const Ints& xd = x.shape().dims();
   copy_box(ctx, x.raw_data(), xd, Ints(xd.size(), 0), y.raw_data(), y.shape().dims(),
            pad_befores(ctx.attrs().get_ints("paddings")), xd, dtype_size(x.dtype()));
@@ -237,7 +238,7 @@ void batch_share_start_kernel(KernelContext& ctx) {
 void batch_share_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];  // (share's rows, ...)
   Tensor& dx = ctx.outputs[0];       // (x's shape)
-  fill(ctx, dx, 0.0, "batch_share_grad");
+  fill(ctx, dx, 0.0, op_names::batch_share_grad);
   const Ints& dd = dy.shape().dims();
   Ints begin(dd.size(), 0);
   begin[0] = share_of(ctx, dx.shape()[0]).first;
@@ -253,8 +254,8 @@ void one_hot_kernel(KernelContext& ctx) {
   const std::int64_t depth = ctx.attrs().get_int("depth");
   const double on = ctx.attrs().get_float("on_value"), off = ctx.attrs().get_float("off_value");
   const std::int64_t n = indices.num_elements();
-  dispatch_integer(indices.dtype(), "one_hot", [&]<typename I>() {
-    dispatch_any(y.dtype(), "one_hot", [&]<typename T>() {
+  dispatch_integer(indices.dtype(), op_names::one_hot, [&]<typename I>() {
+    dispatch_any(y.dtype(), op_names::one_hot, [&]<typename T>() {
       const I* idx = indices.data<I>();
       T* out = y.data<T>();
       const T on_v = static_cast<T>(on), off_v = static_cast<T>(off);
@@ -295,7 +296,7 @@ void gather_kernel(KernelContext& ctx) {
   const Tensor& indices = ctx.inputs[1];  // (m...)
   Tensor& y = ctx.outputs[0];             // (m..., ...)
   const std::int64_t rows = params.shape()[0];
-  const auto idx = checked_indices(indices, rows, "gather");
+  const auto idx = checked_indices(indices, rows, op_names::gather);
   const std::size_t row_bytes = rows == 0 ? 0 : params.nbytes() / static_cast<std::size_t>(rows);
   const char* src = static_cast<const char*>(params.raw_data());
   char* dst = static_cast<char*>(y.raw_data());
@@ -313,11 +314,11 @@ void gather_grad_kernel(KernelContext& ctx) {
   const Tensor& indices = ctx.inputs[1];  // (m...)
   Tensor& dparams = ctx.outputs[0];       // (n, ...)
   const std::int64_t rows = dparams.shape()[0];
-  const auto idx = checked_indices(indices, rows, "gather_grad");
+  const auto idx = checked_indices(indices, rows, op_names::gather_grad);
   const std::int64_t row_elems = rows == 0 ? 0 : dparams.num_elements() / rows;
   const auto m = static_cast<std::int64_t>(idx.size());
-  fill(ctx, dparams, 0.0, "gather_grad");
-  dispatch_any(dy.dtype(), "gather_grad", [&]<typename T>() {
+  fill(ctx, dparams, 0.0, op_names::gather_grad);
+  dispatch_any(dy.dtype(), op_names::gather_grad, [&]<typename T>() {
     const T* g = dy.data<T>();
     T* out = dparams.data<T>();
     // Repeated indices add into the same row: split the work by column so threads never collide.
@@ -335,22 +336,22 @@ void gather_grad_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_array_kernels() {
-  register_kernel("reshape", DeviceKind::cpu, alias_kernel);
-  register_kernel("reshape_like", DeviceKind::cpu, alias_kernel);
-  register_kernel("transpose", DeviceKind::cpu, transpose_kernel);
-  register_kernel("concat", DeviceKind::cpu, concat_kernel);
-  register_kernel("concat_grad", DeviceKind::cpu, concat_grad_kernel);
-  register_kernel("split", DeviceKind::cpu, split_kernel);
-  register_kernel("slice", DeviceKind::cpu, slice_kernel);
-  register_kernel("slice_grad", DeviceKind::cpu, slice_grad_kernel);
-  register_kernel("batch_share", DeviceKind::cpu, batch_share_kernel);
-  register_kernel("batch_share_grad", DeviceKind::cpu, batch_share_grad_kernel);
-  register_kernel("batch_share_start", DeviceKind::cpu, batch_share_start_kernel);
-  register_kernel("pad", DeviceKind::cpu, pad_kernel);
-  register_kernel("pad_grad", DeviceKind::cpu, pad_grad_kernel);
-  register_kernel("one_hot", DeviceKind::cpu, one_hot_kernel);
-  register_kernel("gather", DeviceKind::cpu, gather_kernel);
-  register_kernel("gather_grad", DeviceKind::cpu, gather_grad_kernel);
+  register_kernel(op_names::reshape, DeviceKind::cpu, alias_kernel);
+  register_kernel(op_names::reshape_like, DeviceKind::cpu, alias_kernel);
+  register_kernel(op_names::transpose, DeviceKind::cpu, transpose_kernel);
+  register_kernel(op_names::concat, DeviceKind::cpu, concat_kernel);
+  register_kernel(op_names::concat_grad, DeviceKind::cpu, concat_grad_kernel);
+  register_kernel(op_names::split, DeviceKind::cpu, split_kernel);
+  register_kernel(op_names::slice, DeviceKind::cpu, slice_kernel);
+  register_kernel(op_names::slice_grad, DeviceKind::cpu, slice_grad_kernel);
+  register_kernel(op_names::batch_share, DeviceKind::cpu, batch_share_kernel);
+  register_kernel(op_names::batch_share_grad, DeviceKind::cpu, batch_share_grad_kernel);
+  register_kernel(op_names::batch_share_start, DeviceKind::cpu, batch_share_start_kernel);
+  register_kernel(op_names::pad, DeviceKind::cpu, pad_kernel);
+  register_kernel(op_names::pad_grad, DeviceKind::cpu, pad_grad_kernel);
+  register_kernel(op_names::one_hot, DeviceKind::cpu, one_hot_kernel);
+  register_kernel(op_names::gather, DeviceKind::cpu, gather_kernel);
+  register_kernel(op_names::gather_grad, DeviceKind::cpu, gather_grad_kernel);
 }
 
 }  // namespace tower::cpu

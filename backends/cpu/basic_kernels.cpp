@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -14,7 +15,7 @@ void alias_kernel(KernelContext&) {}
 void fill_like_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   double value = ctx.attrs().get_float("value");
-  dispatch_any(y.dtype(), "fill_like", [&]<typename T>() {
+  dispatch_any(y.dtype(), op_names::fill_like, [&]<typename T>() {
     T* p = y.data<T>();
     parallel_for(ctx, y.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
       for (auto i = b; i < e; ++i) p[i] = static_cast<T>(value);
@@ -25,8 +26,8 @@ void fill_like_kernel(KernelContext& ctx) {
 void cast_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  dispatch_any(x.dtype(), "cast", [&]<typename S>() {
-    dispatch_any(y.dtype(), "cast", [&]<typename D>() {
+  dispatch_any(x.dtype(), op_names::cast, [&]<typename S>() {
+    dispatch_any(y.dtype(), op_names::cast, [&]<typename D>() {
       const S* src = x.data<S>();
       D* dst = y.data<D>();
       parallel_for(ctx, x.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
@@ -43,7 +44,7 @@ void assign_kernel(KernelContext& ctx) {
 void assign_add_kernel(KernelContext& ctx) {
   Tensor& var = ctx.inputs[0];
   const Tensor& v = ctx.inputs[1];
-  dispatch_any(var.dtype(), "assign_add", [&]<typename T>() {
+  dispatch_any(var.dtype(), op_names::assign_add, [&]<typename T>() {
     T* p = var.data<T>();
     const T* q = v.data<T>();
     parallel_for(ctx, var.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
@@ -55,12 +56,12 @@ void assign_add_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_basic_kernels() {
-  register_kernel("identity", DeviceKind::cpu, alias_kernel);
-  register_kernel("stop_gradient", DeviceKind::cpu, alias_kernel);
-  register_kernel("fill_like", DeviceKind::cpu, fill_like_kernel);
-  register_kernel("cast", DeviceKind::cpu, cast_kernel);
-  register_kernel("assign", DeviceKind::cpu, assign_kernel);
-  register_kernel("assign_add", DeviceKind::cpu, assign_add_kernel);
+  register_kernel(op_names::identity, DeviceKind::cpu, alias_kernel);
+  register_kernel(op_names::stop_gradient, DeviceKind::cpu, alias_kernel);
+  register_kernel(op_names::fill_like, DeviceKind::cpu, fill_like_kernel);
+  register_kernel(op_names::cast, DeviceKind::cpu, cast_kernel);
+  register_kernel(op_names::assign, DeviceKind::cpu, assign_kernel);
+  register_kernel(op_names::assign_add, DeviceKind::cpu, assign_add_kernel);
 }
 
 }  // namespace tower::cpu

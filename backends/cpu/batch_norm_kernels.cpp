@@ -5,6 +5,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -45,7 +46,7 @@ void batch_norm_training_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const double eps = ctx.attrs().get_float("epsilon");
   const RowsView v = rows_view(x);
-  dispatch_floating(x.dtype(), "batch_norm_training", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_training, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* gamma = ctx.inputs[1].data<T>();
     const T* beta = ctx.inputs[2].data<T>();
@@ -90,7 +91,7 @@ void batch_norm_training_kernel(KernelContext& ctx) {
 void batch_norm_training_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[1];
   const RowsView v = rows_view(x);
-  dispatch_floating(x.dtype(), "batch_norm_training_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_training_grad, [&]<typename T>() {
     const T* pdy = ctx.inputs[0].data<T>();
     const T* px = x.data<T>();
     const T* gamma = ctx.inputs[2].data<T>();
@@ -131,7 +132,7 @@ void batch_norm_training_grad_kernel(KernelContext& ctx) {
 void batch_norm_stats_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[3];
   const RowsView v = rows_view(x);
-  dispatch_floating(x.dtype(), "batch_norm_stats_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_stats_grad, [&]<typename T>() {
     const T* dmean = ctx.inputs[0].data<T>();
     const T* dvar = ctx.inputs[1].data<T>();
     const T* dinv = ctx.inputs[2].data<T>();
@@ -160,7 +161,7 @@ void batch_norm_inference_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const double eps = ctx.attrs().get_float("epsilon");
   const RowsView v = rows_view(x);
-  dispatch_floating(x.dtype(), "batch_norm_inference", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_inference, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* gamma = ctx.inputs[1].data<T>();
     const T* beta = ctx.inputs[2].data<T>();
@@ -188,7 +189,7 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[1];
   const double eps = ctx.attrs().get_float("epsilon");
   const RowsView v = rows_view(x);
-  dispatch_floating(x.dtype(), "batch_norm_inference_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_inference_grad, [&]<typename T>() {
     const T* pdy = ctx.inputs[0].data<T>();
     const T* px = x.data<T>();
     const T* gamma = ctx.inputs[2].data<T>();
@@ -231,11 +232,11 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_batch_norm_kernels() {
-  register_kernel("batch_norm_training", DeviceKind::cpu, batch_norm_training_kernel);
-  register_kernel("batch_norm_training_grad", DeviceKind::cpu, batch_norm_training_grad_kernel);
-  register_kernel("batch_norm_stats_grad", DeviceKind::cpu, batch_norm_stats_grad_kernel);
-  register_kernel("batch_norm_inference", DeviceKind::cpu, batch_norm_inference_kernel);
-  register_kernel("batch_norm_inference_grad", DeviceKind::cpu, batch_norm_inference_grad_kernel);
+  register_kernel(op_names::batch_norm_training, DeviceKind::cpu, batch_norm_training_kernel);
+  register_kernel(op_names::batch_norm_training_grad, DeviceKind::cpu, batch_norm_training_grad_kernel);
+  register_kernel(op_names::batch_norm_stats_grad, DeviceKind::cpu, batch_norm_stats_grad_kernel);
+  register_kernel(op_names::batch_norm_inference, DeviceKind::cpu, batch_norm_inference_kernel);
+  register_kernel(op_names::batch_norm_inference_grad, DeviceKind::cpu, batch_norm_inference_grad_kernel);
 }
 
 }  // namespace tower::cpu

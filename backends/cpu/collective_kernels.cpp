@@ -1,6 +1,7 @@
 // all_reduce on CPU devices: the replicas' lanes meet on the host (core/collective.h).
 #include "tower/backends/cpu/kernels.h"
 #include "tower/core/collective.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -13,6 +14,6 @@ void all_reduce_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_collective_kernels() { register_kernel("all_reduce", DeviceKind::cpu, all_reduce_kernel); }
+void register_collective_kernels() { register_kernel(op_names::all_reduce, DeviceKind::cpu, all_reduce_kernel); }
 
 }  // namespace tower::cpu

@@ -9,6 +9,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/op_names.h"
 
 // The small-K loops get an AVX2/FMA (x86-64-v3) clone chosen at load time by CPU features; the
 // build itself targets baseline x86-64. Not under ThreadSanitizer: its instrumented ifunc resolvers
@@ -215,7 +216,8 @@ void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* 
   std::int64_t n = r0 / plane, oy = (r0 % plane) / w.out_w, ox = r0 % w.out_w;
   for (std::int64_t r = r0; r < r1; ++r) {
     const T* image = x + n * w.in_h * w.in_w * c;
-    const std::int64_t iy0 = oy * w.stride_h - w.pad_top, ix0 = ox * w.stride_w - w.pad_left;
+    const std::int64_t iy0 = window::window_start(oy, w.stride_h, w.pad_top),
+                       ix0 = window::window_start(ox, w.stride_w, w.pad_left);
     // Undilated windows inside the row are one contiguous run of kernel_w * c elements.
     const bool contiguous = w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
     T* dst = col + (r - r0) * kk;
@@ -253,7 +255,8 @@ void col2im_add(const T* col, const Window2D& w, std::int64_t r0, std::int64_t r
   std::int64_t n = r0 / plane, oy = (r0 % plane) / w.out_w, ox = r0 % w.out_w;
   for (std::int64_t r = r0; r < r1; ++r) {
     T* image = dx + n * w.in_h * w.in_w * c;
-    const std::int64_t iy0 = oy * w.stride_h - w.pad_top, ix0 = ox * w.stride_w - w.pad_left;
+    const std::int64_t iy0 = window::window_start(oy, w.stride_h, w.pad_top),
+                       ix0 = window::window_start(ox, w.stride_w, w.pad_left);
     const bool contiguous = w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
     const T* src = col + (r - r0) * kk;
     for (std::int64_t i = 0; i < w.kernel_h; ++i, src += row_len) {
@@ -346,7 +349,7 @@ void conv2d_kernel(KernelContext& ctx) {
   const Tensor& kernel = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
   const ConvGemm g = conv_gemm(ctx, x.shape(), kernel.shape(), y.shape());
-  dispatch_floating(y.dtype(), "conv2d",
+  dispatch_floating(y.dtype(), op_names::conv2d,
                     [&]<typename T>() { conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>()); });
 }
 
@@ -357,7 +360,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[1];
   Tensor& dk = ctx.outputs[0];
   const ConvGemm g = conv_gemm(ctx, x.shape(), dk.shape(), dy.shape());
-  dispatch_floating(dk.dtype(), "conv2d_backward_filter", [&]<typename T>() {
+  dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     T* pdk = dk.data<T>();
@@ -398,7 +401,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   const Tensor& kernel = ctx.inputs[1];
   Tensor& dx = ctx.outputs[0];
   const ConvGemm g = conv_gemm(ctx, dx.shape(), kernel.shape(), dy.shape());
-  dispatch_floating(dx.dtype(), "conv2d_backward_data", [&]<typename T>() {
+  dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
     const T* pdy = dy.data<T>();
     const T* pk = kernel.data<T>();
     T* pdx = dx.data<T>();
@@ -432,9 +435,9 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_conv_kernels() {
-  register_kernel("conv2d", DeviceKind::cpu, conv2d_kernel);
-  register_kernel("conv2d_backward_data", DeviceKind::cpu, conv2d_backward_data_kernel);
-  register_kernel("conv2d_backward_filter", DeviceKind::cpu, conv2d_backward_filter_kernel);
+  register_kernel(op_names::conv2d, DeviceKind::cpu, conv2d_kernel);
+  register_kernel(op_names::conv2d_backward_data, DeviceKind::cpu, conv2d_backward_data_kernel);
+  register_kernel(op_names::conv2d_backward_filter, DeviceKind::cpu, conv2d_backward_filter_kernel);
 }
 
 void register_nn_kernels() {

@@ -1,9 +1,10 @@
 // CPU inverted dropout: a counter-based mask (core/random.h's uniform_at), so every backend draws the same one.
+#include <algorithm>
+
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/op_names.h"
 #include "tower/core/random.h"
-
-#include <algorithm>
 
 namespace tower::cpu {
 
@@ -26,7 +27,7 @@ void dropout_kernel(KernelContext& ctx) {
   const auto seed = static_cast<std::uint64_t>(ctx.attrs().get_int("seed"));
   const std::uint64_t counter = ctx.node.next_random_counter();
   const double keep = 1.0 - rate;
-  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::dropout, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = ctx.outputs[0].data<T>();
     T* mask = ctx.outputs[1].data<T>();
@@ -50,6 +51,6 @@ void dropout_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_dropout_kernels() { register_kernel("dropout", DeviceKind::cpu, dropout_kernel); }
+void register_dropout_kernels() { register_kernel(op_names::dropout, DeviceKind::cpu, dropout_kernel); }
 
 }  // namespace tower::cpu

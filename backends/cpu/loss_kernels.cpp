@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -38,7 +39,7 @@ void softmax_cross_entropy_kernel(KernelContext& ctx) {
   Tensor& loss = ctx.outputs[0];         // (batch,)
   Tensor& backprop = ctx.outputs[1];     // (batch, classes)
   std::int64_t batch = logits.shape()[0], classes = logits.shape()[1];
-  dispatch_floating(logits.dtype(), "softmax_cross_entropy", [&]<typename T>() {
+  dispatch_floating(logits.dtype(), op_names::softmax_cross_entropy, [&]<typename T>() {
     const T* x = logits.data<T>();
     const T* t = labels.data<T>();
     T* l = loss.data<T>();
@@ -68,7 +69,7 @@ void sparse_softmax_cross_entropy_kernel(KernelContext& ctx) {
   Tensor& loss = ctx.outputs[0];         // (batch,)
   Tensor& backprop = ctx.outputs[1];     // (batch, classes)
   std::int64_t batch = logits.shape()[0], classes = logits.shape()[1];
-  dispatch_integer(labels.dtype(), "sparse_softmax_cross_entropy", [&]<typename I>() {
+  dispatch_integer(labels.dtype(), op_names::sparse_softmax_cross_entropy, [&]<typename I>() {
     const I* y = labels.data<I>();
     // Checked before the parallel loop: pool workers must not throw.
     for (std::int64_t r = 0; r < batch; ++r) {
@@ -79,7 +80,7 @@ void sparse_softmax_cross_entropy_kernel(KernelContext& ctx) {
             "must lie in [0, {}); check the number of output units)",
             ctx.node.name(), label, r, classes, classes);
     }
-    dispatch_floating(logits.dtype(), "sparse_softmax_cross_entropy", [&]<typename T>() {
+    dispatch_floating(logits.dtype(), op_names::sparse_softmax_cross_entropy, [&]<typename T>() {
       const T* x = logits.data<T>();
       T* l = loss.data<T>();
       T* bp = backprop.data<T>();
@@ -103,7 +104,7 @@ void softmax_cross_entropy_grad_kernel(KernelContext& ctx) {
   const Tensor& backprop = ctx.inputs[1];  // (batch, classes)
   Tensor& dlogits = ctx.outputs[0];        // (batch, classes)
   std::int64_t batch = backprop.shape()[0], classes = backprop.shape()[1];
-  dispatch_floating(backprop.dtype(), "softmax_cross_entropy_grad", [&]<typename T>() {
+  dispatch_floating(backprop.dtype(), op_names::softmax_cross_entropy_grad, [&]<typename T>() {
     const T* d = dloss.data<T>();
     const T* bp = backprop.data<T>();
     T* out = dlogits.data<T>();
@@ -165,17 +166,17 @@ void mean_error_grad_kernel(KernelContext& ctx, const char* op, double c, F f) {
 }
 
 void mean_squared_error_kernel(KernelContext& ctx) {
-  mean_error_kernel(ctx, "mean_squared_error", [](auto diff) { return diff * diff; });
+  mean_error_kernel(ctx, op_names::mean_squared_error, [](auto diff) { return diff * diff; });
 }
 void mean_absolute_error_kernel(KernelContext& ctx) {
-  mean_error_kernel(ctx, "mean_absolute_error", [](auto diff) { return std::abs(diff); });
+  mean_error_kernel(ctx, op_names::mean_absolute_error, [](auto diff) { return std::abs(diff); });
 }
 void mean_squared_error_grad_kernel(KernelContext& ctx) {
-  mean_error_grad_kernel(ctx, "mean_squared_error_grad", 2.0, [](auto diff) { return diff; });
+  mean_error_grad_kernel(ctx, op_names::mean_squared_error_grad, 2.0, [](auto diff) { return diff; });
 }
 void mean_absolute_error_grad_kernel(KernelContext& ctx) {
   // sign(0) = 0, as TF: equal values pull neither way.
-  mean_error_grad_kernel(ctx, "mean_absolute_error_grad", 1.0, [](auto diff) {
+  mean_error_grad_kernel(ctx, op_names::mean_absolute_error_grad, 1.0, [](auto diff) {
     using T = decltype(diff);
     return static_cast<T>((T(0) < diff) - (diff < T(0)));
   });
@@ -185,13 +186,13 @@ void mean_absolute_error_grad_kernel(KernelContext& ctx) {
 
 void register_loss_kernels() {
   const DeviceKind cpu = DeviceKind::cpu;
-  register_kernel("softmax_cross_entropy", cpu, softmax_cross_entropy_kernel);
-  register_kernel("sparse_softmax_cross_entropy", cpu, sparse_softmax_cross_entropy_kernel);
-  register_kernel("softmax_cross_entropy_grad", cpu, softmax_cross_entropy_grad_kernel);
-  register_kernel("mean_squared_error", cpu, mean_squared_error_kernel);
-  register_kernel("mean_absolute_error", cpu, mean_absolute_error_kernel);
-  register_kernel("mean_squared_error_grad", cpu, mean_squared_error_grad_kernel);
-  register_kernel("mean_absolute_error_grad", cpu, mean_absolute_error_grad_kernel);
+  register_kernel(op_names::softmax_cross_entropy, cpu, softmax_cross_entropy_kernel);
+  register_kernel(op_names::sparse_softmax_cross_entropy, cpu, sparse_softmax_cross_entropy_kernel);
+  register_kernel(op_names::softmax_cross_entropy_grad, cpu, softmax_cross_entropy_grad_kernel);
+  register_kernel(op_names::mean_squared_error, cpu, mean_squared_error_kernel);
+  register_kernel(op_names::mean_absolute_error, cpu, mean_absolute_error_kernel);
+  register_kernel(op_names::mean_squared_error_grad, cpu, mean_squared_error_grad_kernel);
+  register_kernel(op_names::mean_absolute_error_grad, cpu, mean_absolute_error_grad_kernel);
 }
 
 }  // namespace tower::cpu

@@ -7,6 +7,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/strided.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
@@ -55,16 +56,29 @@ void binary_kernel(KernelContext& ctx, const char* op, F f) {
   });
 }
 
-void add_kernel(KernelContext& ctx) { binary_kernel(ctx, "add", [](auto a, auto b) { return a + b; }); }
-void subtract_kernel(KernelContext& ctx) { binary_kernel(ctx, "subtract", [](auto a, auto b) { return a - b; }); }
-void multiply_kernel(KernelContext& ctx) { binary_kernel(ctx, "multiply", [](auto a, auto b) { return a * b; }); }
-void divide_kernel(KernelContext& ctx) { binary_kernel(ctx, "divide", [](auto a, auto b) { return a / b; }); }
-void maximum_kernel(KernelContext& ctx) { binary_kernel(ctx, "maximum", [](auto a, auto b) { return a >= b ? a : b; }); }
-void minimum_kernel(KernelContext& ctx) { binary_kernel(ctx, "minimum", [](auto a, auto b) { return a <= b ? a : b; }); }
+void add_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::add, [](auto a, auto b) { return a + b; });
+}
+void subtract_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::subtract, [](auto a, auto b) { return a - b; });
+}
+void multiply_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::multiply, [](auto a, auto b) { return a * b; });
+}
+void divide_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::divide, [](auto a, auto b) { return a / b; });
+}
+void maximum_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::maximum, [](auto a, auto b) { return a >= b ? a : b; });
+}
+void minimum_kernel(KernelContext& ctx) {
+  binary_kernel(ctx, op_names::minimum, [](auto a, auto b) { return a <= b ? a : b; });
+}
 void compare_mask_kernel(KernelContext& ctx) {
   const std::string& mode = ctx.attrs().get_string("mode");
   auto run = [&](auto compare) {
-    binary_kernel(ctx, "compare_mask", [compare](auto a, auto b) { return static_cast<decltype(a)>(compare(a, b) ? 1 : 0); });
+    binary_kernel(ctx, op_names::compare_mask,
+                  [compare](auto a, auto b) { return static_cast<decltype(a)>(compare(a, b) ? 1 : 0); });
   };
   if (mode == "ge") run([](auto a, auto b) { return a >= b; });
   else if (mode == "le") run([](auto a, auto b) { return a <= b; });
@@ -77,7 +91,7 @@ void scale_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   const double factor = ctx.attrs().get_float("factor");
-  dispatch_floating(x.dtype(), "scale", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::scale, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     const T f = static_cast<T>(factor);
@@ -96,7 +110,7 @@ void sum_to_kernel(KernelContext& ctx) {
 void broadcast_like_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  dispatch_any(y.dtype(), "broadcast_like", [&]<typename T>() {
+  dispatch_any(y.dtype(), op_names::broadcast_like, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     const Dims dims = y.shape().dims();
@@ -150,7 +164,7 @@ void gemm_rows(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& y, 
 
 void matmul_kernel(KernelContext& ctx) {
   const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
-  dispatch_floating(ctx.outputs[0].dtype(), "matmul", [&]<typename T>() {
+  dispatch_floating(ctx.outputs[0].dtype(), op_names::matmul, [&]<typename T>() {
     gemm_rows<T>(ctx, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], ta, tb, [](T*, std::int64_t, std::int64_t) {});
   });
 }
@@ -160,7 +174,7 @@ void dense_kernel(KernelContext& ctx) {
   const Tensor& bias = ctx.inputs[2];
   const bool relu = ctx.attrs().get_string("activation") == "relu";
   const std::int64_t n = bias.num_elements();
-  dispatch_floating(ctx.outputs[0].dtype(), "dense", [&]<typename T>() {
+  dispatch_floating(ctx.outputs[0].dtype(), op_names::dense, [&]<typename T>() {
     const T* pb = bias.data<T>();
     gemm_rows<T>(ctx, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], false, false, [&](T* py, std::int64_t lo, std::int64_t hi) {
       for (auto r = lo; r < hi; ++r) {
@@ -177,7 +191,7 @@ void bias_add_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const Tensor& bias = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
-  dispatch_floating(x.dtype(), "bias_add", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* pb = bias.data<T>();
     T* py = y.data<T>();
@@ -201,20 +215,20 @@ void bias_add_grad_kernel(KernelContext& ctx) {
 
 void register_math_kernels() {
   openblas_set_num_threads(1);  // parallelism comes from each CPU device's pool
-  register_kernel("add", DeviceKind::cpu, add_kernel);
-  register_kernel("subtract", DeviceKind::cpu, subtract_kernel);
-  register_kernel("multiply", DeviceKind::cpu, multiply_kernel);
-  register_kernel("divide", DeviceKind::cpu, divide_kernel);
-  register_kernel("maximum", DeviceKind::cpu, maximum_kernel);
-  register_kernel("minimum", DeviceKind::cpu, minimum_kernel);
-  register_kernel("compare_mask", DeviceKind::cpu, compare_mask_kernel);
-  register_kernel("scale", DeviceKind::cpu, scale_kernel);
-  register_kernel("sum_to", DeviceKind::cpu, sum_to_kernel);
-  register_kernel("broadcast_like", DeviceKind::cpu, broadcast_like_kernel);
-  register_kernel("matmul", DeviceKind::cpu, matmul_kernel);
-  register_kernel("dense", DeviceKind::cpu, dense_kernel);
-  register_kernel("bias_add", DeviceKind::cpu, bias_add_kernel);
-  register_kernel("bias_add_grad", DeviceKind::cpu, bias_add_grad_kernel);
+  register_kernel(op_names::add, DeviceKind::cpu, add_kernel);
+  register_kernel(op_names::subtract, DeviceKind::cpu, subtract_kernel);
+  register_kernel(op_names::multiply, DeviceKind::cpu, multiply_kernel);
+  register_kernel(op_names::divide, DeviceKind::cpu, divide_kernel);
+  register_kernel(op_names::maximum, DeviceKind::cpu, maximum_kernel);
+  register_kernel(op_names::minimum, DeviceKind::cpu, minimum_kernel);
+  register_kernel(op_names::compare_mask, DeviceKind::cpu, compare_mask_kernel);
+  register_kernel(op_names::scale, DeviceKind::cpu, scale_kernel);
+  register_kernel(op_names::sum_to, DeviceKind::cpu, sum_to_kernel);
+  register_kernel(op_names::broadcast_like, DeviceKind::cpu, broadcast_like_kernel);
+  register_kernel(op_names::matmul, DeviceKind::cpu, matmul_kernel);
+  register_kernel(op_names::dense, DeviceKind::cpu, dense_kernel);
+  register_kernel(op_names::bias_add, DeviceKind::cpu, bias_add_kernel);
+  register_kernel(op_names::bias_add_grad, DeviceKind::cpu, bias_add_grad_kernel);
 }
 
 }  // namespace tower::cpu

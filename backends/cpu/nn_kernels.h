@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tower/core/op_registry.h"
+#include "tower/core/window.h"
 
 namespace tower::cpu {
 
@@ -24,8 +25,7 @@ struct Window2D {
 };
 
 // The window geometry from the node's attrs, the x shape (batch, h, w, c), the window size and the
-// output size the shape function gave. "same" pads as TF: total = max((out - 1) * s + (k - 1) * d + 1
-// - in, 0), the smaller half before.
+// output size the shape function gave. "same" pads as TF (window::same_padding): the smaller half before.
 inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64_t kernel_h, std::int64_t kernel_w,
                             std::int64_t out_h, std::int64_t out_w) {
   const Attrs& attrs = ctx.attrs();
@@ -44,11 +44,8 @@ inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64
     w.dilation_w = attrs.get_ints("dilation_rate")[1];
   }
   if (attrs.get_string("padding") == "same") {
-    auto pad_total = [](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t d) {
-      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0);
-    };
-    w.pad_top = pad_total(w.in_h, out_h, kernel_h, w.stride_h, w.dilation_h) / 2;
-    w.pad_left = pad_total(w.in_w, out_w, kernel_w, w.stride_w, w.dilation_w) / 2;
+    w.pad_top = window::same_padding(w.in_h, out_h, kernel_h, w.stride_h, w.dilation_h).before;
+    w.pad_left = window::same_padding(w.in_w, out_w, kernel_w, w.stride_w, w.dilation_w).before;
   }
   return w;
 }

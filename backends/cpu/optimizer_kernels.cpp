@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -23,7 +24,7 @@ void apply_sgd_kernel(KernelContext& ctx) {
   const bool has_m = ctx.attrs().get_bool("has_momentum");
   const bool nesterov = ctx.attrs().get_bool("nesterov");
   const double momentum = ctx.attrs().get_float("momentum");
-  dispatch_floating(var.dtype(), "apply_sgd", [&]<typename T>() {
+  dispatch_floating(var.dtype(), op_names::apply_sgd, [&]<typename T>() {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
@@ -59,7 +60,7 @@ void apply_rmsprop_kernel(KernelContext& ctx) {
   const bool centered = ctx.attrs().get_bool("has_average_grad");
   const double rho = ctx.attrs().get_float("rho"), momentum = ctx.attrs().get_float("momentum");
   const double epsilon = ctx.attrs().get_float("epsilon");
-  dispatch_floating(var.dtype(), "apply_rmsprop", [&]<typename T>() {
+  dispatch_floating(var.dtype(), op_names::apply_rmsprop, [&]<typename T>() {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
@@ -103,7 +104,7 @@ void apply_adam_kernel(KernelContext& ctx) {
   const bool amsgrad = ctx.attrs().get_bool("has_v_hat");
   const double beta_1 = ctx.attrs().get_float("beta_1"), beta_2 = ctx.attrs().get_float("beta_2");
   const double epsilon = ctx.attrs().get_float("epsilon"), weight_decay = ctx.attrs().get_float("weight_decay");
-  dispatch_floating(var.dtype(), "apply_adam", [&]<typename T>() {
+  dispatch_floating(var.dtype(), op_names::apply_adam, [&]<typename T>() {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
@@ -135,7 +136,7 @@ void apply_adam_kernel(KernelContext& ctx) {
 void apply_adagrad_kernel(KernelContext& ctx) {
   Tensor& var = ctx.inputs[0];
   const double epsilon = ctx.attrs().get_float("epsilon");
-  dispatch_floating(var.dtype(), "apply_adagrad", [&]<typename T>() {
+  dispatch_floating(var.dtype(), op_names::apply_adagrad, [&]<typename T>() {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
@@ -158,7 +159,7 @@ void apply_adagrad_kernel(KernelContext& ctx) {
 void apply_adadelta_kernel(KernelContext& ctx) {
   Tensor& var = ctx.inputs[0];
   const double rho = ctx.attrs().get_float("rho"), epsilon = ctx.attrs().get_float("epsilon");
-  dispatch_floating(var.dtype(), "apply_adadelta", [&]<typename T>() {
+  dispatch_floating(var.dtype(), op_names::apply_adadelta, [&]<typename T>() {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
@@ -180,11 +181,11 @@ void apply_adadelta_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_optimizer_kernels() {
-  register_kernel("apply_sgd", DeviceKind::cpu, apply_sgd_kernel);
-  register_kernel("apply_rmsprop", DeviceKind::cpu, apply_rmsprop_kernel);
-  register_kernel("apply_adam", DeviceKind::cpu, apply_adam_kernel);
-  register_kernel("apply_adagrad", DeviceKind::cpu, apply_adagrad_kernel);
-  register_kernel("apply_adadelta", DeviceKind::cpu, apply_adadelta_kernel);
+  register_kernel(op_names::apply_sgd, DeviceKind::cpu, apply_sgd_kernel);
+  register_kernel(op_names::apply_rmsprop, DeviceKind::cpu, apply_rmsprop_kernel);
+  register_kernel(op_names::apply_adam, DeviceKind::cpu, apply_adam_kernel);
+  register_kernel(op_names::apply_adagrad, DeviceKind::cpu, apply_adagrad_kernel);
+  register_kernel(op_names::apply_adadelta, DeviceKind::cpu, apply_adadelta_kernel);
 }
 
 }  // namespace tower::cpu

@@ -5,6 +5,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cpu {
 
@@ -23,9 +24,9 @@ struct Span {
 };
 
 Span window_span(const Window2D& w, std::int64_t oy, std::int64_t ox) {
-  const std::int64_t ys = oy * w.stride_h - w.pad_top, xs = ox * w.stride_w - w.pad_left;
-  return {std::max<std::int64_t>(ys, 0), std::min(ys + w.kernel_h, w.in_h), std::max<std::int64_t>(xs, 0),
-          std::min(xs + w.kernel_w, w.in_w)};
+  const window::Range ry = window::window_inside(oy, w.kernel_h, w.stride_h, w.pad_top, w.in_h);
+  const window::Range rx = window::window_inside(ox, w.kernel_w, w.stride_w, w.pad_left, w.in_w);
+  return {ry.lo, ry.hi, rx.lo, rx.hi};
 }
 
 // Output rows (n, oy) per chunk so that a chunk reads at least kElementwiseGrain elements.
@@ -44,7 +45,7 @@ void max_pool2d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   const Window2D w = pool_window(ctx, x.shape(), y.shape());
-  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::max_pool2d, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     const std::int64_t c = w.channels;
@@ -75,7 +76,7 @@ void max_pool2d_grad_kernel(KernelContext& ctx) {
   const Tensor& y = ctx.inputs[2];
   Tensor& dx = ctx.outputs[0];
   const Window2D w = pool_window(ctx, x.shape(), dy.shape());
-  dispatch_floating(x.dtype(), "max_pool2d_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::max_pool2d_grad, [&]<typename T>() {
     const T* pdy = dy.data<T>();
     const T* px = x.data<T>();
     const T* py = y.data<T>();
@@ -111,7 +112,7 @@ void avg_pool2d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   const Window2D w = pool_window(ctx, x.shape(), y.shape());
-  dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::avg_pool2d, [&]<typename T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     const std::int64_t c = w.channels;
@@ -141,7 +142,7 @@ void avg_pool2d_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   Tensor& dx = ctx.outputs[0];
   const Window2D w = pool_window(ctx, dx.shape(), dy.shape());
-  dispatch_floating(dx.dtype(), "avg_pool2d_grad", [&]<typename T>() {
+  dispatch_floating(dx.dtype(), op_names::avg_pool2d_grad, [&]<typename T>() {
     const T* pdy = dy.data<T>();
     T* pdx = dx.data<T>();
     const std::int64_t c = w.channels, image = w.in_h * w.in_w * c;
@@ -166,10 +167,10 @@ void avg_pool2d_grad_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_pool_kernels() {
-  register_kernel("max_pool2d", DeviceKind::cpu, max_pool2d_kernel);
-  register_kernel("max_pool2d_grad", DeviceKind::cpu, max_pool2d_grad_kernel);
-  register_kernel("avg_pool2d", DeviceKind::cpu, avg_pool2d_kernel);
-  register_kernel("avg_pool2d_grad", DeviceKind::cpu, avg_pool2d_grad_kernel);
+  register_kernel(op_names::max_pool2d, DeviceKind::cpu, max_pool2d_kernel);
+  register_kernel(op_names::max_pool2d_grad, DeviceKind::cpu, max_pool2d_grad_kernel);
+  register_kernel(op_names::avg_pool2d, DeviceKind::cpu, avg_pool2d_kernel);
+  register_kernel(op_names::avg_pool2d_grad, DeviceKind::cpu, avg_pool2d_grad_kernel);
 }
 
 }  // namespace tower::cpu

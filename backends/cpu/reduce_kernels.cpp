@@ -4,6 +4,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/strided.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
 namespace tower::cpu {
@@ -74,7 +75,7 @@ void reduce_mean_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   sum_over_axes(ctx, x, axes_of(ctx, x), y);
-  dispatch_floating(x.dtype(), "reduce_mean", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::reduce_mean, [&]<typename T>() {
     const T inv = static_cast<T>(static_cast<double>(y.num_elements()) / static_cast<double>(std::max<std::int64_t>(1, x.num_elements())));
     T* py = y.data<T>();
     for (std::int64_t i = 0; i < y.num_elements(); ++i) py[i] *= inv;
@@ -84,7 +85,7 @@ void reduce_mean_kernel(KernelContext& ctx) {
 void reduce_max_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   if (x.num_elements() == 0) raise<ValueError>("reduce_max of an empty tensor of shape {}", x.shape().to_string());
-  dispatch_any(x.dtype(), "reduce_max", [&]<typename T>() {
+  dispatch_any(x.dtype(), op_names::reduce_max, [&]<typename T>() {
     reduce<T>(ctx, x, axes_of(ctx, x), ctx.outputs[0], std::numeric_limits<T>::lowest(),
               [](T a, T b) { return b > a ? b : a; });
   });
@@ -109,7 +110,7 @@ void reduce_max_grad_kernel(KernelContext& ctx) {
   const Tensor& y = ctx.inputs[2];
   Tensor& dx = ctx.outputs[0];
   const auto axes = axes_of(ctx, x);
-  dispatch_floating(x.dtype(), "reduce_max_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::reduce_max_grad, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();
@@ -129,7 +130,7 @@ void broadcast_reduced_kernel(KernelContext& ctx) {
   Tensor& out = ctx.outputs[0];
   const auto axes = normalize_axes(ctx.attrs().get_ints("axes"), out.shape().rank());
   const bool mean = ctx.attrs().get_bool("mean");
-  dispatch_floating(dy.dtype(), "broadcast_reduced", [&]<typename T>() {
+  dispatch_floating(dy.dtype(), op_names::broadcast_reduced, [&]<typename T>() {
     const T* pdy = dy.data<T>();
     T* po = out.data<T>();
     const T f = mean ? static_cast<T>(static_cast<double>(dy.num_elements()) / static_cast<double>(std::max<std::int64_t>(1, out.num_elements())))
@@ -153,13 +154,13 @@ void broadcast_reduced_kernel(KernelContext& ctx) {
 void argmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "argmax");
+  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::argmax);
   const std::int64_t n = x.shape()[axis];
   if (n == 0) raise<ValueError>("argmax over an empty axis of shape {}", x.shape().to_string());
   std::int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int d = axis + 1; d < x.shape().rank(); ++d) inner *= x.shape()[d];
-  dispatch_any(x.dtype(), "argmax", [&]<typename T>() {
+  dispatch_any(x.dtype(), op_names::argmax, [&]<typename T>() {
     const T* px = x.data<T>();
     std::int64_t* py = y.data<std::int64_t>();
     parallel_for(ctx, outer, 64, [&](std::int64_t lo, std::int64_t hi) {
@@ -180,18 +181,17 @@ void argmax_kernel(KernelContext& ctx) {
 }  // namespace
 
 void sum_over_axes(KernelContext& ctx, const Tensor& x, const std::vector<int>& axes, Tensor& out) {
-  dispatch_any(x.dtype(), "reduce_sum", [&]<typename T>() {
-    reduce<T>(ctx, x, axes, out, T(0), [](T a, T b) { return a + b; });
-  });
+  dispatch_any(x.dtype(), op_names::reduce_sum,
+               [&]<typename T>() { reduce<T>(ctx, x, axes, out, T(0), [](T a, T b) { return a + b; }); });
 }
 
 void register_reduce_kernels() {
-  register_kernel("reduce_sum", DeviceKind::cpu, reduce_sum_kernel);
-  register_kernel("reduce_mean", DeviceKind::cpu, reduce_mean_kernel);
-  register_kernel("reduce_max", DeviceKind::cpu, reduce_max_kernel);
-  register_kernel("reduce_max_grad", DeviceKind::cpu, reduce_max_grad_kernel);
-  register_kernel("broadcast_reduced", DeviceKind::cpu, broadcast_reduced_kernel);
-  register_kernel("argmax", DeviceKind::cpu, argmax_kernel);
+  register_kernel(op_names::reduce_sum, DeviceKind::cpu, reduce_sum_kernel);
+  register_kernel(op_names::reduce_mean, DeviceKind::cpu, reduce_mean_kernel);
+  register_kernel(op_names::reduce_max, DeviceKind::cpu, reduce_max_kernel);
+  register_kernel(op_names::reduce_max_grad, DeviceKind::cpu, reduce_max_grad_kernel);
+  register_kernel(op_names::broadcast_reduced, DeviceKind::cpu, broadcast_reduced_kernel);
+  register_kernel(op_names::argmax, DeviceKind::cpu, argmax_kernel);
 }
 
 }  // namespace tower::cpu

@@ -1,9 +1,11 @@
-// CUDA kernels of the unary math ops, the activations and their gradients: one grid-stride kernel
-// per op, the op a template parameter. The formulas are the CPU kernels' (activation_kernels.cpp).
+// CUDA kernels of the unary math ops, the activations (softmax and log_softmax too) and their
+// gradients: one grid-stride kernel per op, the op a template parameter. The formulas are the CPU
+// kernels' (activation_kernels.cpp).
 #include <algorithm>
 
 #include "tower/backends/cuda/activation_launchers.h"
 #include "tower/backends/cuda/launch.cuh"
+#include "tower/backends/cuda/softmax_lanes.cuh"
 
 namespace tower::cuda {
 
@@ -101,5 +103,67 @@ template cudaError_t launch_activation_grad<float>(GradOp, const float*, const f
                                                    cudaStream_t);
 template cudaError_t launch_activation_grad<double>(GradOp, const double*, const double*, double*, std::int64_t,
                                                     double, cudaStream_t);
+
+// ---- softmax, log_softmax and their gradients, along any axis ------------------------------------
+
+namespace {
+
+template <SoftmaxOp op, typename T>
+__global__ void softmax_kernel(const T* x, T* y, SoftmaxLanes l) {
+  TOWER_GRID_STRIDE(k, l.outer * l.inner) {
+    const std::int64_t off = (k / l.inner) * l.n * l.inner + k % l.inner, s = l.inner;
+    if constexpr (op == SoftmaxOp::softmax) {
+      lane_softmax(x + off, y + off, l.n, s);
+    } else {
+      const T lse = lane_log_sum_exp(x + off, l.n, s);
+      for (std::int64_t j = 0; j < l.n; ++j) y[off + j * s] = x[off + j * s] - lse;
+    }
+  }
+}
+
+template <SoftmaxOp op, typename T>
+__global__ void softmax_grad_kernel(const T* dy, const T* y, T* dx, SoftmaxLanes l) {
+  TOWER_GRID_STRIDE(k, l.outer * l.inner) {
+    const std::int64_t off = (k / l.inner) * l.n * l.inner + k % l.inner, s = l.inner;
+    T acc = 0;
+    for (std::int64_t j = 0; j < l.n; ++j)
+      acc += op == SoftmaxOp::softmax ? dy[off + j * s] * y[off + j * s] : dy[off + j * s];
+    for (std::int64_t j = 0; j < l.n; ++j) {
+      const std::int64_t i = off + j * s;
+      dx[i] = op == SoftmaxOp::softmax ? y[i] * (dy[i] - acc) : dy[i] - exp(y[i]) * acc;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t launch_softmax(SoftmaxOp op, const T* x, T* y, SoftmaxLanes lanes, cudaStream_t stream) {
+  const std::int64_t n = lanes.outer * lanes.inner;
+  if (n == 0 || lanes.n == 0) return cudaSuccess;
+  if (op == SoftmaxOp::softmax)
+    softmax_kernel<SoftmaxOp::softmax, T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, lanes);
+  else
+    softmax_kernel<SoftmaxOp::log_softmax, T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, lanes);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_softmax_grad(SoftmaxOp op, const T* dy, const T* y, T* dx, SoftmaxLanes lanes, cudaStream_t stream) {
+  const std::int64_t n = lanes.outer * lanes.inner;
+  if (n == 0 || lanes.n == 0) return cudaSuccess;
+  if (op == SoftmaxOp::softmax)
+    softmax_grad_kernel<SoftmaxOp::softmax, T><<<blocks_for(n), kThreads, 0, stream>>>(dy, y, dx, lanes);
+  else
+    softmax_grad_kernel<SoftmaxOp::log_softmax, T><<<blocks_for(n), kThreads, 0, stream>>>(dy, y, dx, lanes);
+  return cudaGetLastError();
+}
+
+template cudaError_t launch_softmax<float>(SoftmaxOp, const float*, float*, SoftmaxLanes, cudaStream_t);
+template cudaError_t launch_softmax<double>(SoftmaxOp, const double*, double*, SoftmaxLanes, cudaStream_t);
+template cudaError_t launch_softmax_grad<float>(SoftmaxOp, const float*, const float*, float*, SoftmaxLanes,
+                                                cudaStream_t);
+template cudaError_t launch_softmax_grad<double>(SoftmaxOp, const double*, const double*, double*, SoftmaxLanes,
+                                                 cudaStream_t);
 
 }  // namespace tower::cuda

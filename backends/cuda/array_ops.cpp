@@ -1,12 +1,13 @@
 // The CUDA kernel table entries of the array ops: transpose, concat, concat_grad, split, slice,
-// slice_grad, pad, pad_grad, one_hot, gather, gather_grad (reshape and reshape_like are views, in
-// elementwise_ops.cpp). Same contracts as backends/cpu/array_kernels.cpp.
+// slice_grad, pad, pad_grad, one_hot, gather, gather_grad, and reshape and reshape_like (views: the
+// plan aliases them). Same contracts as backends/cpu/array_kernels.cpp.
 #include "tower/backends/cuda/array_copies.h"
 #include "tower/backends/cuda/array_launchers.h"
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/elementwise_launchers.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
@@ -46,7 +47,8 @@ void fill(KernelContext& ctx, Tensor& t, double value) {
 
 void transpose_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
-  transpose(gpu_of(ctx), "transpose", x, ctx.outputs[0], resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank()));
+  transpose(gpu_of(ctx), op_names::transpose, x, ctx.outputs[0],
+            resolve_perm(ctx.attrs().get_ints("perm"), x.shape().rank()));
 }
 
 // Copies each part into (or out of, when into_whole is false) `whole` at its offset along `axis`.
@@ -65,7 +67,7 @@ void concat_parts(KernelContext& ctx, std::vector<Tensor>& parts, Tensor& whole,
 
 void concat_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
-  const int axis = y.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "concat");
+  const int axis = y.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::concat);
   concat_parts(ctx, ctx.inputs, y, axis, true);
 }
 
@@ -76,7 +78,7 @@ void concat_grad_kernel(KernelContext& ctx) {
 
 void split_kernel(KernelContext& ctx) {
   Tensor& x = ctx.inputs[0];
-  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), "split");
+  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::split);
   concat_parts(ctx, ctx.outputs, x, axis, false);
 }
 
@@ -144,8 +146,8 @@ void one_hot_kernel(KernelContext& ctx) {
   const std::int64_t depth = ctx.attrs().get_int("depth");
   const double on = ctx.attrs().get_float("on_value"), off = ctx.attrs().get_float("off_value");
   const cudaStream_t stream = gpu_of(ctx).stream();
-  dispatch_integer(indices.dtype(), "one_hot", [&]<typename I>() {
-    dispatch_any(y.dtype(), "one_hot", [&]<typename T>() {
+  dispatch_integer(indices.dtype(), op_names::one_hot, [&]<typename I>() {
+    dispatch_any(y.dtype(), op_names::one_hot, [&]<typename T>() {
       const auto launch = launch_one_hot<I, T>;  // (the comma would split CUDA_CHECK's argument)
       CUDA_CHECK(launch(indices.data<I>(), y.data<T>(), indices.num_elements(), depth, static_cast<T>(on),
                         static_cast<T>(off), stream));
@@ -165,8 +167,8 @@ void gather_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];             // (m..., ...)
   const auto [rows, row] = rows_of(params);
   const cudaStream_t stream = gpu_of(ctx).stream();
-  dispatch_integer(indices.dtype(), "gather", [&]<typename I>() {
-    by_element_size(params.dtype(), "gather", [&]<typename U>() {
+  dispatch_integer(indices.dtype(), op_names::gather, [&]<typename I>() {
+    by_element_size(params.dtype(), op_names::gather, [&]<typename U>() {
       const auto launch = launch_gather<I, U>;
       CUDA_CHECK(launch(static_cast<const U*>(params.raw_data()), indices.data<I>(), static_cast<U*>(y.raw_data()),
                         indices.num_elements(), rows, row, stream));
@@ -183,8 +185,8 @@ void gather_grad_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   // Freed at the end of this call: later work on the same stream runs after the sort that uses it.
   Tensor workspace(Shape{static_cast<std::int64_t>(gather_grad_workspace_bytes(m, rows))}, DType::uint8, gpu);
-  dispatch_integer(indices.dtype(), "gather_grad", [&]<typename I>() {
-    dispatch_floating(dy.dtype(), "gather_grad", [&]<typename T>() {
+  dispatch_integer(indices.dtype(), op_names::gather_grad, [&]<typename I>() {
+    dispatch_floating(dy.dtype(), op_names::gather_grad, [&]<typename T>() {
       const auto launch = launch_gather_grad<I, T>;
       CUDA_CHECK(launch(dy.data<T>(), indices.data<I>(), dparams.data<T>(), m, rows, row, workspace.raw_data(),
                         workspace.nbytes(), gpu.stream()));
@@ -197,6 +199,9 @@ void check_rank(CudaDevice& gpu, const char* op, std::size_t rank) {
     raise<ShapeError>("{} on {}: the GPU kernels handle up to {} axes, got {}", op, gpu.name(), CopyLayout::kMaxRank,
                       rank);
 }
+
+// reshape and reshape_like are views: the plan aliases the input, the kernel has nothing to do.
+void view_kernel(KernelContext&) {}
 
 }  // namespace
 
@@ -239,20 +244,22 @@ void transpose(CudaDevice& gpu, const char* op, const Tensor& x, Tensor& y, cons
 }
 
 void register_array_kernels() {
-  register_kernel("transpose", DeviceKind::cuda, transpose_kernel);
-  register_kernel("concat", DeviceKind::cuda, concat_kernel);
-  register_kernel("concat_grad", DeviceKind::cuda, concat_grad_kernel);
-  register_kernel("split", DeviceKind::cuda, split_kernel);
-  register_kernel("slice", DeviceKind::cuda, slice_kernel);
-  register_kernel("slice_grad", DeviceKind::cuda, slice_grad_kernel);
-  register_kernel("batch_share", DeviceKind::cuda, batch_share_kernel);
-  register_kernel("batch_share_start", DeviceKind::cuda, batch_share_start_kernel);
-  register_kernel("batch_share_grad", DeviceKind::cuda, batch_share_grad_kernel);
-  register_kernel("pad", DeviceKind::cuda, pad_kernel);
-  register_kernel("pad_grad", DeviceKind::cuda, pad_grad_kernel);
-  register_kernel("one_hot", DeviceKind::cuda, one_hot_kernel);
-  register_kernel("gather", DeviceKind::cuda, gather_kernel);
-  register_kernel("gather_grad", DeviceKind::cuda, gather_grad_kernel);
+  register_kernel(op_names::transpose, DeviceKind::cuda, transpose_kernel);
+  register_kernel(op_names::concat, DeviceKind::cuda, concat_kernel);
+  register_kernel(op_names::concat_grad, DeviceKind::cuda, concat_grad_kernel);
+  register_kernel(op_names::split, DeviceKind::cuda, split_kernel);
+  register_kernel(op_names::slice, DeviceKind::cuda, slice_kernel);
+  register_kernel(op_names::slice_grad, DeviceKind::cuda, slice_grad_kernel);
+  register_kernel(op_names::batch_share, DeviceKind::cuda, batch_share_kernel);
+  register_kernel(op_names::batch_share_start, DeviceKind::cuda, batch_share_start_kernel);
+  register_kernel(op_names::batch_share_grad, DeviceKind::cuda, batch_share_grad_kernel);
+  register_kernel(op_names::pad, DeviceKind::cuda, pad_kernel);
+  register_kernel(op_names::pad_grad, DeviceKind::cuda, pad_grad_kernel);
+  register_kernel(op_names::one_hot, DeviceKind::cuda, one_hot_kernel);
+  register_kernel(op_names::gather, DeviceKind::cuda, gather_kernel);
+  register_kernel(op_names::gather_grad, DeviceKind::cuda, gather_grad_kernel);
+  register_kernel(op_names::reshape, DeviceKind::cuda, view_kernel);
+  register_kernel(op_names::reshape_like, DeviceKind::cuda, view_kernel);
 }
 
 }  // namespace tower::cuda

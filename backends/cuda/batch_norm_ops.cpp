@@ -4,6 +4,7 @@
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cuda {
 
@@ -28,7 +29,7 @@ void batch_norm_training_kernel(KernelContext& ctx) {
   const double eps = ctx.attrs().get_float("epsilon");
   const BatchNormRows v = rows_of(x);
   Tensor workspace = workspace_for(gpu, v);
-  dispatch_floating(x.dtype(), "batch_norm_training", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_training, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_training<T>(x.data<T>(), ctx.inputs[1].data<T>(), ctx.inputs[2].data<T>(), eps,
                                              ctx.outputs[0].data<T>(), ctx.outputs[1].data<T>(),
                                              ctx.outputs[2].data<T>(), ctx.outputs[3].data<T>(), v,
@@ -42,7 +43,7 @@ void batch_norm_training_grad_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   const BatchNormRows v = rows_of(x);
   Tensor workspace = workspace_for(gpu, v);
-  dispatch_floating(x.dtype(), "batch_norm_training_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_training_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_training_grad<T>(ctx.inputs[0].data<T>(), x.data<T>(), ctx.inputs[2].data<T>(),
                                                   ctx.inputs[3].data<T>(), ctx.inputs[4].data<T>(),
                                                   ctx.outputs[0].data<T>(), ctx.outputs[1].data<T>(),
@@ -56,7 +57,7 @@ void batch_norm_stats_grad_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   const BatchNormRows v = rows_of(x);
   Tensor workspace = workspace_for(gpu, v);
-  dispatch_floating(x.dtype(), "batch_norm_stats_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_stats_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_stats_grad<T>(ctx.inputs[0].data<T>(), ctx.inputs[1].data<T>(),
                                                ctx.inputs[2].data<T>(), x.data<T>(), ctx.inputs[4].data<T>(),
                                                ctx.inputs[5].data<T>(), ctx.outputs[0].data<T>(), v,
@@ -71,7 +72,7 @@ void batch_norm_inference_kernel(KernelContext& ctx) {
   const double eps = ctx.attrs().get_float("epsilon");
   const BatchNormRows v = rows_of(x);
   Tensor workspace = workspace_for(gpu, v);
-  dispatch_floating(x.dtype(), "batch_norm_inference", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_inference, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_inference<T>(x.data<T>(), ctx.inputs[1].data<T>(), ctx.inputs[2].data<T>(),
                                               ctx.inputs[3].data<T>(), ctx.inputs[4].data<T>(), eps,
                                               ctx.outputs[0].data<T>(), v, workspace.raw_data(), gpu.stream()));
@@ -85,7 +86,7 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
   const double eps = ctx.attrs().get_float("epsilon");
   const BatchNormRows v = rows_of(x);
   Tensor workspace = workspace_for(gpu, v);
-  dispatch_floating(x.dtype(), "batch_norm_inference_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::batch_norm_inference_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_inference_grad<T>(
         ctx.inputs[0].data<T>(), x.data<T>(), ctx.inputs[2].data<T>(), ctx.inputs[3].data<T>(),
         ctx.inputs[4].data<T>(), eps, ctx.outputs[0].data<T>(), ctx.outputs[1].data<T>(), ctx.outputs[2].data<T>(),
@@ -97,11 +98,11 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
 
 void register_batch_norm_kernels() {
   const auto cuda = DeviceKind::cuda;
-  register_kernel("batch_norm_training", cuda, batch_norm_training_kernel);
-  register_kernel("batch_norm_training_grad", cuda, batch_norm_training_grad_kernel);
-  register_kernel("batch_norm_stats_grad", cuda, batch_norm_stats_grad_kernel);
-  register_kernel("batch_norm_inference", cuda, batch_norm_inference_kernel);
-  register_kernel("batch_norm_inference_grad", cuda, batch_norm_inference_grad_kernel);
+  register_kernel(op_names::batch_norm_training, cuda, batch_norm_training_kernel);
+  register_kernel(op_names::batch_norm_training_grad, cuda, batch_norm_training_grad_kernel);
+  register_kernel(op_names::batch_norm_stats_grad, cuda, batch_norm_stats_grad_kernel);
+  register_kernel(op_names::batch_norm_inference, cuda, batch_norm_inference_kernel);
+  register_kernel(op_names::batch_norm_inference_grad, cuda, batch_norm_inference_grad_kernel);
 }
 
 }  // namespace tower::cuda

@@ -4,6 +4,7 @@
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/nccl.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cuda {
 
@@ -45,6 +46,6 @@ std::string nccl_all_reduce_unsupported(const std::vector<Device*>& gpus) {
   return nccl_unavailable();  // loads NCCL: only once the GPUs could use it
 }
 
-void register_collective_kernels() { register_kernel("all_reduce", DeviceKind::cuda, all_reduce_kernel); }
+void register_collective_kernels() { register_kernel(op_names::all_reduce, DeviceKind::cuda, all_reduce_kernel); }
 
 }  // namespace tower::cuda

@@ -20,6 +20,7 @@
 #include "tower/backends/cuda/cudnn_descriptors.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cuda {
 
@@ -182,7 +183,7 @@ void* workspace_ptr(const Tensor& workspace) { return workspace.defined() ? work
 // Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in), and back.
 Tensor to_krsc(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
   Tensor krsc = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, hwio.dtype());
-  transpose(gpu, "conv2d", hwio, krsc, {3, 0, 1, 2});
+  transpose(gpu, op_names::conv2d, hwio, krsc, {3, 0, 1, 2});
   return krsc;
 }
 
@@ -193,7 +194,7 @@ std::vector<std::int64_t> padded_origin(const CudnnConv& c) { return {0, c.plan.
 Tensor padded_copy(CudaDevice& gpu, const CudnnConv& c, const Tensor& x) {
   Tensor padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, x.dtype());
   CUDA_CHECK(cudaMemsetAsync(padded.raw_data(), 0, padded.nbytes(), gpu.stream()));
-  copy_box(gpu, "conv2d", x, {0, 0, 0, 0}, padded, padded_origin(c), x.shape().dims());
+  copy_box(gpu, op_names::conv2d, x, {0, 0, 0, 0}, padded, padded_origin(c), x.shape().dims());
   return padded;
 }
 
@@ -218,7 +219,7 @@ void conv2d_kernel(KernelContext& ctx) {
   }
   const CudnnConv c = make_conv(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
   const AlgoChoice algo = forward_algorithm(gpu, ctx, c);
-  dispatch_floating(y.dtype(), "conv2d", [&]<typename T>() {
+  dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
     const Tensor w = to_krsc(gpu, c, kernel);
     const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
     const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
@@ -243,7 +244,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   }
   const CudnnConv c = make_conv(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
   const AlgoChoice algo = backward_data_algorithm(gpu, ctx, c);
-  dispatch_floating(dx.dtype(), "conv2d_backward_data", [&]<typename T>() {
+  dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
     const Tensor w = to_krsc(gpu, c, kernel);
     Tensor padded;  // (batch, padded_h, padded_w, c_in): dx of the padded copy of x
     if (c.plan.explicit_padding)
@@ -255,8 +256,8 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
                                              workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                              c.x.get(), out));
-    if (c.plan.explicit_padding) copy_box(gpu, "conv2d_backward_data", padded, padded_origin(c), dx, {0, 0, 0, 0},
-                                          dx.shape().dims());
+    if (c.plan.explicit_padding)
+      copy_box(gpu, op_names::conv2d_backward_data, padded, padded_origin(c), dx, {0, 0, 0, 0}, dx.shape().dims());
   });
 }
 
@@ -273,7 +274,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   }
   const CudnnConv c = make_conv(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
   const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, c);
-  dispatch_floating(dk.dtype(), "conv2d_backward_filter", [&]<typename T>() {
+  dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
     const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
     Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, dk.dtype());  // dkernel in KRSC
@@ -282,7 +283,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
                                                c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
                                                workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                                c.w.get(), w.data<T>()));
-    transpose(gpu, "conv2d_backward_filter", w, dk, {1, 2, 3, 0});  // KRSC -> Keras's HWIO
+    transpose(gpu, op_names::conv2d_backward_filter, w, dk, {1, 2, 3, 0});  // KRSC -> Keras's HWIO
   });
 }
 
@@ -290,9 +291,9 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
 
 void register_conv_kernels() {
   const auto cuda = DeviceKind::cuda;
-  register_kernel("conv2d", cuda, conv2d_kernel);
-  register_kernel("conv2d_backward_data", cuda, conv2d_backward_data_kernel);
-  register_kernel("conv2d_backward_filter", cuda, conv2d_backward_filter_kernel);
+  register_kernel(op_names::conv2d, cuda, conv2d_kernel);
+  register_kernel(op_names::conv2d_backward_data, cuda, conv2d_backward_data_kernel);
+  register_kernel(op_names::conv2d_backward_filter, cuda, conv2d_backward_filter_kernel);
 }
 
 }  // namespace tower::cuda

@@ -236,11 +236,10 @@ void register_cuda_backend() {
                                         },
                                         .pinned_host = [] { return &cuda::pinned_host(); },
                                         .all_reduce_unsupported = cuda::nccl_all_reduce_unsupported});
-  cuda::register_elementwise_kernels();
+  cuda::register_basic_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();
   cuda::register_reduce_kernels();
-  cuda::register_softmax_kernels();
   cuda::register_optimizer_kernels();
   cuda::register_dropout_kernels();
   cuda::register_array_kernels();

@@ -7,11 +7,6 @@
 
 namespace tower::cuda {
 
-Padding same_padding(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride, std::int64_t dilation) {
-  const std::int64_t total = std::max<std::int64_t>((out - 1) * stride + (k - 1) * dilation + 1 - in, 0);
-  return {total / 2, total - total / 2};
-}
-
 ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
                            const std::vector<std::int64_t>& dilation, bool same, DType dtype) {
   ConvGeometry g{.batch = x[0],
@@ -37,7 +32,7 @@ ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, 
 
 std::int64_t cudnn_output_length(std::int64_t in, std::int64_t pad, std::int64_t k, std::int64_t stride,
                                  std::int64_t dilation) {
-  return 1 + (in + 2 * pad - ((k - 1) * dilation + 1)) / stride;
+  return 1 + (in + 2 * pad - window::span(k, dilation)) / stride;
 }
 
 CudnnConvPlan plan_cudnn_conv(const ConvGeometry& g) {

@@ -14,18 +14,14 @@
 
 #include "tower/core/dtype.h"
 #include "tower/core/shape.h"
+#include "tower/core/window.h"
 
 namespace tower::cuda {
 
-// The padding of one spatial axis: rows (or columns) of zeros before and after the input.
-struct Padding {
-  std::int64_t before = 0, after = 0;
-  bool operator==(const Padding&) const = default;
-};
-
-// TF's "same" padding of one axis with `out` outputs: total = max((out - 1) * stride + (k - 1) *
-// dilation + 1 - in, 0), the smaller half before (as the CPU's make_window).
-Padding same_padding(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride, std::int64_t dilation);
+// The padding of one spatial axis and TF's "same" padding: core/window.h, shared with the shape
+// functions, the CPU kernels and the CUDA pooling kernels.
+using Padding = window::Pad;
+using window::same_padding;
 
 // One conv2d, NHWC: x (batch, in_h, in_w, in_c) * kernel (kernel_h, kernel_w, in_c, out_c) ->
 // y (batch, out_h, out_w, out_c). The key of the algorithm cache, so every field that changes the

@@ -3,6 +3,7 @@
 #include "tower/backends/cuda/dropout_launchers.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cuda {
 
@@ -18,7 +19,7 @@ void dropout_kernel(KernelContext& ctx) {
   const bool offset = ctx.inputs.size() > 1 && x.shape().rank() > 0 && x.shape()[0] > 0;
   const std::int64_t* row_offset = offset ? ctx.inputs[1].data<std::int64_t>() : nullptr;
   const std::int64_t row_elements = offset ? x.num_elements() / x.shape()[0] : 0;
-  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::dropout, [&]<typename T>() {
     CUDA_CHECK(launch_dropout<T>(x.data<T>(), ctx.outputs[0].data<T>(), ctx.outputs[1].data<T>(), x.num_elements(),
                                  row_offset, row_elements, keep, seed, counter, gpu.stream()));
   });
@@ -26,6 +27,6 @@ void dropout_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_dropout_kernels() { register_kernel("dropout", DeviceKind::cuda, dropout_kernel); }
+void register_dropout_kernels() { register_kernel(op_names::dropout, DeviceKind::cuda, dropout_kernel); }
 
 }  // namespace tower::cuda

@@ -1,6 +1,8 @@
-// Launchers of the elementwise CUDA kernels. Plain pointers only: .cu files stay free of tower's
-// C++ headers (nvcc cannot compile fmt's compile-time checks), and the KernelContext glue lives
-// in elementwise_ops.cpp. Each returns the launch status for CUDA_CHECK.
+// Launchers of the elementwise CUDA kernels (fill, scale, cast, broadcasting binary ops): a kernel
+// library shared by the basic, math and reduce families, whose KernelContext glue lives in
+// basic_ops.cpp, math_ops.cpp, reduce_ops.cpp and strided.cpp. Plain pointers only: .cu files stay
+// free of tower's C++ headers (nvcc cannot compile fmt's compile-time checks). Each returns the
+// launch status for CUDA_CHECK.
 #pragma once
 
 #include <cstdint>

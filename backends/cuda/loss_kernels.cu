@@ -1,8 +1,10 @@
-// CUDA kernels of the regression losses, and their launchers.
+// CUDA kernels of the losses (regression, fused softmax cross-entropies), and their launchers. The
+// formulas are the CPU kernels' (backends/cpu/loss_kernels.cpp).
 #include <cuda/std/limits>
 
 #include "tower/backends/cuda/launch.cuh"
 #include "tower/backends/cuda/loss_launchers.h"
+#include "tower/backends/cuda/softmax_lanes.cuh"
 
 namespace tower::cuda {
 
@@ -69,5 +71,94 @@ cudaError_t launch_mean_error_grad(RegressionLoss loss_kind, const T* dloss, con
 TOWER_LOSS(float)
 TOWER_LOSS(double)
 #undef TOWER_LOSS
+
+// ---- the fused softmax cross-entropies (dense and sparse labels) and their gradient --------------
+
+namespace {
+
+template <typename T>
+__global__ void softmax_cross_entropy_kernel(const T* x, const T* t, T* loss, T* bp, std::int64_t batch,
+                                             std::int64_t classes) {
+  TOWER_GRID_STRIDE(r, batch) {
+    const T* xr = x + r * classes;
+    const T* tr = t + r * classes;
+    T* br = bp + r * classes;
+    const T lse = lane_softmax(xr, br, classes, 1);
+    T acc = 0;
+    for (std::int64_t j = 0; j < classes; ++j) {
+      if (tr[j] != T(0)) acc += tr[j] * (lse - xr[j]);  // a zero label adds nothing, even at -inf
+      br[j] -= tr[j];
+    }
+    loss[r] = acc;
+  }
+}
+
+template <typename T, typename I>
+__global__ void sparse_softmax_cross_entropy_kernel(const T* x, const I* labels, T* loss, T* bp, std::int64_t batch,
+                                                    std::int64_t classes) {
+  TOWER_GRID_STRIDE(r, batch) {
+    const T* xr = x + r * classes;
+    T* br = bp + r * classes;
+    const auto label = static_cast<std::int64_t>(labels[r]);
+    if (label < 0 || label >= classes) {
+      loss[r] = NAN;
+      for (std::int64_t j = 0; j < classes; ++j) br[j] = NAN;
+      continue;
+    }
+    const T lse = lane_softmax(xr, br, classes, 1);
+    br[label] -= T(1);
+    loss[r] = lse - xr[label];
+  }
+}
+
+template <typename T>
+__global__ void softmax_cross_entropy_grad_kernel(const T* d, const T* bp, T* out, std::int64_t batch,
+                                                  std::int64_t classes) {
+  TOWER_GRID_STRIDE(i, batch * classes) { out[i] = d[i / classes] * bp[i]; }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t launch_softmax_cross_entropy(const T* logits, const T* labels, T* loss, T* backprop, std::int64_t batch,
+                                         std::int64_t classes, cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  softmax_cross_entropy_kernel<T>
+      <<<blocks_for(batch), kThreads, 0, stream>>>(logits, labels, loss, backprop, batch, classes);
+  return cudaGetLastError();
+}
+
+template <typename T, typename I>
+cudaError_t launch_sparse_softmax_cross_entropy(const T* logits, const I* labels, T* loss, T* backprop,
+                                                std::int64_t batch, std::int64_t classes, cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  sparse_softmax_cross_entropy_kernel<T, I>
+      <<<blocks_for(batch), kThreads, 0, stream>>>(logits, labels, loss, backprop, batch, classes);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_softmax_cross_entropy_grad(const T* dloss, const T* backprop, T* dlogits, std::int64_t batch,
+                                              std::int64_t classes, cudaStream_t stream) {
+  if (batch * classes == 0) return cudaSuccess;
+  softmax_cross_entropy_grad_kernel<T>
+      <<<blocks_for(batch * classes), kThreads, 0, stream>>>(dloss, backprop, dlogits, batch, classes);
+  return cudaGetLastError();
+}
+
+#define TOWER_CROSS_ENTROPY(T)                                                                                         \
+  template cudaError_t launch_softmax_cross_entropy<T>(const T*, const T*, T*, T*, std::int64_t, std::int64_t,         \
+                                                       cudaStream_t);                                                  \
+  template cudaError_t launch_sparse_softmax_cross_entropy<T, std::int32_t>(const T*, const std::int32_t*, T*, T*,     \
+                                                                            std::int64_t, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_sparse_softmax_cross_entropy<T, std::int64_t>(const T*, const std::int64_t*, T*, T*,     \
+                                                                            std::int64_t, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_sparse_softmax_cross_entropy<T, std::uint8_t>(const T*, const std::uint8_t*, T*, T*,     \
+                                                                            std::int64_t, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_softmax_cross_entropy_grad<T>(const T*, const T*, T*, std::int64_t, std::int64_t,        \
+                                                            cudaStream_t);
+TOWER_CROSS_ENTROPY(float)
+TOWER_CROSS_ENTROPY(double)
+#undef TOWER_CROSS_ENTROPY
 
 }  // namespace tower::cuda

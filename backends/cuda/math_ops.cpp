@@ -11,6 +11,9 @@
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/math_launchers.h"
+#include "tower/backends/cuda/strided.h"
+#include "tower/core/op_names.h"
+#include "tower/core/ops/shape_utils.h"
 
 namespace tower::cuda {
 
@@ -29,7 +32,7 @@ void gemm(CudaDevice& gpu, const Tensor& a, const Tensor& b, Tensor& y, bool ta,
     return;
   }
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  dispatch_floating(y.dtype(), "matmul", [&]<typename T>() {
+  dispatch_floating(y.dtype(), op_names::matmul, [&]<typename T>() {
     const T one = 1, zero = 0;
     if constexpr (std::is_same_v<T, float>)
       CUBLAS_CHECK(cublasSgemm(gpu.cublas(), op_b, op_a, n, m, k, &one, b.data<T>(), ldb, a.data<T>(), lda, &zero,
@@ -135,9 +138,10 @@ void dense_kernel(KernelContext& ctx) {
   }
   // float64, no cuBLASLt algorithm, or the epilogue turned off: GEMM, then bias (and ReLU) in place.
   gemm(gpu, x, kernel, y, false, false);
-  dispatch_floating(y.dtype(), "dense", [&]<typename T>() {
+  dispatch_floating(y.dtype(), op_names::dense, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, gpu.stream()));
-    if (relu) CUDA_CHECK(launch_unary<T>(UnaryOp::relu, y.data<T>(), y.data<T>(), y.num_elements(), T(0), gpu.stream()));
+    if (relu)
+      CUDA_CHECK(launch_unary<T>(UnaryOp::relu, y.data<T>(), y.data<T>(), y.num_elements(), T(0), gpu.stream()));
   });
 }
 
@@ -147,7 +151,7 @@ void bias_add_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const std::int64_t c = bias.num_elements(), rows = c == 0 ? 0 : x.num_elements() / c;
-  dispatch_floating(x.dtype(), "bias_add", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add<T>(x.data<T>(), bias.data<T>(), y.data<T>(), rows, c, gpu.stream()));
   });
 }
@@ -157,18 +161,84 @@ void bias_add_grad_kernel(KernelContext& ctx) {
   Tensor& db = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const std::int64_t c = db.num_elements(), rows = c == 0 ? 0 : dy.num_elements() / c;
-  dispatch_floating(dy.dtype(), "bias_add_grad", [&]<typename T>() {
+  dispatch_floating(dy.dtype(), op_names::bias_add_grad, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add_grad<T>(dy.data<T>(), db.data<T>(), rows, c, gpu.stream()));
   });
+}
+
+void scale_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const double factor = ctx.attrs().get_float("factor");
+  dispatch_floating(x.dtype(), op_names::scale, [&]<typename T>() {
+    CUDA_CHECK(
+        launch_scale<T>(x.data<T>(), y.data<T>(), x.num_elements(), static_cast<T>(factor), gpu_of(ctx).stream()));
+  });
+}
+
+// y = op(a, b) with NumPy broadcasting (up to BroadcastLayout::kMaxRank axes).
+void run_binary(KernelContext& ctx, BinaryOp op) {
+  const Tensor& a = ctx.inputs[0];
+  const Tensor& b = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const bool same_shape = a.shape() == b.shape();
+  BroadcastLayout layout;
+  if (!same_shape)
+    layout = strided_layout(ctx, y.shape(), broadcast_strides(a.shape(), y.shape()),
+                            broadcast_strides(b.shape(), y.shape()));
+  dispatch_floating(y.dtype(), ctx.node.op().c_str(), [&]<typename T>() {
+    CUDA_CHECK(launch_binary<T>(op, a.data<T>(), b.data<T>(), y.data<T>(), y.num_elements(),
+                                same_shape ? nullptr : &layout, gpu.stream()));
+  });
+}
+
+template <BinaryOp op>
+void binary_kernel(KernelContext& ctx) {
+  run_binary(ctx, op);
+}
+
+// 1 where a <mode> b holds, else 0 (mode: eq, gt, ge, lt, le), broadcasting as the arithmetic.
+void compare_mask_kernel(KernelContext& ctx) {
+  const std::string& mode = ctx.attrs().get_string("mode");
+  BinaryOp op = BinaryOp::equal;
+  if (mode == "gt")
+    op = BinaryOp::greater;
+  else if (mode == "ge")
+    op = BinaryOp::greater_equal;
+  else if (mode == "lt")
+    op = BinaryOp::less;
+  else if (mode == "le")
+    op = BinaryOp::less_equal;
+  run_binary(ctx, op);
+}
+
+// y (like's shape) = x broadcast.
+void broadcast_like_kernel(KernelContext& ctx) { run_broadcast(ctx, ctx.inputs[0].shape(), 1.0); }
+
+// y (like's shape) = x summed over the axes along which like was broadcast.
+void sum_to_kernel(KernelContext& ctx) {
+  run_reduce(ctx, ReduceOp::sum, sum_to_axes(ctx.inputs[0].shape(), ctx.outputs[0].shape()),
+             /*floating_only=*/true);
 }
 
 }  // namespace
 
 void register_math_kernels() {
-  register_kernel("matmul", DeviceKind::cuda, matmul_kernel);
-  register_kernel("dense", DeviceKind::cuda, dense_kernel);
-  register_kernel("bias_add", DeviceKind::cuda, bias_add_kernel);
-  register_kernel("bias_add_grad", DeviceKind::cuda, bias_add_grad_kernel);
+  register_kernel(op_names::matmul, DeviceKind::cuda, matmul_kernel);
+  register_kernel(op_names::dense, DeviceKind::cuda, dense_kernel);
+  register_kernel(op_names::bias_add, DeviceKind::cuda, bias_add_kernel);
+  register_kernel(op_names::bias_add_grad, DeviceKind::cuda, bias_add_grad_kernel);
+  register_kernel(op_names::scale, DeviceKind::cuda, scale_kernel);
+  register_kernel(op_names::add, DeviceKind::cuda, binary_kernel<BinaryOp::add>);
+  register_kernel(op_names::subtract, DeviceKind::cuda, binary_kernel<BinaryOp::subtract>);
+  register_kernel(op_names::multiply, DeviceKind::cuda, binary_kernel<BinaryOp::multiply>);
+  register_kernel(op_names::divide, DeviceKind::cuda, binary_kernel<BinaryOp::divide>);
+  register_kernel(op_names::maximum, DeviceKind::cuda, binary_kernel<BinaryOp::maximum>);
+  register_kernel(op_names::minimum, DeviceKind::cuda, binary_kernel<BinaryOp::minimum>);
+  register_kernel(op_names::compare_mask, DeviceKind::cuda, compare_mask_kernel);
+  register_kernel(op_names::broadcast_like, DeviceKind::cuda, broadcast_like_kernel);
+  register_kernel(op_names::sum_to, DeviceKind::cuda, sum_to_kernel);
 }
 
 }  // namespace tower::cuda

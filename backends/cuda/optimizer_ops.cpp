@@ -5,6 +5,7 @@
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/optimizer_launchers.h"
+#include "tower/core/op_names.h"
 
 namespace tower::cuda {
 
@@ -23,10 +24,10 @@ struct UpdateInputs {
 };
 
 UpdateInputs inputs_of(const std::string& op) {
-  if (op == "apply_sgd") return {UpdateRule::sgd};
-  if (op == "apply_rmsprop") return {UpdateRule::rmsprop};
-  if (op == "apply_adam") return {UpdateRule::adam, 3, 4};
-  if (op == "apply_adagrad") return {UpdateRule::adagrad};
+  if (op == op_names::apply_sgd) return {UpdateRule::sgd};
+  if (op == op_names::apply_rmsprop) return {UpdateRule::rmsprop};
+  if (op == op_names::apply_adam) return {UpdateRule::adam, 3, 4};
+  if (op == op_names::apply_adagrad) return {UpdateRule::adagrad};
   return {UpdateRule::adadelta};
 }
 
@@ -112,7 +113,8 @@ void update_kernel(KernelContext& ctx) { run_updates(std::span<KernelContext>(&c
 }  // namespace
 
 void register_optimizer_kernels() {
-  for (const char* op : {"apply_sgd", "apply_rmsprop", "apply_adam", "apply_adagrad", "apply_adadelta"}) {
+  for (const char* op : {op_names::apply_sgd, op_names::apply_rmsprop, op_names::apply_adam, op_names::apply_adagrad,
+                         op_names::apply_adadelta}) {
     register_kernel(op, DeviceKind::cuda, update_kernel);
     register_group_kernel(op, DeviceKind::cuda, run_updates);
   }

@@ -6,6 +6,7 @@
 
 #include "tower/backends/cuda/launch.cuh"
 #include "tower/backends/cuda/pool_launchers.h"
+#include "tower/core/window.h"
 
 namespace tower::cuda {
 
@@ -18,26 +19,14 @@ struct Span {
 };
 
 __device__ Span window_span(const PoolWindow& w, std::int64_t oy, std::int64_t ox) {
-  const std::int64_t ys = oy * w.stride_h - w.pad_top, xs = ox * w.stride_w - w.pad_left;
-  return {ys > 0 ? ys : 0, ys + w.kernel_h < w.in_h ? ys + w.kernel_h : w.in_h, xs > 0 ? xs : 0,
-          xs + w.kernel_w < w.in_w ? xs + w.kernel_w : w.in_w};
+  const window::Range ry = window::window_inside(oy, w.kernel_h, w.stride_h, w.pad_top, w.in_h);
+  const window::Range rx = window::window_inside(ox, w.kernel_w, w.stride_w, w.pad_left, w.in_w);
+  return {ry.lo, ry.hi, rx.lo, rx.hi};
 }
 
-// The outputs [lo, hi) of one axis whose windows (k long, stride s, padding `pad` before) contain
-// input position i.
-struct Range {
-  std::int64_t lo, hi;
-};
-
-__device__ Range windows_containing(std::int64_t i, std::int64_t k, std::int64_t s, std::int64_t pad,
-                                    std::int64_t out) {
-  // o * s - pad <= i < o * s - pad + k  <=>  (i + pad - k) / s < o <= (i + pad) / s
-  const std::int64_t top = i + pad;  // >= 0
-  std::int64_t lo = top - k + 1 <= 0 ? 0 : (top - k + 1 + s - 1) / s;
-  std::int64_t hi = top / s + 1;
-  if (hi > out) hi = out;
-  return {lo, hi};
-}
+// The outputs of one axis whose windows contain an input position: window::windows_containing.
+using window::Range;
+using window::windows_containing;
 
 // Element i of an NHWC tensor (batch, h, w, c) as (n, y, x, e).
 struct Nhwc {

@@ -1,10 +1,11 @@
 // The CUDA kernel table entries of max_pool2d, avg_pool2d and their gradients (own kernels in
 // pool_kernels.cu; see pool_launchers.h for why not cuDNN's).
 #include "tower/backends/cuda/cuda_check.h"
-#include "tower/backends/cuda/cudnn_conv_plan.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/pool_launchers.h"
+#include "tower/core/op_names.h"
+#include "tower/core/window.h"
 
 namespace tower::cuda {
 
@@ -27,8 +28,8 @@ PoolWindow pool_window(const KernelContext& ctx, const Shape& x, const Shape& y)
                .stride_h = strides.at(0),
                .stride_w = strides.at(1)};
   if (attrs.get_string("padding") == "same") {
-    w.pad_top = same_padding(w.in_h, w.out_h, w.kernel_h, w.stride_h, 1).before;
-    w.pad_left = same_padding(w.in_w, w.out_w, w.kernel_w, w.stride_w, 1).before;
+    w.pad_top = window::same_padding(w.in_h, w.out_h, w.kernel_h, w.stride_h, 1).before;
+    w.pad_left = window::same_padding(w.in_w, w.out_w, w.kernel_w, w.stride_w, 1).before;
   }
   return w;
 }
@@ -39,9 +40,8 @@ void max_pool2d_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const PoolWindow w = pool_window(ctx, x.shape(), y.shape());
-  dispatch_floating(x.dtype(), "max_pool2d", [&]<typename T>() {
-    CUDA_CHECK(launch_max_pool2d<T>(x.data<T>(), y.data<T>(), w, gpu.stream()));
-  });
+  dispatch_floating(x.dtype(), op_names::max_pool2d,
+                    [&]<typename T>() { CUDA_CHECK(launch_max_pool2d<T>(x.data<T>(), y.data<T>(), w, gpu.stream())); });
 }
 
 // (dy, x, y) -> dx: x's shape.
@@ -53,7 +53,7 @@ void max_pool2d_grad_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   const PoolWindow w = pool_window(ctx, x.shape(), dy.shape());
   Tensor argmax(dy.shape(), DType::int64, gpu);  // (batch, out_h, out_w, c): scratch
-  dispatch_floating(x.dtype(), "max_pool2d_grad", [&]<typename T>() {
+  dispatch_floating(x.dtype(), op_names::max_pool2d_grad, [&]<typename T>() {
     CUDA_CHECK(launch_max_pool2d_grad<T>(dy.data<T>(), x.data<T>(), y.data<T>(), dx.data<T>(),
                                          argmax.data<std::int64_t>(), w, gpu.stream()));
   });
@@ -65,9 +65,8 @@ void avg_pool2d_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const PoolWindow w = pool_window(ctx, x.shape(), y.shape());
-  dispatch_floating(x.dtype(), "avg_pool2d", [&]<typename T>() {
-    CUDA_CHECK(launch_avg_pool2d<T>(x.data<T>(), y.data<T>(), w, gpu.stream()));
-  });
+  dispatch_floating(x.dtype(), op_names::avg_pool2d,
+                    [&]<typename T>() { CUDA_CHECK(launch_avg_pool2d<T>(x.data<T>(), y.data<T>(), w, gpu.stream())); });
 }
 
 // (dy, x) -> dx: x's shape (x supplies only its shape).
@@ -76,7 +75,7 @@ void avg_pool2d_grad_kernel(KernelContext& ctx) {
   Tensor& dx = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const PoolWindow w = pool_window(ctx, dx.shape(), dy.shape());
-  dispatch_floating(dx.dtype(), "avg_pool2d_grad", [&]<typename T>() {
+  dispatch_floating(dx.dtype(), op_names::avg_pool2d_grad, [&]<typename T>() {
     CUDA_CHECK(launch_avg_pool2d_grad<T>(dy.data<T>(), dx.data<T>(), w, gpu.stream()));
   });
 }
@@ -85,10 +84,10 @@ void avg_pool2d_grad_kernel(KernelContext& ctx) {
 
 void register_pool_kernels() {
   const auto cuda = DeviceKind::cuda;
-  register_kernel("max_pool2d", cuda, max_pool2d_kernel);
-  register_kernel("max_pool2d_grad", cuda, max_pool2d_grad_kernel);
-  register_kernel("avg_pool2d", cuda, avg_pool2d_kernel);
-  register_kernel("avg_pool2d_grad", cuda, avg_pool2d_grad_kernel);
+  register_kernel(op_names::max_pool2d, cuda, max_pool2d_kernel);
+  register_kernel(op_names::max_pool2d_grad, cuda, max_pool2d_grad_kernel);
+  register_kernel(op_names::avg_pool2d, cuda, avg_pool2d_kernel);
+  register_kernel(op_names::avg_pool2d_grad, cuda, avg_pool2d_grad_kernel);
 }
 
 }  // namespace tower::cuda

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -11,48 +12,50 @@ namespace tower {
 
 namespace ops {
 
-SymbolicTensor negative(const SymbolicTensor& x) { return x.graph().add1("negative", {x}); }
-SymbolicTensor exp(const SymbolicTensor& x) { return x.graph().add1("exp", {x}); }
-SymbolicTensor log(const SymbolicTensor& x) { return x.graph().add1("log", {x}); }
-SymbolicTensor sqrt(const SymbolicTensor& x) { return x.graph().add1("sqrt", {x}); }
-SymbolicTensor square(const SymbolicTensor& x) { return x.graph().add1("square", {x}); }
-SymbolicTensor abs(const SymbolicTensor& x) { return x.graph().add1("abs", {x}); }
-SymbolicTensor sign(const SymbolicTensor& x) { return x.graph().add1("sign", {x}); }
-SymbolicTensor relu(const SymbolicTensor& x) { return x.graph().add1("relu", {x}); }
+SymbolicTensor negative(const SymbolicTensor& x) { return x.graph().add1(op_names::negative, {x}); }
+SymbolicTensor exp(const SymbolicTensor& x) { return x.graph().add1(op_names::exp, {x}); }
+SymbolicTensor log(const SymbolicTensor& x) { return x.graph().add1(op_names::log, {x}); }
+SymbolicTensor sqrt(const SymbolicTensor& x) { return x.graph().add1(op_names::sqrt, {x}); }
+SymbolicTensor square(const SymbolicTensor& x) { return x.graph().add1(op_names::square, {x}); }
+SymbolicTensor abs(const SymbolicTensor& x) { return x.graph().add1(op_names::abs, {x}); }
+SymbolicTensor sign(const SymbolicTensor& x) { return x.graph().add1(op_names::sign, {x}); }
+SymbolicTensor relu(const SymbolicTensor& x) { return x.graph().add1(op_names::relu, {x}); }
 SymbolicTensor leaky_relu(const SymbolicTensor& x, double alpha) {
-  return x.graph().add1("leaky_relu", {x}, {{"alpha", alpha}});
+  return x.graph().add1(op_names::leaky_relu, {x}, {{"alpha", alpha}});
 }
-SymbolicTensor elu(const SymbolicTensor& x, double alpha) { return x.graph().add1("elu", {x}, {{"alpha", alpha}}); }
-SymbolicTensor sigmoid(const SymbolicTensor& x) { return x.graph().add1("sigmoid", {x}); }
-SymbolicTensor tanh(const SymbolicTensor& x) { return x.graph().add1("tanh", {x}); }
+SymbolicTensor elu(const SymbolicTensor& x, double alpha) {
+  return x.graph().add1(op_names::elu, {x}, {{"alpha", alpha}});
+}
+SymbolicTensor sigmoid(const SymbolicTensor& x) { return x.graph().add1(op_names::sigmoid, {x}); }
+SymbolicTensor tanh(const SymbolicTensor& x) { return x.graph().add1(op_names::tanh, {x}); }
 
 SymbolicTensor relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
-  return dy.graph().add1("relu_grad", {dy, y});
+  return dy.graph().add1(op_names::relu_grad, {dy, y});
 }
 SymbolicTensor leaky_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {
-  return dy.graph().add1("leaky_relu_grad", {dy, x}, {{"alpha", alpha}});
+  return dy.graph().add1(op_names::leaky_relu_grad, {dy, x}, {{"alpha", alpha}});
 }
 SymbolicTensor elu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {
-  return dy.graph().add1("elu_grad", {dy, x}, {{"alpha", alpha}});
+  return dy.graph().add1(op_names::elu_grad, {dy, x}, {{"alpha", alpha}});
 }
 SymbolicTensor sigmoid_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
-  return dy.graph().add1("sigmoid_grad", {dy, y});
+  return dy.graph().add1(op_names::sigmoid_grad, {dy, y});
 }
 SymbolicTensor tanh_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
-  return dy.graph().add1("tanh_grad", {dy, y});
+  return dy.graph().add1(op_names::tanh_grad, {dy, y});
 }
 
 SymbolicTensor softmax(const SymbolicTensor& x, int axis) {
-  return x.graph().add1("softmax", {x}, {{"axis", static_cast<std::int64_t>(axis)}});
+  return x.graph().add1(op_names::softmax, {x}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 SymbolicTensor log_softmax(const SymbolicTensor& x, int axis) {
-  return x.graph().add1("log_softmax", {x}, {{"axis", static_cast<std::int64_t>(axis)}});
+  return x.graph().add1(op_names::log_softmax, {x}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 SymbolicTensor softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis) {
-  return dy.graph().add1("softmax_grad", {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
+  return dy.graph().add1(op_names::softmax_grad, {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 SymbolicTensor log_softmax_grad(const SymbolicTensor& dy, const SymbolicTensor& y, int axis) {
-  return dy.graph().add1("log_softmax_grad", {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
+  return dy.graph().add1(op_names::log_softmax_grad, {dy, y}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 
 }  // namespace ops
@@ -125,94 +128,98 @@ void register_activation_ops() {
   using namespace ops;
 
   // ---- unary math ----
-  register_op({.name = "negative", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::negative, .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  if (!differentiable_input(node)) return {SymbolicTensor{}};
                  return {negative(dy[0])};
                }});
-  register_op({.name = "exp", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::exp, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {multiply(dy[0], node.output(0))};  // d exp(x) = exp(x)
                }});
-  register_op({.name = "log", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::log, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {divide(dy[0], node.inputs()[0])};
                }});
-  register_op({.name = "sqrt", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::sqrt, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {divide(dy[0], scale(node.output(0), 2.0))};  // 1 / (2 sqrt(x))
                }});
-  register_op({.name = "square", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::square, .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  if (!differentiable_input(node)) return {SymbolicTensor{}};
                  return {multiply(dy[0], scale(node.inputs()[0], 2.0))};
                }});
-  register_op({.name = "abs", .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::abs, .shape = unary_any_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  if (!differentiable_input(node)) return {SymbolicTensor{}};
                  return {multiply(dy[0], sign(node.inputs()[0]))};
                }});
-  register_op({.name = "sign", .shape = unary_any_shape});  // piecewise constant: no gradient
+  register_op({.name = op_names::sign, .shape = unary_any_shape});  // piecewise constant: no gradient
 
   // ---- activations: gradients through the fused *_grad ops ----
-  register_op({.name = "relu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::relu, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {relu_grad(dy[0], node.output(0))};
                }});
-  register_op({.name = "leaky_relu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
-                 return {leaky_relu_grad(dy[0], node.inputs()[0], node.attrs().get_float("alpha"))};
-               }});
-  register_op({.name = "elu", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op(
+      {.name = op_names::leaky_relu, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+         return {leaky_relu_grad(dy[0], node.inputs()[0], node.attrs().get_float("alpha"))};
+       }});
+  register_op({.name = op_names::elu, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {elu_grad(dy[0], node.inputs()[0], node.attrs().get_float("alpha"))};
                }});
-  register_op({.name = "sigmoid", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::sigmoid, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {sigmoid_grad(dy[0], node.output(0))};
                }});
-  register_op({.name = "tanh", .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::tanh, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {tanh_grad(dy[0], node.output(0))};
                }});
 
   // ---- the *_grad ops are differentiable too (second derivatives). g is the incoming gradient. ----
   // relu_grad(dy, y) = dy * (y > 0): linear in dy, piecewise constant in y.
-  register_op({.name = "relu_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+  register_op({.name = op_names::relu_grad, .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
                  return {relu_grad(g[0], node.inputs()[1]), SymbolicTensor{}};
                }});
-  register_op({.name = "leaky_relu_grad", .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
-                 return {leaky_relu_grad(g[0], node.inputs()[1], node.attrs().get_float("alpha")), SymbolicTensor{}};
-               }});
+  register_op(
+      {.name = op_names::leaky_relu_grad, .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+         return {leaky_relu_grad(g[0], node.inputs()[1], node.attrs().get_float("alpha")), SymbolicTensor{}};
+       }});
   // elu_grad(dy, x) = dy * (x > 0 ? 1 : alpha e^x); d/dx = dy * (x > 0 ? 0 : alpha e^x), which is
   // elu_grad(dy, x) - relu_grad(dy, x) (relu_grad keeps dy where x > 0).
-  register_op({.name = "elu_grad", .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+  register_op({.name = op_names::elu_grad, .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &dy = node.inputs()[0], &x = node.inputs()[1];
                  double alpha = node.attrs().get_float("alpha");
                  SymbolicTensor dx = multiply(g[0], subtract(node.output(0), relu_grad(dy, x)));
                  return {elu_grad(g[0], x, alpha), dx};
                }});
   // sigmoid_grad(dy, y) = dy y (1 - y); d/dy = dy (1 - 2y).
-  register_op({.name = "sigmoid_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
-                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
-                 SymbolicTensor dyy = multiply(multiply(g[0], dy), subtract(ones_like(y), scale(y, 2.0)));
-                 return {sigmoid_grad(g[0], y), dyy};
-               }});
+  register_op(
+      {.name = op_names::sigmoid_grad, .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+         const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+         SymbolicTensor dyy = multiply(multiply(g[0], dy), subtract(ones_like(y), scale(y, 2.0)));
+         return {sigmoid_grad(g[0], y), dyy};
+       }});
   // tanh_grad(dy, y) = dy (1 - y^2); d/dy = -2 dy y.
-  register_op({.name = "tanh_grad", .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+  register_op({.name = op_names::tanh_grad, .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
                  return {tanh_grad(g[0], y), scale(multiply(multiply(g[0], dy), y), -2.0)};
                }});
 
   // ---- softmax ----
-  register_op({.name = "softmax", .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::softmax, .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {softmax_grad(dy[0], node.output(0), axis_attr(node))};
                }});
-  register_op({.name = "log_softmax", .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::log_softmax, .shape = softmax_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {log_softmax_grad(dy[0], node.output(0), axis_attr(node))};
                }});
   // softmax_grad(dy, y) = y (dy - sum(dy y)). It is symmetric in (dy, g), so d/d(dy) is
   // softmax_grad(g, y); d/dy = g (dy - sum(dy y)) - dy sum(g y).
-  register_op({.name = "softmax_grad", .shape = softmax_grad_shape, .grad = [](Node& node, const Grads& g) -> Grads {
-                 const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
-                 int axis = axis_attr(node);
-                 Ints axes{static_cast<std::int64_t>(axis)};
-                 SymbolicTensor s = reduce_sum(multiply(dy, y), axes, true);
-                 SymbolicTensor t = reduce_sum(multiply(g[0], y), axes, true);
-                 SymbolicTensor d_y = subtract(multiply(g[0], subtract(dy, s)), multiply(dy, t));
-                 return {softmax_grad(g[0], y, axis), d_y};
-               }});
+  register_op(
+      {.name = op_names::softmax_grad, .shape = softmax_grad_shape, .grad = [](Node& node, const Grads& g) -> Grads {
+         const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];
+         int axis = axis_attr(node);
+         Ints axes{static_cast<std::int64_t>(axis)};
+         SymbolicTensor s = reduce_sum(multiply(dy, y), axes, true);
+         SymbolicTensor t = reduce_sum(multiply(g[0], y), axes, true);
+         SymbolicTensor d_y = subtract(multiply(g[0], subtract(dy, s)), multiply(dy, t));
+         return {softmax_grad(g[0], y, axis), d_y};
+       }});
   // log_softmax_grad(dy, y) = dy - e^y sum(dy); d/d(dy) = g - sum(g e^y); d/dy = -g e^y sum(dy).
-  register_op({.name = "log_softmax_grad",
+  register_op({.name = op_names::log_softmax_grad,
                .shape = softmax_grad_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &dy = node.inputs()[0], &y = node.inputs()[1];

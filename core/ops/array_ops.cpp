@@ -3,6 +3,7 @@
 // used only when unknown dimensions make the contract ops unable to express a gradient).
 #include <algorithm>
 
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -13,59 +14,60 @@ namespace tower {
 namespace ops {
 
 SymbolicTensor reshape(const SymbolicTensor& x, Ints shape) {
-  return x.graph().add1("reshape", {x}, {{"shape", std::move(shape)}});
+  return x.graph().add1(op_names::reshape, {x}, {{"shape", std::move(shape)}});
 }
 
 SymbolicTensor transpose(const SymbolicTensor& x, Ints perm) {
-  return x.graph().add1("transpose", {x}, {{"perm", std::move(perm)}});
+  return x.graph().add1(op_names::transpose, {x}, {{"perm", std::move(perm)}});
 }
 
 SymbolicTensor concat(const std::vector<SymbolicTensor>& xs, int axis) {
   if (xs.empty() || !xs[0].defined()) raise<ValueError>("concat: needs at least one defined input");
-  return xs[0].graph().add1("concat", xs, {{"axis", static_cast<std::int64_t>(axis)}});
+  return xs[0].graph().add1(op_names::concat, xs, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 
 SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size) {
-  return x.graph().add1("slice", {x}, {{"begin", std::move(begin)}, {"size", std::move(size)}});
+  return x.graph().add1(op_names::slice, {x}, {{"begin", std::move(begin)}, {"size", std::move(size)}});
 }
 
 SymbolicTensor batch_share(const SymbolicTensor& x, Ints ratios, int share) {
-  return x.graph().add1("batch_share", {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+  return x.graph().add1(op_names::batch_share, {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
 }
 
 SymbolicTensor batch_share_start(const SymbolicTensor& x, Ints ratios, int share) {
-  return x.graph().add1("batch_share_start", {x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+  return x.graph().add1(op_names::batch_share_start, {x},
+                        {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
 }
 
 SymbolicTensor batch_share_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints ratios, int share) {
-  return dy.graph().add1("batch_share_grad", {dy, x}, {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
+  return dy.graph().add1(op_names::batch_share_grad, {dy, x},
+                         {{"ratios", std::move(ratios)}, {"share", std::int64_t{share}}});
 }
 
 SymbolicTensor slice_grad(const SymbolicTensor& dy, const SymbolicTensor& x, Ints begin) {
-  return dy.graph().add1("slice_grad", {dy, x}, {{"begin", std::move(begin)}});
+  return dy.graph().add1(op_names::slice_grad, {dy, x}, {{"begin", std::move(begin)}});
 }
 
 std::vector<SymbolicTensor> split(const SymbolicTensor& x, int axis, Ints sizes) {
-  return x.graph().add("split", {x}, {{"axis", static_cast<std::int64_t>(axis)}, {"sizes", std::move(sizes)}});
+  return x.graph().add(op_names::split, {x}, {{"axis", static_cast<std::int64_t>(axis)}, {"sizes", std::move(sizes)}});
 }
 
 SymbolicTensor pad(const SymbolicTensor& x, Ints paddings, double value) {
-  return x.graph().add1("pad", {x}, {{"paddings", std::move(paddings)}, {"value", value}});
+  return x.graph().add1(op_names::pad, {x}, {{"paddings", std::move(paddings)}, {"value", value}});
 }
 
 SymbolicTensor one_hot(const SymbolicTensor& indices, std::int64_t depth, DType dtype, double on_value,
                        double off_value) {
-  return indices.graph().add1(
-      "one_hot", {indices},
-      {{"depth", depth}, {"dtype", dtype}, {"on_value", on_value}, {"off_value", off_value}});
+  return indices.graph().add1(op_names::one_hot, {indices},
+                              {{"depth", depth}, {"dtype", dtype}, {"on_value", on_value}, {"off_value", off_value}});
 }
 
 SymbolicTensor gather(const SymbolicTensor& params, const SymbolicTensor& indices) {
-  return params.graph().add1("gather", {params, indices});
+  return params.graph().add1(op_names::gather, {params, indices});
 }
 
 SymbolicTensor gather_grad(const SymbolicTensor& dy, const SymbolicTensor& indices, const SymbolicTensor& params) {
-  return dy.graph().add1("gather_grad", {dy, indices, params});
+  return dy.graph().add1(op_names::gather_grad, {dy, indices, params});
 }
 
 }  // namespace ops
@@ -118,7 +120,7 @@ Grads reshape_grad(Node& node, const Grads& dy) {
   const SymbolicTensor& x = node.inputs()[0];
   if (count_unknown(x.shape()) <= 1) return {ops::reshape(dy[0], x.shape().dims())};  // unknown -> -1
   // Several unknown dimensions: take them from x itself at plan time.
-  return {dy[0].graph().add1("reshape_like", {dy[0], x})};
+  return {dy[0].graph().add1(op_names::reshape_like, {dy[0], x})};
 }
 
 std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, const Attrs&) {
@@ -154,7 +156,7 @@ std::vector<TensorSpec> concat_shape(const std::vector<TensorSpec>& in, const At
   if (in.empty()) raise<ValueError>("needs at least one input");
   const Shape& first = in[0].shape;
   if (first.rank() == 0) raise<ShapeError>("cannot concatenate scalars; reshape them to (1,) first");
-  int axis = first.normalize_axis(static_cast<int>(attrs.get_int("axis")), "concat");
+  int axis = first.normalize_axis(static_cast<int>(attrs.get_int("axis")), op_names::concat);
   Ints out = first.dims();
   for (std::size_t i = 1; i < in.size(); ++i) {
     const Shape& s = in[i].shape;
@@ -186,7 +188,7 @@ Grads concat_grad(Node& node, const Grads& dy) {
     // Along an unknown axis (the batch) the offsets are known only at plan time.
     std::vector<SymbolicTensor> inputs{dy[0]};
     inputs.insert(inputs.end(), xs.begin(), xs.end());
-    return dy[0].graph().add("concat_grad", inputs, {{"axis", static_cast<std::int64_t>(axis)}});
+    return dy[0].graph().add(op_names::concat_grad, inputs, {{"axis", static_cast<std::int64_t>(axis)}});
   }
   Grads out;
   std::int64_t offset = 0;
@@ -289,7 +291,7 @@ std::vector<TensorSpec> split_shape(const std::vector<TensorSpec>& in, const Att
   expect_num_inputs(in, 1);
   const Shape& x = in[0].shape;
   if (x.rank() == 0) raise<ShapeError>("cannot split a scalar");
-  int axis = x.normalize_axis(static_cast<int>(attrs.get_int("axis")), "split");
+  int axis = x.normalize_axis(static_cast<int>(attrs.get_int("axis")), op_names::split);
   const Ints& sizes = attrs.get_ints("sizes");
   if (sizes.empty()) raise<ValueError>("sizes is empty; give the length of each piece");
   std::int64_t total = 0;
@@ -364,7 +366,7 @@ Grads pad_grad(Node& node, const Grads& dy) {
       size.push_back(-1);  // to the end of dy's axis
     } else {
       // An unknown axis padded at its end: slice cannot say where x ends, so strip the padding.
-      return {dy[0].graph().add1("pad_grad", {dy[0]}, {{"paddings", paddings}})};
+      return {dy[0].graph().add1(op_names::pad_grad, {dy[0]}, {{"paddings", paddings}})};
     }
   }
   return {ops::slice(dy[0], begin, size)};
@@ -415,35 +417,37 @@ std::vector<TensorSpec> gather_grad_shape(const std::vector<TensorSpec>& in, con
 }  // namespace
 
 void register_array_ops() {
-  register_op({.name = "reshape", .shape = reshape_shape, .grad = reshape_grad, .alias_input = 0});
+  register_op({.name = op_names::reshape, .shape = reshape_shape, .grad = reshape_grad, .alias_input = 0});
   // Internal: dy viewed with x's shape, for reshape gradients whose input has several unknown dims.
-  register_op({.name = "reshape_like", .shape = reshape_like_shape, .alias_input = 0});
-  register_op({.name = "transpose", .shape = transpose_shape, .grad = transpose_grad});
-  register_op({.name = "concat", .shape = concat_shape, .grad = concat_grad});
+  register_op({.name = op_names::reshape_like, .shape = reshape_like_shape, .alias_input = 0});
+  register_op({.name = op_names::transpose, .shape = transpose_shape, .grad = transpose_grad});
+  register_op({.name = op_names::concat, .shape = concat_shape, .grad = concat_grad});
   // Internal: (dy, x_0, ..., x_n-1) -> pieces of dy shaped like each x_i (concat along an unknown axis).
-  register_op({.name = "concat_grad", .shape = concat_grad_shape});
-  register_op({.name = "slice", .shape = slice_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::concat_grad, .shape = concat_grad_shape});
+  register_op({.name = op_names::slice, .shape = slice_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {ops::slice_grad(dy[0], node.inputs()[0], node.attrs().get_ints("begin"))};
                }});
-  register_op({.name = "slice_grad", .shape = slice_grad_shape});
-  register_op({.name = "batch_share", .shape = batch_share_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::slice_grad, .shape = slice_grad_shape});
+  register_op({.name = op_names::batch_share,
+               .shape = batch_share_shape,
+               .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {ops::batch_share_grad(dy[0], node.inputs()[0], node.attrs().get_ints("ratios"),
                                                static_cast<int>(node.attrs().get_int("share")))};
                }});
   // Internal: dy placed at its share's rows inside zeros of x's shape.
-  register_op({.name = "batch_share_grad", .shape = batch_share_grad_shape});
-  register_op({.name = "batch_share_start", .shape = batch_share_start_shape});
-  register_op({.name = "split", .shape = split_shape, .grad = split_grad});
-  register_op({.name = "pad", .shape = pad_shape, .grad = pad_grad});
+  register_op({.name = op_names::batch_share_grad, .shape = batch_share_grad_shape});
+  register_op({.name = op_names::batch_share_start, .shape = batch_share_start_shape});
+  register_op({.name = op_names::split, .shape = split_shape, .grad = split_grad});
+  register_op({.name = op_names::pad, .shape = pad_shape, .grad = pad_grad});
   // Internal: dy with the paddings stripped (pad gradients on unknown axes padded at the end).
-  register_op({.name = "pad_grad", .shape = pad_grad_shape});
-  register_op({.name = "one_hot", .shape = one_hot_shape});
-  register_op({.name = "gather", .shape = gather_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+  register_op({.name = op_names::pad_grad, .shape = pad_grad_shape});
+  register_op({.name = op_names::one_hot, .shape = one_hot_shape});
+  register_op({.name = op_names::gather, .shape = gather_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  const auto& params = node.inputs()[0];
                  const auto& indices = node.inputs()[1];
                  return {ops::gather_grad(dy[0], indices, params), SymbolicTensor{}};
                }});
-  register_op({.name = "gather_grad", .shape = gather_grad_shape});
+  register_op({.name = op_names::gather_grad, .shape = gather_grad_shape});
 }
 
 }  // namespace tower

@@ -1,4 +1,5 @@
 // Collective ops: all_reduce, one node per replica, whose replicas meet when the plan runs.
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -14,7 +15,7 @@ SymbolicTensor all_reduce(const SymbolicTensor& x, const std::string& group, con
     raise<ValueError>("all_reduce \"{}\": rank {} is not one of the {} replicas", group, rank, devices.size());
   std::string names;
   for (const auto& d : devices) names += (names.empty() ? "" : ",") + d;
-  return x.graph().add1("all_reduce", {x},
+  return x.graph().add1(op_names::all_reduce, {x},
                         {{"group", group},
                          {"devices", names},
                          {"rank", std::int64_t{rank}},
@@ -34,6 +35,8 @@ std::vector<TensorSpec> all_reduce_shape(const std::vector<TensorSpec>& in, cons
 
 }  // namespace
 
-void register_collective_ops() { register_op({.name = "all_reduce", .shape = all_reduce_shape}); }
+void register_collective_ops() {
+  register_op({.name = op_names::all_reduce, .shape = all_reduce_shape, .collective = true});
+}
 
 }  // namespace tower

@@ -2,6 +2,7 @@
 // and the fused gradient ops they use.
 #include <cstdint>
 
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -12,16 +13,16 @@ namespace tower {
 namespace ops {
 
 SymbolicTensor softmax_cross_entropy(const SymbolicTensor& logits, const SymbolicTensor& labels) {
-  return logits.graph().add("softmax_cross_entropy", {logits, labels})[0];
+  return logits.graph().add(op_names::softmax_cross_entropy, {logits, labels})[0];
 }
 SymbolicTensor sparse_softmax_cross_entropy(const SymbolicTensor& logits, const SymbolicTensor& labels) {
-  return logits.graph().add("sparse_softmax_cross_entropy", {logits, labels})[0];
+  return logits.graph().add(op_names::sparse_softmax_cross_entropy, {logits, labels})[0];
 }
 SymbolicTensor mean_squared_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
-  return y_true.graph().add1("mean_squared_error", {y_true, y_pred});
+  return y_true.graph().add1(op_names::mean_squared_error, {y_true, y_pred});
 }
 SymbolicTensor mean_absolute_error(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
-  return y_true.graph().add1("mean_absolute_error", {y_true, y_pred});
+  return y_true.graph().add1(op_names::mean_absolute_error, {y_true, y_pred});
 }
 
 }  // namespace ops
@@ -118,7 +119,7 @@ std::vector<TensorSpec> mean_error_grad_shape(const std::vector<TensorSpec>& in,
 SymbolicTensor cross_entropy_logits_grad(Node& node, const Grads& g, const SymbolicTensor& softmax_of_logits) {
   SymbolicTensor backprop = node.output(1);
   SymbolicTensor dlogits;
-  if (g[0].defined()) dlogits = node.graph().add1("softmax_cross_entropy_grad", {g[0], backprop});
+  if (g[0].defined()) dlogits = node.graph().add1(op_names::softmax_cross_entropy_grad, {g[0], backprop});
   if (g[1].defined()) {
     SymbolicTensor second = ops::softmax_grad(g[1], softmax_of_logits, -1);
     dlogits = dlogits.defined() ? ops::add(dlogits, second) : second;
@@ -129,14 +130,14 @@ SymbolicTensor cross_entropy_logits_grad(Node& node, const Grads& g, const Symbo
 }  // namespace
 
 void register_loss_ops() {
-  register_op({.name = "softmax_cross_entropy",
+  register_op({.name = op_names::softmax_cross_entropy,
                .shape = softmax_cross_entropy_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  SymbolicTensor probs;  // softmax(logits) = backprop + labels, built only when needed
                  if (g[1].defined()) probs = ops::add(node.output(1), node.inputs()[1]);
                  return {cross_entropy_logits_grad(node, g, probs), SymbolicTensor{}};
                }});
-  register_op({.name = "sparse_softmax_cross_entropy",
+  register_op({.name = op_names::sparse_softmax_cross_entropy,
                .shape = sparse_softmax_cross_entropy_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  SymbolicTensor probs;
@@ -144,42 +145,43 @@ void register_loss_ops() {
                  return {cross_entropy_logits_grad(node, g, probs), SymbolicTensor{}};
                }});
   // d/d(dloss) = sum(g * backprop, -1); d/d(backprop) = dloss[:, None] * g.
-  register_op({.name = "softmax_cross_entropy_grad",
+  register_op({.name = op_names::softmax_cross_entropy_grad,
                .shape = softmax_cross_entropy_grad_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &dloss = node.inputs()[0], &backprop = node.inputs()[1];
                  return {ops::reduce_sum(ops::multiply(g[0], backprop), {-1}),
-                         node.graph().add1("softmax_cross_entropy_grad", {dloss, g[0]})};
+                         node.graph().add1(op_names::softmax_cross_entropy_grad, {dloss, g[0]})};
                }});
 
   // mean_squared_error = mean((y_pred - y_true)^2, -1); its gradient op gives d/dy_pred, and
   // d/dy_true is its negative.
-  register_op({.name = "mean_squared_error",
+  register_op({.name = op_names::mean_squared_error,
                .shape = mean_error_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  SymbolicTensor d_pred =
-                     node.graph().add1("mean_squared_error_grad", {g[0], node.inputs()[0], node.inputs()[1]});
+                     node.graph().add1(op_names::mean_squared_error_grad, {g[0], node.inputs()[0], node.inputs()[1]});
                  return {ops::negative(d_pred), d_pred};
                }});
-  register_op({.name = "mean_absolute_error",
+  register_op({.name = op_names::mean_absolute_error,
                .shape = mean_error_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  SymbolicTensor d_pred =
-                     node.graph().add1("mean_absolute_error_grad", {g[0], node.inputs()[0], node.inputs()[1]});
+                     node.graph().add1(op_names::mean_absolute_error_grad, {g[0], node.inputs()[0], node.inputs()[1]});
                  return {ops::negative(d_pred), d_pred};
                }});
   // mean_squared_error_grad(dloss, t, p) = (2 / d) dloss[..., None] (p - t). It is linear in
   // (p - t), so the gradient along p is the same op applied to g with t = 0.
-  register_op({.name = "mean_squared_error_grad",
+  register_op({.name = op_names::mean_squared_error_grad,
                .shape = mean_error_grad_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &dloss = node.inputs()[0], &t = node.inputs()[1], &p = node.inputs()[2];
                  SymbolicTensor d_dloss = ops::scale(ops::reduce_mean(ops::multiply(g[0], ops::subtract(p, t)), {-1}), 2.0);
-                 SymbolicTensor d_p = node.graph().add1("mean_squared_error_grad", {dloss, ops::zeros_like(g[0]), g[0]});
+                 SymbolicTensor d_p =
+                     node.graph().add1(op_names::mean_squared_error_grad, {dloss, ops::zeros_like(g[0]), g[0]});
                  return {d_dloss, ops::negative(d_p), d_p};
                }});
   // mean_absolute_error_grad(dloss, t, p) = dloss[..., None] sign(p - t) / d: piecewise constant in t, p.
-  register_op({.name = "mean_absolute_error_grad",
+  register_op({.name = op_names::mean_absolute_error_grad,
                .shape = mean_error_grad_shape,
                .grad = [](Node& node, const Grads& g) -> Grads {
                  const SymbolicTensor &t = node.inputs()[1], &p = node.inputs()[2];

@@ -6,6 +6,7 @@
 // tell the kernels which are there, in the order the builders declare them.
 #include <string_view>
 
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -26,24 +27,25 @@ void require(const SymbolicTensor& t, const char* op, const char* what, const ch
 Node* apply_sgd(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                 const SymbolicTensor& momentum_slot, double momentum, bool nesterov) {
   if (momentum < 0 || momentum > 1) raise<ValueError>("apply_sgd: momentum must be in [0, 1], got {}", momentum);
-  if (momentum != 0) require(momentum_slot, "apply_sgd", "momentum_slot", "momentum is not 0");
+  if (momentum != 0) require(momentum_slot, op_names::apply_sgd, "momentum_slot", "momentum is not 0");
   std::vector<SymbolicTensor> in{var, grad, lr};
   if (momentum_slot.defined()) in.push_back(momentum_slot);
   return &var.graph().add_node(
-      "apply_sgd", in, {{"momentum", momentum}, {"nesterov", nesterov}, {"has_momentum", momentum_slot.defined()}});
+      op_names::apply_sgd, in,
+      {{"momentum", momentum}, {"nesterov", nesterov}, {"has_momentum", momentum_slot.defined()}});
 }
 
 Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                     const SymbolicTensor& velocity, const SymbolicTensor& momentum_slot,
                     const SymbolicTensor& average_grad, double rho, double momentum, double epsilon, bool centered) {
   if (momentum < 0) raise<ValueError>("apply_rmsprop: momentum must be >= 0, got {}", momentum);
-  require(velocity, "apply_rmsprop", "velocity", "RMSprop always keeps it");
-  if (momentum > 0) require(momentum_slot, "apply_rmsprop", "momentum_slot", "momentum is > 0");
-  if (centered) require(average_grad, "apply_rmsprop", "average_grad", "centered is true");
+  require(velocity, op_names::apply_rmsprop, "velocity", "RMSprop always keeps it");
+  if (momentum > 0) require(momentum_slot, op_names::apply_rmsprop, "momentum_slot", "momentum is > 0");
+  if (centered) require(average_grad, op_names::apply_rmsprop, "average_grad", "centered is true");
   std::vector<SymbolicTensor> in{var, grad, lr, velocity};
   if (momentum_slot.defined()) in.push_back(momentum_slot);
   if (centered) in.push_back(average_grad);
-  return &var.graph().add_node("apply_rmsprop", in,
+  return &var.graph().add_node(op_names::apply_rmsprop, in,
                                {{"rho", rho},
                                 {"momentum", momentum},
                                 {"epsilon", epsilon},
@@ -56,13 +58,13 @@ Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const Sy
                  const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v,
                  const SymbolicTensor& v_hat, double beta_1, double beta_2, double epsilon, bool amsgrad,
                  double weight_decay) {
-  require(m, "apply_adam", "m", "Adam always keeps it");
-  require(v, "apply_adam", "v", "Adam always keeps it");
-  if (amsgrad) require(v_hat, "apply_adam", "v_hat", "amsgrad is true");
+  require(m, op_names::apply_adam, "m", "Adam always keeps it");
+  require(v, op_names::apply_adam, "v", "Adam always keeps it");
+  if (amsgrad) require(v_hat, op_names::apply_adam, "v_hat", "amsgrad is true");
   if (weight_decay < 0) raise<ValueError>("apply_adam: weight_decay must be >= 0, got {}", weight_decay);
   std::vector<SymbolicTensor> in{var, grad, lr, iteration, m, v};
   if (amsgrad) in.push_back(v_hat);
-  return &var.graph().add_node("apply_adam", in,
+  return &var.graph().add_node(op_names::apply_adam, in,
                                {{"beta_1", beta_1},
                                 {"beta_2", beta_2},
                                 {"epsilon", epsilon},
@@ -73,16 +75,16 @@ Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const Sy
 
 Node* apply_adagrad(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                     const SymbolicTensor& accumulator, double epsilon) {
-  require(accumulator, "apply_adagrad", "accumulator", "Adagrad always keeps it");
-  return &var.graph().add_node("apply_adagrad", {var, grad, lr, accumulator}, {{"epsilon", epsilon}});
+  require(accumulator, op_names::apply_adagrad, "accumulator", "Adagrad always keeps it");
+  return &var.graph().add_node(op_names::apply_adagrad, {var, grad, lr, accumulator}, {{"epsilon", epsilon}});
 }
 
 Node* apply_adadelta(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                      const SymbolicTensor& accumulated_grad, const SymbolicTensor& accumulated_delta, double rho,
                      double epsilon) {
-  require(accumulated_grad, "apply_adadelta", "accumulated_grad", "Adadelta always keeps it");
-  require(accumulated_delta, "apply_adadelta", "accumulated_delta", "Adadelta always keeps it");
-  return &var.graph().add_node("apply_adadelta", {var, grad, lr, accumulated_grad, accumulated_delta},
+  require(accumulated_grad, op_names::apply_adadelta, "accumulated_grad", "Adadelta always keeps it");
+  require(accumulated_delta, op_names::apply_adadelta, "accumulated_delta", "Adadelta always keeps it");
+  return &var.graph().add_node(op_names::apply_adadelta, {var, grad, lr, accumulated_grad, accumulated_delta},
                                {{"rho", rho}, {"epsilon", epsilon}});
 }
 
@@ -138,18 +140,20 @@ std::vector<TensorSpec> adam_shape(const std::vector<TensorSpec>& in, const Attr
 }  // namespace
 
 void register_optimizer_ops() {
-  register_op({.name = "apply_sgd", .shape = sgd_shape, .mutated_inputs = {0, 3}});
-  register_op({.name = "apply_rmsprop", .shape = rmsprop_shape, .mutated_inputs = {0, 3, 4, 5}});
-  register_op({.name = "apply_adam", .shape = adam_shape, .mutated_inputs = {0, 4, 5, 6}});
-  register_op({.name = "apply_adagrad",
-               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
-                 return update_shape(in, {"var", "grad", "lr", "accumulator"});
-               },
+  register_op({.name = op_names::apply_sgd, .shape = sgd_shape, .mutated_inputs = {0, 3}});
+  register_op({.name = op_names::apply_rmsprop, .shape = rmsprop_shape, .mutated_inputs = {0, 3, 4, 5}});
+  register_op({.name = op_names::apply_adam, .shape = adam_shape, .mutated_inputs = {0, 4, 5, 6}});
+  register_op({.name = op_names::apply_adagrad,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs&) {
+                     return update_shape(in, {"var", "grad", "lr", "accumulator"});
+                   },
                .mutated_inputs = {0, 3}});
-  register_op({.name = "apply_adadelta",
-               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
-                 return update_shape(in, {"var", "grad", "lr", "accumulated_grad", "accumulated_delta"});
-               },
+  register_op({.name = op_names::apply_adadelta,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs&) {
+                     return update_shape(in, {"var", "grad", "lr", "accumulated_grad", "accumulated_delta"});
+                   },
                .mutated_inputs = {0, 3, 4}});
 }
 

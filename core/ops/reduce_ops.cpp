@@ -1,5 +1,6 @@
 // Reductions over axes: sum, mean, max (with its gradient), argmax, and broadcast_reduced (the
 // gradient of sum and mean: a reduced tensor spread back over the input's shape).
+#include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
@@ -33,7 +34,7 @@ std::vector<TensorSpec> reduce_shape(const std::vector<TensorSpec>& in, const At
 SymbolicTensor broadcast_reduced(const SymbolicTensor& dy, const SymbolicTensor& x, const Attrs& reduce, bool mean) {
   Attrs attrs = reduce;
   attrs.set("mean", mean);
-  return dy.graph().add1("broadcast_reduced", {dy, x}, attrs);
+  return dy.graph().add1(op_names::broadcast_reduced, {dy, x}, attrs);
 }
 
 }  // namespace
@@ -41,55 +42,56 @@ SymbolicTensor broadcast_reduced(const SymbolicTensor& dy, const SymbolicTensor&
 namespace ops {
 
 SymbolicTensor reduce_sum(const SymbolicTensor& x, Ints axes, bool keepdims) {
-  return x.graph().add1("reduce_sum", {x}, reduce_attrs(axes, keepdims));
+  return x.graph().add1(op_names::reduce_sum, {x}, reduce_attrs(axes, keepdims));
 }
 SymbolicTensor reduce_mean(const SymbolicTensor& x, Ints axes, bool keepdims) {
-  return x.graph().add1("reduce_mean", {x}, reduce_attrs(axes, keepdims));
+  return x.graph().add1(op_names::reduce_mean, {x}, reduce_attrs(axes, keepdims));
 }
 SymbolicTensor reduce_max(const SymbolicTensor& x, Ints axes, bool keepdims) {
-  return x.graph().add1("reduce_max", {x}, reduce_attrs(axes, keepdims));
+  return x.graph().add1(op_names::reduce_max, {x}, reduce_attrs(axes, keepdims));
 }
 SymbolicTensor reduce_max_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y, Ints axes,
                                bool keepdims) {
-  return x.graph().add1("reduce_max_grad", {dy, x, y}, reduce_attrs(axes, keepdims));
+  return x.graph().add1(op_names::reduce_max_grad, {dy, x, y}, reduce_attrs(axes, keepdims));
 }
 SymbolicTensor argmax(const SymbolicTensor& x, int axis) {
-  return x.graph().add1("argmax", {x}, {{"axis", static_cast<std::int64_t>(axis)}});
+  return x.graph().add1(op_names::argmax, {x}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 
 }  // namespace ops
 
 void register_reduce_ops() {
-  register_op({.name = "reduce_sum", .shape = reduce_shape, .grad = [](Node& n, const Grads& dy) -> Grads {
+  register_op({.name = op_names::reduce_sum, .shape = reduce_shape, .grad = [](Node& n, const Grads& dy) -> Grads {
                  return {broadcast_reduced(dy[0], n.inputs()[0], n.attrs(), false)};
                }});
-  register_op({.name = "reduce_mean",
-               .shape = [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
-                 expect_num_inputs(in, 1);
-                 expect_floating(in[0], "x");
-                 return reduce_shape(in, attrs);
-               },
+  register_op({.name = op_names::reduce_mean,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
+                     expect_num_inputs(in, 1);
+                     expect_floating(in[0], "x");
+                     return reduce_shape(in, attrs);
+                   },
                .grad = [](Node& n, const Grads& dy) -> Grads {
                  return {broadcast_reduced(dy[0], n.inputs()[0], n.attrs(), true)};
                }});
-  register_op({.name = "reduce_max", .shape = reduce_shape, .grad = [](Node& n, const Grads& dy) -> Grads {
+  register_op({.name = op_names::reduce_max, .shape = reduce_shape, .grad = [](Node& n, const Grads& dy) -> Grads {
                  return {ops::reduce_max_grad(dy[0], n.inputs()[0], n.output(0), n.attrs().get_ints("axes"),
                                               n.attrs().get_bool("keepdims"))};
                }});
-  register_op({.name = "reduce_max_grad",
-               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
+  register_op({.name = op_names::reduce_max_grad, .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
                  expect_num_inputs(in, 3);
                  return std::vector{in[1]};
                }});
-  register_op({.name = "broadcast_reduced",
-               .shape = [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
-                 expect_num_inputs(in, 2);
-                 auto axes = normalize_axes(attrs.get_ints("axes"), in[1].shape.rank());
-                 Shape expected = reduced_shape(in[1].shape, axes, attrs.get_bool("keepdims"));
-                 if (!expected.compatible_with(in[0].shape))
-                   raise<ShapeError>("dy has shape {}, expected {}", in[0].shape.to_string(), expected.to_string());
-                 return std::vector{TensorSpec{in[1].shape, in[0].dtype}};
-               },
+  register_op({.name = op_names::broadcast_reduced,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
+                     expect_num_inputs(in, 2);
+                     auto axes = normalize_axes(attrs.get_ints("axes"), in[1].shape.rank());
+                     Shape expected = reduced_shape(in[1].shape, axes, attrs.get_bool("keepdims"));
+                     if (!expected.compatible_with(in[0].shape))
+                       raise<ShapeError>("dy has shape {}, expected {}", in[0].shape.to_string(), expected.to_string());
+                     return std::vector{TensorSpec{in[1].shape, in[0].dtype}};
+                   },
                .grad = [](Node& n, const Grads& dy) -> Grads {
                  // Its transpose: sum (or mean) over the same axes.
                  const auto& axes = n.attrs().get_ints("axes");
@@ -98,7 +100,7 @@ void register_reduce_ops() {
                                                      : ops::reduce_sum(dy[0], axes, keepdims);
                  return {g, {}};
                }});
-  register_op({.name = "argmax", .shape = [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  register_op({.name = op_names::argmax, .shape = [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
                  expect_num_inputs(in, 1);
                  int axis = in[0].shape.normalize_axis(static_cast<int>(attrs.get_int("axis")));
                  return std::vector{TensorSpec{reduced_shape(in[0].shape, {axis}, false), DType::int64}};

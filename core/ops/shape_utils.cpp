@@ -1,11 +1,13 @@
 // Shape-function helpers.
 #include "tower/core/ops/shape_utils.h"
 
-#include <algorithm>
-
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "tower/core/error.h"
+#include "tower/core/window.h"
 
 namespace tower {
 
@@ -143,6 +145,47 @@ std::pair<std::int64_t, std::int64_t> share_range(std::int64_t n, const std::vec
   std::int64_t begin = 0;
   for (int i = 0; i < index; ++i) begin += shares[static_cast<std::size_t>(i)];
   return {begin, shares[static_cast<std::size_t>(index)]};
+}
+
+// A pair of positive integers (strides, dilation_rate, pool_size); ValueError otherwise.
+std::pair<std::int64_t, std::int64_t> positive_pair(const Attrs& attrs, const char* key) {
+  const auto& v = attrs.get_ints(key);
+  if (v.size() != 2 || v[0] < 1 || v[1] < 1)
+    raise<ValueError>("{} must be two positive integers, got [{}]", key, fmt::join(v, ", "));
+  return {v[0], v[1]};
+}
+
+bool is_same_padding(const Attrs& attrs) {
+  const auto& padding = attrs.get_string("padding");
+  if (padding == "same") return true;
+  if (padding == "valid") return false;
+  raise<ValueError>("padding must be \"same\" or \"valid\", got \"{}\"", padding);
+}
+
+// Output length of one spatial axis (-1 when the input length is unknown). With "valid" padding a
+// window (k taps, dilation d) longer than the input has no position: ShapeError naming the fix.
+std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
+                        const char* what, const char* axis) {
+  const auto padding = same ? window::Padding::same : window::Padding::valid;
+  const std::int64_t out = window::output_length(in, k, stride, dilation, padding);
+  const std::int64_t span = window::span(k, dilation);
+  if (out == 0)
+    raise<ShapeError>(
+        "the {} spans {} along the {} (size {}, dilation {}) but the input {} is only {} with "
+        "padding \"valid\"; use padding \"same\", a smaller {} or a larger input",
+        what, span, axis, k, dilation, axis, in, what);
+  return out;
+}
+
+// (batch, out_h, out_w) of a 2-D window op on x (batch, h, w, c).
+Shape window_output(const Shape& x, std::int64_t kh, std::int64_t kw, const Attrs& attrs, const char* what,
+                    bool dilated, std::int64_t channels) {
+  auto [sh, sw] = positive_pair(attrs, "strides");
+  std::int64_t dh = 1, dw = 1;
+  if (dilated) std::tie(dh, dw) = positive_pair(attrs, "dilation_rate");
+  const bool same = is_same_padding(attrs);
+  return Shape{x[0], window_out(x[1], kh, sh, dh, same, what, "height"),
+               window_out(x[2], kw, sw, dw, same, what, "width"), channels};
 }
 
 }  // namespace tower

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tower/core/graph.h"
@@ -45,5 +46,18 @@ std::pair<std::int64_t, std::int64_t> share_range(std::int64_t n, const std::vec
 
 // pad's padding before each axis, from its flat (before, after) pairs.
 std::vector<std::int64_t> pad_befores(const std::vector<std::int64_t>& paddings);
+
+// ---- window ops (conv, pooling); the geometry itself is core/window.h ----
+// A pair of positive integers (strides, dilation_rate, pool_size); ValueError otherwise.
+std::pair<std::int64_t, std::int64_t> positive_pair(const Attrs& attrs, const char* key);
+// The padding attr: true for "same", false for "valid"; ValueError otherwise.
+bool is_same_padding(const Attrs& attrs);
+// Output length of one spatial axis (-1 when the input length is unknown). With "valid" padding a
+// window (k taps, dilation d) longer than the input has no position: ShapeError naming the fix.
+std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
+                        const char* what, const char* axis);
+// (batch, out_h, out_w, channels) of a 2-D window op on x (batch, h, w, c).
+Shape window_output(const Shape& x, std::int64_t kh, std::int64_t kw, const Attrs& attrs, const char* what,
+                    bool dilated, std::int64_t channels);
 
 }  // namespace tower

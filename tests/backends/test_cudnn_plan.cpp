@@ -16,7 +16,7 @@ namespace {
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr std::size_t kGiB = std::size_t{1} << 30;
 
-// TF's output length of one axis (what core/ops/nn_ops.cpp computes).
+// TF's output length of one axis (what core/window.h computes), written out here as a reference.
 std::int64_t tf_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, bool same) {
   if (same) return (in + s - 1) / s;
   const std::int64_t span = (k - 1) * d + 1;

@@ -58,6 +58,28 @@ TEST_CASE("executor: copies between cpu:0 and cpu:1 give identical results") {
   check_close(executor.run(remote, {split})[0], r[0], 0, 0);
 }
 
+TEST_CASE("executor: a throttled device (set_slowdown, checked once per run) computes the same values") {
+  Graph g;
+  auto x = g.placeholder({-1, 8}, DType::float32, "x");
+  SymbolicTensor y;
+  {
+    Graph::DeviceScope scope(g, "cpu:2");
+    y = ops::reduce_sum(ops::multiply(x, x), {1});
+  }
+  auto z = ops::scale(y, 2.0);  // on cpu:0: two lanes when concurrent
+  FeedMap feeds{{x, random_tensor({4, 8}, 5, 0.1, 1.0, false, DType::float32)}};
+  for (bool concurrent : {false, true}) {
+    CAPTURE(concurrent);
+    Executor executor(cpu_device(), {.concurrent_devices = concurrent});
+    const Tensor fast = executor.run(feeds, {z})[0];
+    cpu_device(2).set_slowdown(3.0);
+    const Tensor slow = executor.run(feeds, {z})[0];  // the same plan, now on a throttled device
+    cpu_device(2).set_slowdown(1.0);
+    check_close(slow, fast, 0, 0);
+    CHECK(executor.plans_compiled() == 1);
+  }
+}
+
 TEST_CASE("executor: a plan is reused for the same shapes and recompiled for new ones") {
   Graph g;
   auto x = g.placeholder({-1, 3}, DType::float32, "x");

@@ -22,6 +22,30 @@ TEST_CASE("shape: printing, element count, axes") {
   CHECK_THROWS_AS(s.normalize_axis(4), ShapeError);
 }
 
+TEST_CASE("shape: negative indices count from the end, out of range is a ShapeError") {
+  Shape s{-1, 28, 14, 3};
+  CHECK(s[-1] == 3);  // input_shape[-1] in a custom layer, as in Keras
+  CHECK(s[-2] == 14);
+  CHECK(s[-4] == -1);
+  CHECK(s[0] == -1);
+  s[-1] = 8;
+  CHECK(s[3] == 8);
+  const auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ShapeError");
+  };
+  const std::string high = message([&] { (void)s[4]; });
+  CHECK(high.find("index 4 is out of range for shape (None, 28, 14, 8) of rank 4") != std::string::npos);
+  CHECK(high.find("-4 to -1") != std::string::npos);
+  CHECK(message([&] { (void)s[-5]; }).find("index -5") != std::string::npos);
+  CHECK(message([] { (void)Shape{}[-1]; }).find("scalar") != std::string::npos);
+  CHECK_THROWS_AS((void)s.dim(7), Error);  // the tower::Error family, not std::out_of_range
+}
+
 TEST_CASE("tensor: from_vector, to_vector, reshaped, copies between cpu devices") {
   Tensor t = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK(t.dtype() == DType::float32);
@@ -45,6 +69,16 @@ TEST_CASE("device: registry names, TF spellings and unknown devices") {
   CHECK(device("cpu:2").name() == "cpu:2");
   CHECK_THROWS_AS(device("tpu:0"), NotFoundError);
   CHECK_THROWS_AS(device("cpu:x"), NotFoundError);
+  // cpu:N is created on demand up to a documented limit, which an environment variable raises.
+  CHECK(max_cpu_devices() == kDefaultMaxCpuDevices);
+  try {
+    device("cpu:99");
+    FAIL("expected NotFoundError");
+  } catch (const NotFoundError& e) {
+    CHECK(std::string(e.what()).find("cpu:0 to cpu:63") != std::string::npos);
+    CHECK(std::string(e.what()).find("TOWER_MAX_CPU_DEVICES") != std::string::npos);
+  }
+  CHECK_THROWS_AS(device("cpu:-1"), NotFoundError);
   if (device_count(DeviceKind::cuda) == 0) {
     try {
       device("cuda:5");

@@ -1,0 +1,67 @@
+// What the Plan's phases share (core/executor.cpp, plan_placement.cpp, plan_lanes.cpp): its values,
+// steps and lane threads. Private to core/: not part of the op or layer API.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tower/core/executor.h"
+
+namespace tower {
+
+struct Plan::Value {
+  enum class Kind { arena, persistent, feed, alias };
+  TensorSpec spec;
+  Device* device = nullptr;
+  Kind kind = Kind::arena;
+  Tensor tensor;              // bound buffer: arena view, variable/constant, fed tensor or alias view
+  Tensor slot;                // feeds: arena buffer used when the fed tensor lives on another device
+  Value* alias_of = nullptr;  // alias: the value whose storage this one views
+  int def_step = 0, last_use = -1;
+  std::size_t bytes = 0, offset = 0;
+  std::string name;
+};
+
+struct Plan::Step {
+  const Node* node = nullptr;  // null for a cross-device copy
+  KernelFn kernel = nullptr;   // null for copies and aliases
+  // The first step of a run that one group kernel call does (group_size steps, this one first).
+  GroupKernelFn group_kernel = nullptr;
+  int group_size = 1;
+  // Steps on other devices that must have finished first (their outputs are read here, or this step
+  // overwrites memory they read); plan_lanes fills it for concurrent runs.
+  std::vector<std::size_t> waits;
+  // Recorded on this step's device after it runs when a step of another lane waits for it there
+  // (plan_lanes; null where the device needs none: a CPU step is done when it returns).
+  std::unique_ptr<DeviceEvent> mark;
+  bool collective = false;  // an all_reduce: on a CPU device its time is mostly waiting for the others
+  Device* device = nullptr;
+  std::vector<Value*> inputs, outputs;
+  bool mutates = false;
+};
+
+// The lanes' threads (lane 0 runs on the caller's) and what they share during a run. The threads are
+// started with the first concurrent run and kept for the plan's life, so a step starts no thread.
+struct Plan::LaneThreads {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<char> done;         // per step, in this run
+  std::exception_ptr error;       // the first one of this run
+  std::uint64_t generation = 0;   // runs started
+  std::size_t finished = 0;       // lanes other than 0 done with this run
+  bool stop = false;
+  std::vector<std::thread> threads;
+};
+
+namespace detail {
+// Rethrows a kernel's or shape function's error with the node that raised it, keeping its type.
+[[noreturn]] void rethrow_with_node(const Error& e, const Node& node);
+}  // namespace detail
+
+}  // namespace tower

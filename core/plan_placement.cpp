@@ -1,0 +1,135 @@
+// Plan phase 1, placement: the nodes the fetches need, their devices and concrete shapes, one step
+// per node, and a copy step wherever a consumer sits on another device than its input.
+#include <map>
+#include <utility>
+
+#include "tower/core/plan_internal.h"
+
+namespace tower {
+
+namespace {
+
+Device& resolve_device(const std::string& name, Device& fallback) { return name.empty() ? fallback : device(name); }
+
+}  // namespace
+
+void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<Node*>& targets, const FeedMap& feeds,
+                 Device& default_device) {
+  if (fetches.empty() && targets.empty()) raise<ValueError>("a plan needs at least one fetch or target");
+  Graph& graph = fetches.empty() ? targets[0]->graph() : fetches[0].graph();
+
+  // 1. The nodes the fetches and targets need, in id (= topological) order.
+  std::vector<char> needed(static_cast<std::size_t>(graph.num_nodes()), 0);
+  std::vector<int> stack;
+  for (const auto& f : fetches) stack.push_back(f.node()->id());
+  for (Node* t : targets) stack.push_back(t->id());
+  while (!stack.empty()) {
+    int id = stack.back();
+    stack.pop_back();
+    if (needed[static_cast<std::size_t>(id)]) continue;
+    needed[static_cast<std::size_t>(id)] = 1;
+    for (const auto& in : graph.node(id).inputs()) stack.push_back(in.node()->id());
+  }
+  std::map<int, const Tensor*> fed;
+  for (const auto& [sym, tensor] : feeds) {
+    if (sym.node()->def().source != OpSource::placeholder)
+      raise<ValueError>("only placeholders can be fed; {} is a {} node", sym.name(), sym.node()->op());
+    fed[sym.node()->id()] = &tensor;
+  }
+
+  // 2. Values and steps, node by node, with copies where a consumer sits on another device.
+  std::map<std::pair<int, int>, Value*> value_of;  // (node id, output) -> value
+  std::map<std::pair<Value*, Device*>, Value*> copies;
+  auto new_value = [&](TensorSpec spec, Device* dev, Value::Kind kind, std::string name) {
+    auto v = std::make_unique<Value>();
+    v->spec = std::move(spec);
+    v->device = dev;
+    v->kind = kind;
+    v->name = std::move(name);
+    values_.push_back(std::move(v));
+    return values_.back().get();
+  };
+  std::vector<Step> mutating;  // variable updates run after every other step (they read old values)
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    if (!needed[static_cast<std::size_t>(id)]) continue;
+    const Node& node = graph.node(id);
+    const OpSource source = node.def().source;
+    Device* dev = &resolve_device(node.device(), default_device);
+    if (source == OpSource::placeholder) {
+      auto it = fed.find(id);
+      if (it == fed.end())
+        raise<ValueError>("placeholder \"{}\" {} must be fed: pass it in the feeds", node.name(),
+                          node.outputs()[0].to_string());
+      const Tensor& t = *it->second;
+      if (t.dtype() != node.outputs()[0].dtype || !t.shape().compatible_with(node.outputs()[0].shape))
+        raise<ShapeError>("placeholder \"{}\" expects {}, was fed {} {}", node.name(), node.outputs()[0].to_string(),
+                          t.shape().to_string(), dtype_name(t.dtype()));
+      Value* v = new_value({t.shape(), t.dtype()}, dev, Value::Kind::feed, node.name());
+      value_of[{id, 0}] = v;
+      feed_values_[id] = v;
+      continue;
+    }
+    if (source != OpSource::none) {  // a constant or a variable
+      const Tensor& t = source == OpSource::constant ? node.constant_value() : node.variable()->value();
+      Value* v = new_value({t.shape(), t.dtype()}, &t.device(), Value::Kind::persistent, node.name());
+      v->tensor = t;
+      value_of[{id, 0}] = v;
+      continue;
+    }
+    Step step;
+    step.node = &node;
+    step.device = dev;
+    std::vector<TensorSpec> specs;
+    for (std::size_t i = 0; i < node.inputs().size(); ++i) {
+      const auto& in = node.inputs()[i];
+      Value* v = value_of.at({in.node()->id(), in.index()});
+      if (v->device != dev) {
+        auto key = std::make_pair(v, dev);
+        if (!copies.count(key)) {
+          Value* c = new_value(v->spec, dev, Value::Kind::arena, v->name + "/copy_to_" + dev->name());
+          Step copy;
+          copy.device = dev;
+          copy.inputs = {v};
+          copy.outputs = {c};
+          steps_.push_back(std::move(copy));
+          copies[key] = c;
+          ++num_copies_;
+        }
+        v = copies[key];
+      }
+      step.inputs.push_back(v);
+      specs.push_back(v->spec);
+    }
+    std::vector<TensorSpec> out_specs;
+    try {
+      out_specs = node.def().shape(specs, node.attrs());
+    } catch (const Error& e) {
+      detail::rethrow_with_node(e, node);
+    }
+    for (int m : node.def().mutated_inputs) {
+      if (m >= static_cast<int>(step.inputs.size())) continue;
+      if (step.inputs[static_cast<std::size_t>(m)]->kind != Value::Kind::persistent)
+        raise<ValueError>("{}: input {} is written in place but is not a variable on {}", node.describe(), m,
+                          dev->name());
+      step.mutates = true;
+      if (const auto& written = node.inputs()[static_cast<std::size_t>(m)].node()->variable()) written_.push_back(written);
+    }
+    for (std::size_t k = 0; k < out_specs.size(); ++k) {
+      bool alias = k == 0 && node.def().alias_input >= 0;
+      Value* v = new_value(out_specs[k], dev, alias ? Value::Kind::alias : Value::Kind::arena,
+                           fmt::format("{}:{}", node.name(), k));
+      if (alias) {
+        Value* src = step.inputs.at(static_cast<std::size_t>(node.def().alias_input));
+        v->alias_of = src->alias_of ? src->alias_of : src;
+      }
+      step.outputs.push_back(v);
+      value_of[{id, static_cast<int>(k)}] = v;
+    }
+    if (!alias_step(step)) step.kernel = find_kernel(node.op(), dev->kind());
+    (step.mutates ? mutating : steps_).push_back(std::move(step));
+  }
+  for (auto& s : mutating) steps_.push_back(std::move(s));
+  for (const auto& f : fetches) fetch_values_.push_back(value_of.at({f.node()->id(), f.index()}));
+}
+
+}  // namespace tower
