@@ -8,6 +8,7 @@
 
 #include "tower/core/device.h"
 #include "tower/core/error.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizer.h"
@@ -178,7 +179,7 @@ void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate
   std::map<const Variable*, VariablePtr> primary_of;
   for (const auto& u : tower_updates) {
     Node* update = (*ctx.updates)[u.index];
-    if (update->op() != "assign") continue;
+    if (update->op() != op_names::assign) continue;
     const VariablePtr& target = update->inputs()[0].node()->variable();
     if (!target) continue;
     const VariablePtr& primary = target->primary() ? target->primary() : target;
