@@ -16,4 +16,9 @@ if [ ! -f build/CMakeCache.txt ] && ! { command -v nvidia-smi >/dev/null && nvid
   configure+=(-DTOWER_CUDA=OFF)
 fi
 scripts/build.sh "${configure[@]}" --target train_mnist
-build/apps/train_mnist --epochs 5 "$@"
+# Five epochs unless the caller chose (train_mnist takes each option once).
+epochs=(--epochs 5)
+for arg in "$@"; do
+  case $arg in --epochs | --epochs=*) epochs=() ;; esac
+done
+build/apps/train_mnist "${epochs[@]}" "$@"
