@@ -32,6 +32,8 @@ foreach(header IN LISTS tower_public_headers)
 endforeach()
 
 # --- the library and its CMake package ------------------------------------------------------------
+# A shared libtower keeps the rpath to its non-system libraries (the CUDA toolkit's lib/, for one).
+set_target_properties(tower PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS tower EXPORT towerTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tower_development
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tower_runtime NAMELINK_COMPONENT tower_development
