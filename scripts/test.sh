@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh "$@"
+# AUTO: the CUDA backend is compiled whenever the toolkit is there, also in a build/ that
+# scripts/demo.sh configured without it.
+scripts/build.sh -DTOWER_CUDA=AUTO "$@"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 # A short, deterministic libFuzzer run of the file readers (docs/fuzzing.md; clang build in
 # build-fuzz/). TOWER_FUZZ_SHORT=0 skips it.
