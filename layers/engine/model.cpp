@@ -213,8 +213,8 @@ void Model::set_wrapped_model(std::shared_ptr<const Model> inner) {
 const std::shared_ptr<const Replication>& Model::replication() const { return data_->replication; }
 
 void Model::set_replication(std::shared_ptr<const Replication> replication) {
+  reset_functions();  // first: the engine graphs' replicated calls refer to the replication they were built by
   data_->replication = std::move(replication);
-  reset_functions();
 }
 
 const Model::CompileArgs& Model::compile_args() const { return data_->compile_args; }

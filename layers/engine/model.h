@@ -12,15 +12,14 @@
 
 #include "tower/layers/callbacks/callback.h"
 #include "tower/layers/engine/data_adapter.h"
-#include "tower/layers/layer.h"
 #include "tower/layers/engine/logs.h"
+#include "tower/layers/layer.h"
 #include "tower/layers/losses/losses.h"
 #include "tower/layers/metrics/metrics.h"
 #include "tower/optimizers/optimizer.h"
 
 namespace tower {
 
-class Executor;
 class Plan;
 class Replication;
 

@@ -24,7 +24,7 @@ void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const st
   auto& d = *data_;
   // Under a strategy's scope the model runs through it; outside, it keeps the one it was made (or
   // last compiled) under, as TensorFlow does.
-  if (current_strategy()) d.replication = current_strategy();
+  if (current_strategy()) set_replication(current_strategy());
   d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics,
                     .loss_weights = options.loss_weights};
   d.compiled = true;
