@@ -7,25 +7,27 @@ set(TOWER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tower CACHE STRING "Whe
 mark_as_advanced(TOWER_INSTALL_CMAKEDIR)
 
 # --- headers --------------------------------------------------------------------------------------
-# Every library header, at its path in this tree, except the private ones: *_internal.h and the
-# backends' kernel plumbing (launchers, kernel tables, .cuh). The CUDA backend's headers only in a CUDA
-# build. The consumer test (cmake/TowerConsumerTest.cmake) checks that no installed header includes
-# one left out, and compiles all of them against the installed tree.
+# Every library header, at its path in this tree, except the private ones: *_internal.h, and in
+# backends/ everything but the devices a user may name (the kernels' plumbing: launchers, kernel
+# tables, strided views, .cuh). The CUDA backend's headers only in a CUDA build. The consumer test
+# (cmake/TowerConsumerTest.cmake) checks that no installed header includes one left out, and compiles
+# all of them against the installed tree.
 file(GLOB_RECURSE tower_public_headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}
      ${PROJECT_SOURCE_DIR}/core/*.h ${PROJECT_SOURCE_DIR}/backends/*.h ${PROJECT_SOURCE_DIR}/layers/*.h
      ${PROJECT_SOURCE_DIR}/optimizers/*.h ${PROJECT_SOURCE_DIR}/parallel/*.h ${PROJECT_SOURCE_DIR}/io/*.h)
 list(APPEND tower_public_headers tower.h)
-set(tower_private_header_patterns
-    "_internal\\.h$"
-    "^backends/cpu/(kernels|nn_kernels|strided)\\.h$"
-    "^backends/cuda/.*_launchers\\.h$"
-    "^backends/cuda/(array_copies|cudnn_descriptors|kernel_context|kernels|nccl)\\.h$")
-if(NOT TOWER_WITH_CUDA)
-  list(APPEND tower_private_header_patterns "^backends/cuda/")
+list(FILTER tower_public_headers EXCLUDE REGEX "_internal\\.h$")
+set(tower_public_backend_headers "^backends/cpu/cpu_device\\.h$")
+if(TOWER_WITH_CUDA)
+  string(APPEND tower_public_backend_headers
+         "|^backends/cuda/(cuda_backend|cuda_check|cuda_device|cudnn_conv_plan|pinned_host_device)\\.h$")
 endif()
-foreach(pattern IN LISTS tower_private_header_patterns)
-  list(FILTER tower_public_headers EXCLUDE REGEX "${pattern}")
-endforeach()
+set(tower_backend_headers ${tower_public_headers})
+list(FILTER tower_backend_headers INCLUDE REGEX "^backends/")
+list(FILTER tower_backend_headers EXCLUDE REGEX "${tower_public_backend_headers}")
+if(tower_backend_headers)
+  list(REMOVE_ITEM tower_public_headers ${tower_backend_headers})
+endif()
 foreach(header IN LISTS tower_public_headers)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tower/${dir} COMPONENT tower_development)
