@@ -298,11 +298,7 @@ void write_optimizer_state(hdf5::Group& group, const optimizers::Optimizer& opti
 
 void save_model_hdf5(const Model& model, const std::string& path, const SaveModelOptions& options) {
   const std::string what = what_of("save", path);
-  // Keras 3 writes its zip format for this name; an HDF5 file under it would fail to load there.
-  if (path.ends_with(".keras"))
-    raise<ValueError>("{}: the .keras format (Keras 3's zip archive) is not implemented; tower writes Keras's HDF5 "
-                      "format, which Keras 3 reads and writes for .h5 names: use a .h5 name (\"{}.h5\")",
-                      what, path.substr(0, path.size() - 6));
+  refuse_keras_archive_name(what, path);
   // A parallel wrapper writes the model it wraps, with its own compile state: the file the inner
   // model would write (its towers are a way to run it, not part of it).
   const Model& saved = model.wrapped_model() ? *model.wrapped_model() : model;

@@ -255,13 +255,18 @@ void save_weights_to_group(hdf5::Group& group, const std::vector<LayerPtr>& laye
   group.create_group("top_level_model_weights").write_string_array_attr("weight_names", {});
 }
 
+void refuse_keras_archive_name(const std::string& what, const std::string& path) {
+  if (!path.ends_with(".keras")) return;
+  const std::string stem = path.substr(0, path.size() - std::string_view(".keras").size());
+  raise<ValueError>("{}: the .keras format (Keras 3's zip archive) is not implemented; tower writes Keras's HDF5 "
+                    "format, which Keras 3 reads and writes for .h5 names: use a .h5 name (\"{}.h5\"), or for weights "
+                    "alone \"{}.weights.h5\" as Keras 3 requires",
+                    what, stem, stem);
+}
+
 void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path) {
   const std::string what = quoted_call("save_weights", path);
-  if (path.ends_with(".keras"))
-    raise<ValueError>("{}: a .keras name means Keras 3's zip format, which is not implemented (and Keras 3 "
-                      "refuses save_weights to it); tower writes Keras's HDF5 weight format: use a .weights.h5 name "
-                      "(\"{}.weights.h5\"), as Keras 3 requires, or any .h5 name",
-                      what, path.substr(0, path.size() - 6));
+  refuse_keras_archive_name(what, path);
   std::vector<std::string> layer_names;
   for (const auto& l : layers) {
     layer_names.push_back(l->name());

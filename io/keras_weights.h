@@ -15,6 +15,11 @@ namespace tower::io {
 inline constexpr const char* kKerasVersion = "2.15.0";
 inline constexpr const char* kKerasBackend = "tensorflow";
 
+// Refuses a name ending in ".keras" before any file is touched: Keras 3 writes its zip archive for it,
+// which tower does not implement, and an HDF5 file under that name would not load there. `what` names
+// the call in the message ("save(\"m.keras\")"), which gives the .h5 names to use instead.
+void refuse_keras_archive_name(const std::string& what, const std::string& path);
+
 // Writes every layer's weights (weightless layers get an empty group, a nested model one group with
 // all its weights) atomically at `path`: a failed save leaves an existing file unchanged.
 void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "tower/core/error.h"
+#include "tower/io/keras_weights.h"
 #include "tower/layers/callbacks/callbacks.h"
 #include "tower/layers/engine/model.h"
 
@@ -58,12 +59,7 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
     : filepath_(std::move(filepath)), options_(std::move(options)) {
   if (filepath_.empty()) raise<ValueError>("ModelCheckpoint: filepath is empty");
   // Refused here, before fit runs and long before the first save.
-  if (filepath_.ends_with(".keras"))
-    raise<ValueError>(
-        "ModelCheckpoint: \"{}\": the .keras format (Keras 3's zip archive) is not implemented; tower writes "
-        "Keras's HDF5 format: use a .h5 name (\"{}.h5\"; with save_weights_only, \"{}.weights.h5\" as Keras 3 "
-        "requires; tf.keras 2 writes HDF5 for any .h5 name)",
-        filepath_, filepath_.substr(0, filepath_.size() - 6), filepath_.substr(0, filepath_.size() - 6));
+  io::refuse_keras_archive_name(fmt::format("ModelCheckpoint: \"{}\"", filepath_), filepath_);
   if (options_.save_freq < 0)
     raise<ValueError>("ModelCheckpoint: save_freq must be 0 (every epoch) or a number of batches, got {}",
                       options_.save_freq);

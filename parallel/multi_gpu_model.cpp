@@ -60,15 +60,14 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
   }
   Model wrapper(inputs, outputs);
   wrapper.set_wrapped_model(inner);
-  towers->mirror(inner->weights());
-  wrapper.set_replication(towers);
   // A compiled model's wrapper starts compiled the same way, with the same optimizer object (its slots
   // and step count belong to the shared variables, so a loaded model continues where it was).
   if (inner->compiled()) {
     const auto& args = inner->compile_args();
     wrapper.compile(args.optimizer, args.losses, args.metrics, {.loss_weights = args.loss_weights});
-    wrapper.set_replication(towers);  // compile() under a strategy's scope would have taken the strategy
   }
+  towers->mirror(inner->weights());
+  wrapper.set_replication(towers);  // last: made or compiled under a strategy's scope, it would take that
   return wrapper;
 }
 

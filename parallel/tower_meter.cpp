@@ -16,7 +16,7 @@ namespace tower::parallel {
 void TowerMeter::on_train_begin(const Logs&) { first_epoch_ = true; }
 
 void TowerMeter::on_epoch_begin(int, const Logs&) {
-  devices_.clear();  // the towers may have changed (auto ratios): read again at the next step
+  towers_.reset();  // the towers may have changed (auto ratios): read again at the next step
   total_ = full_batch_ = steps_ = 0;
   start_ = std::chrono::steady_clock::now();
 }
@@ -26,18 +26,21 @@ void TowerMeter::on_train_batch_end(std::int64_t, const Logs&) {
   const Plan* plan = model().last_plan(Model::Mode::train);
   const std::int64_t batch = model().last_batch_size(Model::Mode::train);
   if (!towers || !plan) return;
-  if (devices_ != towers->devices() || ratios_ != towers->ratios()) {
-    devices_ = towers->devices();
-    ratios_ = towers->ratios();
+  if (towers != towers_) {  // new towers (the first step, or new ratios): counts start again
+    towers_ = towers;
     resolved_.clear();
-    for (const auto& name : devices_) resolved_.push_back(&device(name));
-    samples_.assign(devices_.size(), 0);
-    busy_.assign(devices_.size(), 0.0);
+    for (const auto& name : towers->devices()) resolved_.push_back(&device(name));
+    samples_.assign(resolved_.size(), 0);
+    busy_.assign(resolved_.size(), 0.0);
+    shares_of_ = -1;
   }
   if (full_batch_ == 0) full_batch_ = batch;
-  const auto shares = largest_remainder_split(batch, ratios_);
-  for (std::size_t k = 0; k < devices_.size(); ++k) {
-    samples_[k] += shares[k];
+  if (batch != shares_of_) {  // once per batch size: no allocation in a steady step
+    shares_ = largest_remainder_split(batch, towers->ratios());
+    shares_of_ = batch;
+  }
+  for (std::size_t k = 0; k < resolved_.size(); ++k) {
+    samples_[k] += shares_[k];
     busy_[k] += plan->busy_seconds(*resolved_[k]);
   }
   total_ += batch;
@@ -58,11 +61,12 @@ void TowerMeter::on_epoch_end(int, Logs&) {
 }
 
 std::string TowerMeter::line() const {
+  if (!towers_) return {};  // no step measured yet
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const auto shares = largest_remainder_split(full_batch_, ratios_);
+  const auto shares = largest_remainder_split(full_batch_, towers_->ratios());
   std::string out;
   for (std::size_t k = 0; k < samples_.size(); ++k)
-    out += fmt::format("{}[{}] {:.0f} sps  ", devices_[k], shares[k],
+    out += fmt::format("{}[{}] {:.0f} sps  ", towers_->devices()[k], shares[k],
                        busy_[k] > 0 ? static_cast<double>(samples_[k]) / busy_[k] : 0.0);
   return out + fmt::format("total[{}] {:.0f} sps", full_batch_, wall > 0 ? static_cast<double>(total_) / wall : 0.0);
 }

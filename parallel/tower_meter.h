@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ class Device;
 }
 
 namespace tower::parallel {
+
+class Towers;
 
 class TowerMeter : public Callback {
  public:
@@ -35,9 +38,10 @@ class TowerMeter : public Callback {
   std::vector<std::int64_t> balanced_ratios() const;
 
  private:
-  std::vector<std::string> devices_;  // the model's towers, read at every step
-  std::vector<std::int64_t> ratios_;
-  std::vector<Device*> resolved_;
+  std::shared_ptr<const Towers> towers_;  // the model's towers at the last step
+  std::vector<Device*> resolved_;         // their devices
+  std::vector<std::int64_t> shares_;      // of a batch of shares_of_ samples
+  std::int64_t shares_of_ = -1;
   std::vector<std::int64_t> samples_;
   std::vector<double> busy_;
   std::int64_t total_ = 0, full_batch_ = 0, steps_ = 0;

@@ -60,22 +60,19 @@ Logs batch_logs(const std::vector<std::string>& names, const std::vector<double>
 }
 
 
-CallbackList make_callbacks(Model* model, bool progress, const std::vector<CallbackPtr>& user, const CallbackParams& params) {
+// The ProgbarLogger when asked, the user's callbacks, then `extra` (the replication's), each given the
+// model and the params.
+CallbackList make_callbacks(Model* model, bool progress, const std::vector<CallbackPtr>& user,
+                            const CallbackParams& params, const std::vector<CallbackPtr>& extra = {}) {
   CallbackList callbacks;
   if (progress) callbacks.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
   callbacks.all.insert(callbacks.all.end(), user.begin(), user.end());
+  callbacks.all.insert(callbacks.all.end(), extra.begin(), extra.end());
   callbacks.each([&](Callback& cb) {
     cb.set_model(model);
     cb.set_params(params);
   });
   return callbacks;
-}
-
-// The ProgbarLogger when asked, the user's callbacks, then `extra` (the replication's).
-CallbackList with_progress(Model* model, bool progress, std::vector<CallbackPtr> user, const CallbackParams& params,
-                           const std::vector<CallbackPtr>& extra = {}) {
-  user.insert(user.end(), extra.begin(), extra.end());
-  return make_callbacks(model, progress, user, params);
 }
 
 // The errors the loops share: a dataset without labels, and data that gave no batches.
@@ -204,7 +201,7 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
   user.push_back(history);
   // The replication's own callbacks (each device's throughput, load balancing) come last.
   CallbackList callbacks =
-      with_progress(this, options.verbose != 0, user,
+      make_callbacks(this, options.verbose != 0, user,
                     {.epochs = options.epochs, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose},
                     d.replication ? d.replication->fit_callbacks() : std::vector<CallbackPtr>{});
   d.stop_training = false;
@@ -282,7 +279,7 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
   else if (!d.compiled) raise<ValueError>("Model \"{}\": call compile() before fit, evaluate or *_on_batch", name());
   const std::int64_t steps = data.steps_per_epoch();
   CallbackList callbacks =
-      with_progress(this, verbose != 0, user_callbacks, {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = verbose});
+      make_callbacks(this, verbose != 0, user_callbacks, {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = verbose});
   const char* where = for_fit ? "fit(validation data)" : "evaluate";
   callbacks.each([&](Callback& cb) { cb.on_test_begin({}); });
   Averages averages;
@@ -338,7 +335,7 @@ std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& 
   Function& f = function(Mode::predict, nullptr);
   const std::int64_t steps = data.steps_per_epoch();
   const std::int64_t n = data.num_samples();  // -1: concatenate the batches at the end
-  CallbackList callbacks = with_progress(this, options.verbose != 0, options.callbacks,
+  CallbackList callbacks = make_callbacks(this, options.verbose != 0, options.callbacks,
                                          {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose});
   callbacks.each([&](Callback& cb) { cb.on_predict_begin({}); });
   std::vector<Tensor> results;                   // (n, ...) per output, when n is known
