@@ -12,12 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-short}
 build=build-fuzz
-targets=(fuzz_idx fuzz_hdf5_weights)
+targets=(fuzz_idx fuzz_hdf5_weights fuzz_keras_model fuzz_model_config fuzz_backup_metadata)
 # The short run: per target, fuzzing sessions from seeds 1..N of R inputs each (about 30 s per target
 # on one core). A session that ends on a known defect of libhdf5 (docs/fuzzing.md) is logged and the
 # next seed goes on; any other finding fails the run.
-declare -A short_seeds=([fuzz_idx]=1 [fuzz_hdf5_weights]=6)
-declare -A short_runs=([fuzz_idx]=400000 [fuzz_hdf5_weights]=2000)
+declare -A short_seeds=([fuzz_idx]=1 [fuzz_hdf5_weights]=6 [fuzz_keras_model]=4 [fuzz_model_config]=1
+                       [fuzz_backup_metadata]=1)
+declare -A short_runs=([fuzz_idx]=400000 [fuzz_hdf5_weights]=2000 [fuzz_keras_model]=1000 [fuzz_model_config]=20000
+                      [fuzz_backup_metadata]=2000)
 
 # clang and libFuzzer's runtime (Debian: clang, libclang-rt-<version>-dev), installed when missing.
 install_clang() {
@@ -46,8 +48,10 @@ build_targets() {
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 }
 
-# Small Keras-written and tower-written golden files, seeds for the HDF5 target besides its own.
+# Small Keras-written and tower-written golden files, seeds for the HDF5 targets besides their own.
 golden_seeds=(keras_io_expected.h5 keras_io_weights.h5 cpp_mlp.h5 schedules.h5)
+# Keras-written full-model files (tf.keras, Keras 3, Keras 1, a multi_gpu_model wrapper).
+golden_model_seeds=(mlp_tf_keras.h5 mlp_keras3.h5 cnn_tf_keras.h5 merge_keras3.h5 keras1_mlp.h5 multi_gpu_tf_keras.h5)
 
 # The seed corpus directories of target $1, for a run working in directory $2.
 seeds() {
@@ -57,6 +61,16 @@ seeds() {
       mkdir -p "$2/golden"
       for f in "${golden_seeds[@]}"; do cp tests/golden/files/"$f" "$2/golden/"; done
       echo "tests/fuzz/corpus/hdf5_weights $2/golden" ;;
+    fuzz_keras_model)
+      mkdir -p "$2/golden"
+      for f in "${golden_model_seeds[@]}"; do cp tests/golden/files/models/"$f" "$2/golden/"; done
+      echo "tests/fuzz/corpus/keras_model $2/golden" ;;
+    # Every model_config JSON of the golden files: tf.keras, Keras 3, Keras 1 and 2.x dialects.
+    fuzz_model_config)
+      mkdir -p "$2/golden"
+      cp tests/golden/files/configs/*.json "$2/golden/"
+      echo "$2/golden" ;;
+    fuzz_backup_metadata) echo tests/fuzz/corpus/backup_metadata ;;
   esac
 }
 
