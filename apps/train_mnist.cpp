@@ -18,6 +18,7 @@
 #include "tower/io/backup_and_restore.h"
 #include "tower/io/datasets.h"
 #include "tower/io/keras_model.h"
+#include "tower/io/keras_weights.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/multi_gpu_model.h"
@@ -159,10 +160,12 @@ Args parse(int argc, char** argv) {
     throw UsageError(std::string("--optimizer: ") + e.what());
   }
   if (!a.load.empty() && !fs::is_regular_file(a.load)) throw UsageError("--load " + a.load + ": no such file");
-  if (!a.save.empty()) {
-    const fs::path parent = fs::absolute(a.save).parent_path();
-    if (!fs::is_directory(parent))
-      throw UsageError(fmt::format("--save {}: the directory {} does not exist", a.save, parent.string()));
+  if (!a.save.empty()) {  // everything a save can find wrong, found before training rather than after it
+    try {
+      io::check_writable(a.save, "--save " + a.save);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   }
   if (a.epochs == 0 && a.load.empty()) throw UsageError("--epochs 0 evaluates a model: give it with --load FILE");
   return a;

@@ -34,8 +34,9 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   // Temporary files of saves that were killed before their rename (write_file_atomically's "<path>.tmp-<pid>").
   for (const auto& entry : fs::directory_iterator(dir_, ec))
     if (entry.path().filename().string().starts_with("backup.h5.tmp-")) fs::remove(entry.path(), ec);
-  if (!fs::exists(path)) return;
   const std::string what = "BackupAndRestore(\"" + path + "\")";
+  io::check_writable(path, what);  // now, not at the end of the first epoch
+  if (!fs::exists(path)) return;
   io::hdf5::File file = io::hdf5::File::open(path);
   nlohmann::json position;
   try {
@@ -45,10 +46,14 @@ void BackupAndRestore::on_train_begin(const Logs&) {
                          e.what());
   }
   Model& m = model();
-  io::load_weights_from_group(file.group("model_weights"), m.layers(), {}, what);
-  if (file.is_group("optimizer_weights")) {
-    auto state = io::read_optimizer_state(file.group("optimizer_weights"), m);
-    m.optimizer().set_state(state.iterations, std::move(state.slots));
+  try {
+    io::load_weights_from_group(file.group("model_weights"), m.layers(), {}, what);
+    if (file.is_group("optimizer_weights")) {
+      auto state = io::read_optimizer_state(file.group("optimizer_weights"), m);
+      m.optimizer().set_state(state.iterations, std::move(state.slots));
+    }
+  } catch (const io::ChecksumError& e) {
+    raise<io::ChecksumError>("{}: {}; or delete the backup to start afresh", what, e.what());
   }
   resumed_epoch_ = position.at("epoch").get<int>();
   resumed_step_ = position.at("step").get<std::int64_t>();

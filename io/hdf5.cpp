@@ -3,9 +3,15 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -76,6 +82,48 @@ hid_t file_type(DType dtype) {
     case DType::int64: return H5T_STD_I64LE;
     default: return H5T_STD_U8LE;  // memory_type() rejected the others first
   }
+}
+
+// ---- checksums ----------------------------------------------------------------------------------
+
+// zlib's CRC32 of a cpu tensor's values as the file stores them: little-endian, row-major.
+std::uint32_t crc32_of(const Tensor& host) {
+  const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+  std::vector<unsigned char> little_endian;
+  if constexpr (std::endian::native == std::endian::big) {
+    const std::size_t size = dtype_size(host.dtype());
+    little_endian.assign(bytes, bytes + host.nbytes());
+    for (std::size_t i = 0; i < little_endian.size(); i += size)
+      std::reverse(little_endian.begin() + static_cast<std::ptrdiff_t>(i),
+                   little_endian.begin() + static_cast<std::ptrdiff_t>(i + size));
+    bytes = little_endian.data();
+  }
+  return static_cast<std::uint32_t>(crc32_z(crc32_z(0, nullptr, 0), bytes, host.nbytes()));
+}
+
+// Chunks of at most this size: HDF5 checks (fletcher32) and reads a chunk as a whole.
+constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
+
+// The creation properties of a dataset of `dims`: chunked (one chunk, or halves of the leading
+// dimensions until a chunk fits kMaxChunkBytes) with HDF5's fletcher32 filter, which h5py and every
+// other HDF5 reader check on their own. Scalars and empty datasets cannot be chunked: they stay
+// contiguous, covered by the checksum attribute alone.
+Handle dataset_create_plist(std::vector<hsize_t> dims, std::size_t element_size, const std::string& where) {
+  Handle plist = owned(H5Pcreate(H5P_DATASET_CREATE), where);
+  std::size_t bytes = element_size;
+  for (hsize_t d : dims) bytes *= d;
+  if (dims.empty() || bytes == 0) return plist;
+  for (std::size_t i = 0; bytes > kMaxChunkBytes && i < dims.size();) {
+    if (dims[i] == 1) {
+      ++i;
+      continue;
+    }
+    bytes = bytes / dims[i] * ((dims[i] + 1) / 2);
+    dims[i] = (dims[i] + 1) / 2;
+  }
+  check(H5Pset_chunk(plist.get(), static_cast<int>(dims.size()), dims.data()), where + ": cannot set the chunk size");
+  check(H5Pset_fletcher32(plist.get()), where + ": cannot add the fletcher32 filter");
+  return plist;
 }
 
 // A variable-length C string type, the memory and file type of strings tower writes.
@@ -336,11 +384,38 @@ Tensor Dataset::read(DType dtype) const {
     return H5Tget_class(type.get());
   }();
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) throw FileError(where() + ": the dataset does not hold numbers");
+  if (!has_attr(kChecksumAttribute)) {
+    Tensor out(shape(), dtype);
+    read_into(out);
+    return out;
+  }
+  // Checked on the values as stored (tower's dtypes are read without conversion), then converted.
+  Tensor stored(shape(), this->dtype());
+  read_into(stored);
+  const auto expected = static_cast<std::uint32_t>(read_int_attr(kChecksumAttribute));
+  const std::uint32_t actual = crc32_of(stored);
+  if (actual != expected)
+    raise<ChecksumError>("dataset \"{}\" of \"{}\" is damaged: the CRC32 of its data is {:08x}, but tower stored "
+                         "{:08x} (attribute {}) when it wrote the file, so the file changed since (disk or copy "
+                         "damage); use an intact copy (a backup, an earlier checkpoint) or save it again. If you "
+                         "changed the values on purpose with another tool, delete the attribute",
+                         path(), file_name(), actual, expected, kChecksumAttribute);
+  if (dtype == stored.dtype()) return stored;
   Tensor out(shape(), dtype);
-  if (out.num_elements() > 0)
-    check(H5Dread(id(), memory_type(dtype, where()), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw_data()),
-          where() + ": cannot read the dataset");
+  read_into(out);
   return out;
+}
+
+void Dataset::read_into(Tensor& out) const {
+  if (out.num_elements() == 0) return;
+  if (H5Dread(id(), memory_type(out.dtype(), where()), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.raw_data()) >= 0) return;
+  const std::string reason = hdf5_reason();
+  if (reason.find("Fletcher32") != std::string::npos)
+    raise<ChecksumError>("dataset \"{}\" of \"{}\" is damaged: HDF5's fletcher32 checksum of its stored data does "
+                         "not match ({}), so the file changed after it was written (disk or copy damage); use an "
+                         "intact copy (a backup, an earlier checkpoint) or save it again",
+                         path(), file_name(), reason);
+  throw FileError(where() + ": cannot read the dataset: " + reason);
 }
 
 // ---- Group --------------------------------------------------------------------------------------
@@ -414,12 +489,14 @@ Dataset Group::write_dataset(const std::string& path, const Tensor& value) {
   std::vector<hsize_t> dims(host.shape().dims().begin(), host.shape().dims().end());
   Handle space = simple_space(dims, w);
   Handle plist = link_create_plist();
-  Dataset out(owned(H5Dcreate2(id(), path.c_str(), file_type(value.dtype()), space.get(), plist.get(), H5P_DEFAULT,
+  Handle create = dataset_create_plist(dims, dtype_size(host.dtype()), w);
+  Dataset out(owned(H5Dcreate2(id(), path.c_str(), file_type(value.dtype()), space.get(), plist.get(), create.get(),
                                H5P_DEFAULT),
                     "cannot create dataset " + w),
               file_, child_path(path));
   if (host.num_elements() > 0)
     check(H5Dwrite(out.id(), mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw_data()), "cannot write dataset " + w);
+  out.write_int_attr(kChecksumAttribute, crc32_of(host));
   return out;
 }
 
@@ -488,33 +565,94 @@ void File::close() {
 
 namespace {
 
+std::string temporary_name(const std::string& path) { return path + ".tmp-" + std::to_string(::getpid()); }
+
+// A write past the file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default action kills
+// the process, leaving the temporary file behind. While a save writes, the signal is blocked on the
+// calling thread only, so that write() fails with EFBIG as on a full disk and the save reports it; a
+// SIGXFSZ raised meanwhile (the kernel sends it to the writing thread) is taken off the pending set
+// before the old mask returns, so it is never delivered. Blocking, rather than SIG_IGN, leaves the
+// process's disposition (a handler of the user's, other threads) as it was.
+class FileSizeSignalBlocked {
+ public:
+  FileSizeSignalBlocked() {
+    sigemptyset(&xfsz_);
+    sigaddset(&xfsz_, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz_, &old_mask_);
+    was_pending_ = pending();
+  }
+  ~FileSizeSignalBlocked() {
+    if (!was_pending_ && pending()) {
+      const timespec now{0, 0};
+      while (sigtimedwait(&xfsz_, nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  FileSizeSignalBlocked(const FileSizeSignalBlocked&) = delete;
+  FileSizeSignalBlocked& operator=(const FileSizeSignalBlocked&) = delete;
+
+ private:
+  static bool pending() {
+    sigset_t set;
+    return sigpending(&set) == 0 && sigismember(&set, SIGXFSZ) == 1;
+  }
+  sigset_t xfsz_{}, old_mask_{};
+  bool was_pending_ = false;
+};
+
+// What to do about a failed write, for the message.
+std::string write_error_hint(int err) {
+  rlimit limit{};
+  if (err == EFBIG && ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return fmt::format(" (the file size limit, ulimit -f, is {} bytes: raise it)", limit.rlim_cur);
+  if (err == ENOSPC || err == EDQUOT) return " (free space on that disk, or save elsewhere)";
+  return "";
+}
+
 // Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave
-// an empty file). A full disk or a file size limit shows up here as a FileError.
-void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes) {
+// an empty file). A full disk or a file size limit shows up here as a FileError. `replaced` is the
+// file it will replace (null: none), whose mode and owner it takes.
+void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes,
+                        const struct stat* replaced) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) raise<FileError>("{}: cannot create \"{}\": {}", what, path, std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      raise<FileError>("{}: cannot write \"{}\" ({} of {} bytes written): {}", what, path, done, bytes.size(),
-                       std::strerror(err));
+  if (replaced) {
+    // The owner only where the process may give the file away (root); the mode after it, as chown
+    // clears set-user-ID bits.
+    if (::fchown(fd, replaced->st_uid, replaced->st_gid) != 0) {
     }
-    done += static_cast<std::size_t>(n);
+    if (::fchmod(fd, replaced->st_mode & 07777) != 0) {
+      const int err = errno;
+      ::close(fd);
+      raise<FileError>("{}: cannot give \"{}\" the mode of the file it replaces: {}", what, path, std::strerror(err));
+    }
+  }
+  std::size_t done = 0;
+  {
+    FileSizeSignalBlocked blocked;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        raise<FileError>("{}: cannot write \"{}\" ({} of {} bytes written): {}{}", what, path, done, bytes.size(),
+                         std::strerror(err), write_error_hint(err));
+      }
+      done += static_cast<std::size_t>(n);
+    }
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
     ::close(fd);
-    raise<FileError>("{}: cannot sync \"{}\": {}", what, path, std::strerror(err));
+    raise<FileError>("{}: cannot sync \"{}\": {}{}", what, path, std::strerror(err), write_error_hint(err));
   }
 }
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
+void check_destination(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(path).parent_path();
   if (!dir.empty() && fs::exists(dir) && !fs::is_directory(dir))
@@ -522,7 +660,36 @@ void write_file_atomically(const std::string& path, const std::string& what, con
   if (!dir.empty() && !fs::is_directory(dir))
     raise<FileError>("{}: the directory \"{}\" does not exist (create it first)", what, dir.string());
   if (fs::is_directory(path)) raise<FileError>("{}: \"{}\" is a directory; give a file name", what, path);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  // The rename would replace a file that could not be written in place (and take its mode and
+  // owner): refused, as h5py and Keras cannot open it for writing either. Root's access() says yes
+  // to any file, so a file without any write bit counts as read-only too.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && ((st.st_mode & 0222) == 0 || ::access(path.c_str(), W_OK) != 0))
+    raise<FileError>("{}: \"{}\" is read-only (mode {:04o}); tower does not replace a read-only file: make it "
+                     "writable (chmod u+w \"{}\") or save under another name",
+                     what, path, st.st_mode & 07777, path);
+}
+
+void check_can_create(const std::string& path, const std::string& what) {
+  check_destination(path, what);
+  const std::string scratch = temporary_name(path);
+  const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    raise<FileError>("{}: cannot create files in the directory \"{}\" (\"{}\": {}); choose a directory you can "
+                     "write to",
+                     what, dir.empty() ? "." : dir, scratch, std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(scratch.c_str());
+}
+
+void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
+  namespace fs = std::filesystem;
+  check_destination(path, what);
+  struct stat replaced {};
+  const bool replacing = ::stat(path.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
+  const std::string tmp = temporary_name(path);
   try {
     std::vector<char> bytes;
     {
@@ -531,14 +698,15 @@ void write_file_atomically(const std::string& path, const std::string& what, con
       bytes = file.image();
       file.close();
     }
-    write_bytes_synced(tmp, what, bytes);
+    write_bytes_synced(tmp, what, bytes, replacing ? &replaced : nullptr);
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
       raise<FileError>("{}: cannot rename \"{}\" to \"{}\": {}", what, tmp, path, std::strerror(errno));
   } catch (const FileError& e) {  // HDF5's errors name the temporary file: say which save failed
     std::error_code ignored;
     fs::remove(tmp, ignored);
-    if (std::string(e.what()).rfind(what, 0) == 0) throw;
-    throw FileError(what + ": " + e.what() + " (\"" + path + "\" is unchanged)");
+    std::string message = e.what();
+    if (message.rfind(what, 0) != 0) message = what + ": " + message;
+    throw FileError(message + (replacing ? " (\"" + path + "\" is unchanged)" : " (no file was written)"));
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);

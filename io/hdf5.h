@@ -22,11 +22,22 @@ class FileError : public Error {
   using Error::Error;
 };
 
+// A dataset whose data does not match the checksum stored with it: the file was damaged (or changed by
+// another tool) after it was written.
+class ChecksumError : public FileError {
+ public:
+  using FileError::FileError;
+};
+
 namespace hdf5 {
 
 // Keras splits a string-list attribute larger than this into numbered parts (HDF5's object header
 // limit for attributes in the oldest file format).
 inline constexpr std::size_t kAttributeLimit = 64512;
+
+// The dataset attribute holding the CRC32 (zlib's) of the dataset's bytes as stored (little-endian,
+// row-major), written by write_dataset and checked by read (docs/file-formats.md, "Checksums").
+inline constexpr const char* kChecksumAttribute = "tower_crc32";
 
 // Owns one HDF5 identifier (hid_t) and releases it. Movable, not copyable.
 class Handle {
@@ -100,13 +111,16 @@ class Dataset : public Object {
   // The dtype read() returns: float32, float64, int32, int64 or uint8 as stored; other integer and
   // float widths are widened (int16 -> int32, float16 -> float32); anything else throws.
   DType dtype() const;
-  // The whole dataset as a cpu tensor of dtype() / of `dtype` (HDF5 converts the values).
+  // The whole dataset as a cpu tensor of dtype() / of `dtype` (HDF5 converts the values). A dataset
+  // with a kChecksumAttribute (tower wrote it) is checked against it, and HDF5 checks the fletcher32
+  // filter of a dataset that has one: damaged data throws ChecksumError naming the file and the dataset.
   Tensor read() const;
   Tensor read(DType dtype) const;
 
  private:
   friend class Group;
   using Object::Object;
+  void read_into(Tensor& out) const;
 };
 
 class Group : public Object {
@@ -123,7 +137,9 @@ class Group : public Object {
   Dataset dataset(const std::string& path) const;
   Tensor read_dataset(const std::string& path) const { return dataset(path).read(); }
   // Writes `value` (any device; float32, float64, int32, int64 or uint8) as a new little-endian
-  // dataset, creating intermediate groups ("dense_1/kernel:0" makes group "dense_1").
+  // dataset, creating intermediate groups ("dense_1/kernel:0" makes group "dense_1"). Checksummed
+  // twice: a kChecksumAttribute that tower checks, and (unless scalar or empty) a chunked layout with
+  // HDF5's fletcher32 filter, which every HDF5 reader (h5py, so Keras) checks.
   Dataset write_dataset(const std::string& path, const Tensor& value);
 
  protected:
@@ -158,10 +174,22 @@ class File : public Group {
 };
 
 // Writes a new file at `path` atomically: write(file) fills a file in memory, whose bytes are
-// written to "<path>.tmp-<pid>", synced and renamed over `path`. On any failure the temporary file is removed, an existing
-// file at `path` is left as it was, and the error names `what` (e.g. `save_weights("x.h5")`).
+// written to "<path>.tmp-<pid>", synced and renamed over `path`. On any failure the temporary file is
+// removed, an existing file at `path` is left as it was, and the error names `what` (e.g.
+// `save_weights("x.h5")`). First it makes check_destination's checks; a file it replaces keeps its
+// mode (and owner, where the process may set it). A file size limit (ulimit -f) fails like a full
+// disk: the SIGXFSZ it raises is blocked and discarded (see hdf5.cpp).
 void write_file_atomically(const std::string& path, const std::string& what,
                            const std::function<void(File&)>& write);
+
+// What write_file_atomically checks before it writes: the directory of `path` exists, `path` is not
+// a directory, and `path` is not read-only (no write permission for the process, or no write bit at
+// all, which root's access() would ignore): like h5py and Keras, tower does not replace a file that
+// could not be written in place. Throws FileError starting with `what`.
+void check_destination(const std::string& path, const std::string& what);
+// check_destination, then creates and removes the temporary file write_file_atomically would create,
+// so that a save is known to be possible before a long computation (io::check_writable).
+void check_can_create(const std::string& path, const std::string& what);
 
 }  // namespace hdf5
 }  // namespace tower::io

@@ -305,6 +305,12 @@ void save_model_hdf5(const Model& model, const std::string& path, const SaveMode
   const std::string model_config = model_to_config(saved).dump();
   const bool compiled = model.compiled();
   const std::string train_config = compiled ? training_config(model).dump() : "";
+  if (!options.allow_non_finite) {
+    std::vector<VariablePtr> variables = saved.weights();
+    if (compiled && options.include_optimizer)
+      for (const auto& slot : model.optimizer().variables()) variables.push_back(slot);
+    refuse_non_finite(variables, what, fmt::format("save(\"{}\", {{.allow_non_finite = true}})", path));
+  }
   hdf5::write_file_atomically(path, what, [&](hdf5::File& file) {
     file.write_string_attr("keras_version", kKerasVersion);
     file.write_string_attr("backend", kKerasBackend);
@@ -362,6 +368,8 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
         try {  // as Keras: a model whose optimizer state cannot be placed still loads, with a warning
           auto state = read_optimizer_state(file.group("optimizer_weights"), model);
           model.optimizer().set_state(state.iterations, std::move(state.slots));
+        } catch (const ChecksumError&) {  // damage, though, is an error
+          throw;
         } catch (const Error& e) {
           std::cerr << "warning: " << what << ": the optimizer state was not restored (" << e.what()
                     << "); training continues with a fresh optimizer\n";
@@ -372,6 +380,7 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
   } catch (const FileError& e) {
     const std::string message = e.what();
     if (message.rfind(what, 0) == 0) throw;
+    if (dynamic_cast<const ChecksumError*>(&e)) throw ChecksumError(what + ": " + message);
     throw FileError(what + ": " + message);
   }
 }
@@ -382,8 +391,7 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
 
 namespace tower {
 
-void Model::save(const std::string& path, bool include_optimizer) const {
-  io::save_model_hdf5(*this, path, {.include_optimizer = include_optimizer});
-}
+void Model::save(const std::string& path, const SaveOptions& options) const { io::save_model_hdf5(*this, path, options); }
+
 
 }  // namespace tower

@@ -14,13 +14,12 @@
 
 namespace tower::io {
 
-struct SaveModelOptions {
-  bool include_optimizer = true;  // write optimizer_weights (the step count and every slot)
-};
+using SaveModelOptions = SaveOptions;  // include_optimizer, allow_non_finite (layers/engine/model.h)
 
 // Writes `model` as Keras's legacy full-model file, atomically (a failed save leaves an existing file
 // unchanged). A path ending in ".keras" is refused with ValueError before any file is touched: that
-// name means Keras 3's zip format, which tower does not write; use a .h5 name. Root attributes
+// name means Keras 3's zip format, which tower does not write; use a .h5 name. Weights or optimizer
+// slots holding NaN or infinity are refused (ValueError naming the first) unless allow_non_finite. Root attributes
 // keras_version, backend, model_config (JSON) and, when compiled, training_config (JSON); group
 // model_weights (the save_weights layout); group optimizer_weights ("iteration:0" then the slots, named
 // as tf.keras 2.11+ names them).

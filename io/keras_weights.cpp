@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace tower::io {
@@ -232,6 +233,7 @@ void load_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& p
   } catch (const FileError& e) {
     const std::string message = e.what();
     if (message.rfind(what, 0) == 0) throw;
+    if (dynamic_cast<const ChecksumError*>(&e)) throw ChecksumError(what + ": " + message);
     throw FileError(what + ": " + message);
   }
 }
@@ -264,9 +266,44 @@ void refuse_keras_archive_name(const std::string& what, const std::string& path)
                     what, stem, stem);
 }
 
-void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path) {
+void check_writable(const std::string& path, const std::string& what) {
+  refuse_keras_archive_name(what, path);
+  hdf5::check_can_create(path, what);
+}
+
+namespace {
+
+template <typename T>
+std::int64_t count_non_finite(const Tensor& host) {
+  const T* values = host.data<T>();
+  return std::count_if(values, values + host.num_elements(), [](T v) { return !std::isfinite(v); });
+}
+
+}  // namespace
+
+void refuse_non_finite(const std::vector<VariablePtr>& variables, const std::string& what, const std::string& allow) {
+  for (const auto& v : variables) {
+    if (v->dtype() != DType::float32 && v->dtype() != DType::float64) continue;
+    const Tensor host = v->value().to(cpu_device());
+    const std::int64_t bad =
+        host.dtype() == DType::float32 ? count_non_finite<float>(host) : count_non_finite<double>(host);
+    if (bad > 0)
+      raise<ValueError>("{}: variable \"{}\" has {} of {} values not finite (NaN or infinity), as after a training "
+                        "that diverged (a learning rate too high?); a file of them would load without complaint and "
+                        "predict nothing useful, so nothing was written; to write them anyway call {}",
+                        what, v->name(), bad, host.num_elements(), allow);
+  }
+}
+
+void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path, const SaveWeightsOptions& options) {
   const std::string what = quoted_call("save_weights", path);
   refuse_keras_archive_name(what, path);
+  if (!options.allow_non_finite) {
+    std::vector<VariablePtr> variables;
+    for (const auto& l : layers)
+      for (auto& w : l->weights()) variables.push_back(std::move(w));
+    refuse_non_finite(variables, what, fmt::format("save_weights(\"{}\", {{.allow_non_finite = true}})", path));
+  }
   std::vector<std::string> layer_names;
   for (const auto& l : layers) {
     layer_names.push_back(l->name());
@@ -285,8 +322,8 @@ void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& p
 namespace tower {
 
 // A parallel wrapper (Model::wrapped_model) reads and writes the model it wraps: the same file.
-void Model::save_weights(const std::string& path) const {
-  io::save_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path);
+void Model::save_weights(const std::string& path, const SaveWeightsOptions& options) const {
+  io::save_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path, options);
 }
 
 void Model::load_weights(const std::string& path, const LoadWeightsOptions& options) {

@@ -20,9 +20,23 @@ inline constexpr const char* kKerasBackend = "tensorflow";
 // the call in the message ("save(\"m.keras\")"), which gives the .h5 names to use instead.
 void refuse_keras_archive_name(const std::string& what, const std::string& path);
 
+// Checks, before a long computation whose result goes to `path` (train_mnist --save; ModelCheckpoint
+// and BackupAndRestore in on_train_begin), that a save there can succeed: not a .keras name
+// (refuse_keras_archive_name), the directory exists, `path` is neither a directory nor read-only,
+// and a file can be created beside it (the save's temporary file is created and removed). Throws
+// ValueError or FileError whose message starts with `what` ("--save m.h5").
+void check_writable(const std::string& path, const std::string& what);
+
+// Refuses variables holding NaN or infinity (a diverged training): ValueError naming `what`, the first
+// such variable and how many of its values are not finite, and saying to call `allow` to write them
+// anyway (e.g. `save_weights("w.h5", {.allow_non_finite = true})`).
+void refuse_non_finite(const std::vector<VariablePtr>& variables, const std::string& what, const std::string& allow);
+
 // Writes every layer's weights (weightless layers get an empty group, a nested model one group with
-// all its weights) atomically at `path`: a failed save leaves an existing file unchanged.
-void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path);
+// all its weights) atomically at `path`: a failed save leaves an existing file unchanged. Non-finite
+// weights are refused unless options.allow_non_finite.
+void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& path,
+                       const SaveWeightsOptions& options = {});
 
 // Loads a file written by save_weights (or by Keras 2 / tf.keras / Keras 3's legacy writer; a file
 // written by model.save() is read from its model_weights group). By position (default): layers with

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "tower/core/error.h"
@@ -11,6 +12,8 @@
 #include "tower/layers/engine/model.h"
 
 namespace tower::callbacks {
+
+namespace fs = std::filesystem;
 
 std::string format_checkpoint_path(const std::string& pattern, int epoch, std::optional<std::int64_t> batch,
                                    const Logs& logs) {
@@ -67,6 +70,11 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
 }
 
 void ModelCheckpoint::on_train_begin(const Logs&) {
+  // The fields fill in the file name only at saving time; a file name with fields is checked as it
+  // is written here (its directory, and that files can be created there). A directory with fields
+  // cannot be checked before the first save.
+  if (fs::path(filepath_).parent_path().string().find('{') == std::string::npos)
+    io::check_writable(filepath_, fmt::format("ModelCheckpoint: \"{}\"", filepath_));
   if (options_.save_best_only) higher_ = higher_is_better("ModelCheckpoint", options_.monitor, options_.mode);
   best_ = options_.initial_value_threshold;
   batches_seen_ = 0;
@@ -104,10 +112,19 @@ void ModelCheckpoint::save(int epoch, std::optional<std::int64_t> batch, const L
   } else if (options_.verbose > 0) {
     std::cout << fmt::format("\nEpoch {}: saving model to {}\n", epoch + 1, path);
   }
+  // Checked here, so that the message names this callback's option rather than save()'s.
+  if (!options_.allow_non_finite) {
+    const auto inner = model().wrapped_model();  // a parallel wrapper saves the model it wraps
+    std::vector<VariablePtr> variables = inner ? inner->weights() : model().weights();
+    if (!options_.save_weights_only && model().compiled())
+      for (const auto& slot : model().optimizer().variables()) variables.push_back(slot);
+    io::refuse_non_finite(variables, fmt::format("ModelCheckpoint: \"{}\"", path),
+                          fmt::format("ModelCheckpoint(\"{}\", {{.allow_non_finite = true}})", filepath_));
+  }
   if (options_.save_weights_only)
-    model().save_weights(path);
+    model().save_weights(path, {.allow_non_finite = true});
   else
-    model().save(path);
+    model().save(path, {.allow_non_finite = true});
   last_saved_ = path;
 }
 

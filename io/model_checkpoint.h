@@ -18,11 +18,14 @@ struct ModelCheckpointOptions {
   std::string mode = "auto";       // "min", "max", or "auto" from the metric's name
   std::int64_t save_freq = 0;      // 0: at the end of every epoch (Keras's "epoch"); N: every N batches
   std::optional<double> initial_value_threshold;  // with save_best_only: the value to beat first
+  bool allow_non_finite = false;   // save weights holding NaN or infinity instead of failing (Model::save)
 };
 
 // filepath may hold Python-style fields: {epoch} (1-based, as Keras), {batch} (1-based, with
 // save_freq), and any log value, e.g. "ckpt-{epoch:02d}-{val_loss:.2f}.h5" (format specs as
 // str.format). Every save is atomic: a failed save leaves the previous file as it was, and is an error.
+// on_train_begin checks that the destination is writable (io::check_writable: the directory, a
+// read-only file), so that a bad filepath fails before the first epoch, not after it.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(std::string filepath, ModelCheckpointOptions options = {});

@@ -87,6 +87,17 @@ struct PredictOptions {
   std::vector<CallbackPtr> callbacks;
 };
 
+// Model::save_weights and Model::save: weights holding NaN or infinity (a diverged training) are
+// refused unless allowed, since such a file loads without complaint and predicts nothing useful.
+struct SaveWeightsOptions {
+  bool allow_non_finite = false;  // write NaN and infinite values instead of refusing them
+};
+
+struct SaveOptions {
+  bool include_optimizer = true;  // write optimizer_weights (the step count and every slot)
+  bool allow_non_finite = false;  // write NaN and infinite weights and slots instead of refusing them
+};
+
 struct LoadWeightsOptions {
   bool by_name = false;         // match layers by name instead of by position
   bool skip_mismatch = false;   // with by_name: skip layers whose weight count or shapes differ
@@ -160,16 +171,19 @@ class Model : public Layer {
   void set_stop_training(bool stop);
 
   // ---- weights in Keras's legacy HDF5 layout (defined in io/keras_weights.cpp) -----------------
-  // Written atomically (a temporary file renamed over `path`).
-  void save_weights(const std::string& path) const;
+  // Written atomically (a temporary file renamed over `path`), with checksums; a read-only `path` and
+  // non-finite weights (unless options.allow_non_finite) are refused with nothing written.
+  void save_weights(const std::string& path, const SaveWeightsOptions& options = {}) const;
   // Checks the whole file against the model first; on any mismatch throws naming the first
   // mismatching layer and both shapes, and leaves every weight unchanged.
   void load_weights(const std::string& path, const LoadWeightsOptions& options = {});
 
   // ---- the whole model in Keras's legacy HDF5 layout (defined in io/keras_model.cpp) -------------
   // Architecture (model_config), weights, training_config and optimizer state, written atomically;
-  // models::load_model (io/keras_model.h) reads it back, and Keras's load_model too.
-  void save(const std::string& path, bool include_optimizer = true) const;
+  // models::load_model (io/keras_model.h) reads it back, and Keras's load_model too. Refuses what
+  // save_weights refuses (non-finite weights or optimizer slots unless options.allow_non_finite).
+  // Keras's save(path, include_optimizer=False) is save(path, {.include_optimizer = false}).
+  void save(const std::string& path, const SaveOptions& options = {}) const;
 
   // ---- architecture as Keras's model_config JSON (defined in io/model_config.cpp) ---------------
   // tf.keras 2's config: {"name", "trainable", "layers", "input_layers", "output_layers"}, or a

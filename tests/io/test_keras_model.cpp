@@ -161,7 +161,7 @@ TEST_CASE("save: the file has Keras's full-model layout") {
   CHECK(file.read_dataset("optimizer_weights/iteration:0").dtype() == DType::int64);
 
   SUBCASE("include_optimizer = false and uncompiled models write no optimizer_weights") {
-    model.save(dir.file("no_opt.h5"), /*include_optimizer=*/false);
+    model.save(dir.file("no_opt.h5"), {.include_optimizer = false});
     CHECK_FALSE(io::hdf5::File::open(dir.file("no_opt.h5")).exists("optimizer_weights"));
     Model plain = small_model();
     plain.save(dir.file("plain.h5"));
