@@ -164,8 +164,9 @@ Args parse(int argc, char** argv) {
   try {  // their sum must fit (the split of each batch divides by it)
     std::int64_t sum = 0;
     for (auto r : a.ratios)
-      sum = checked_add(sum, r, fmt::format("the sum of {}", fmt::join(a.ratio_args, " ")),
-                        "give smaller numbers: only their proportions count (3 2 is 60 % and 40 %)");
+      sum = checked_add(
+          sum, r, [&] { return fmt::format("the sum of {}", fmt::join(a.ratio_args, " ")); },
+          "give smaller numbers: only their proportions count (3 2 is 60 % and 40 %)");
   } catch (const ValueError& e) {
     throw UsageError(std::string("--ratios: ") + e.what());
   }

@@ -2,7 +2,6 @@
 #include "tower/core/tensor.h"
 
 #include <cstring>
-#include <limits>
 
 #include "tower/core/checked.h"
 
@@ -14,13 +13,10 @@ Storage::Storage(Device& device, std::size_t bytes)
 Storage::~Storage() { device_->deallocate(data_, bytes_); }
 
 std::size_t tensor_bytes(const Shape& shape, DType dtype) {
-  const std::int64_t elements = shape.num_elements();
-  const auto size = static_cast<std::int64_t>(dtype_size(dtype));
-  if (elements > std::numeric_limits<std::int64_t>::max() / size)  // the message is made only then
-    return checked_bytes(elements, dtype_size(dtype),
-                         fmt::format("the bytes of a {} tensor of shape {}", dtype_name(dtype), shape.to_string()),
-                         "no memory is that large: use smaller dimensions");
-  return static_cast<std::size_t>(elements * size);
+  return checked_bytes(
+      shape.num_elements(), dtype_size(dtype),
+      [&] { return fmt::format("the bytes of a {} tensor of shape {}", dtype_name(dtype), shape.to_string()); },
+      "no memory is that large: use smaller dimensions");
 }
 
 Tensor::Tensor(Shape shape, DType dtype, Device& device) : shape_(std::move(shape)), dtype_(dtype) {

@@ -117,27 +117,27 @@ std::vector<std::int64_t> largest_remainder_split(std::int64_t n, const std::vec
   std::int64_t total = 0;
   for (auto w : weights) {
     if (w < 0) raise<ValueError>("split weights must be >= 0, got [{}]", fmt::join(weights, ", "));
-    total = checked_add(total, w, fmt::format("the sum of the split weights [{}]", fmt::join(weights, ", ")),
-                        "give smaller weights: only their proportions count (3:2 is 60 % and 40 %)");
+    total = checked_add(
+        total, w, [&] { return fmt::format("the sum of the split weights [{}]", fmt::join(weights, ", ")); },
+        "give smaller weights: only their proportions count (3:2 is 60 % and 40 %)");
   }
   if (weights.empty() || total == 0)
     raise<ValueError>("split weights need at least one entry above 0, got [{}]", fmt::join(weights, ", "));
   if (n < 0) raise<ValueError>("cannot split {} items", n);
   // n * w_i in 128 bits: both are below 2^63, so the product is exact and the shares are as the
   // formula says for any n and weights (in 64 bits n * w overflowed for a huge weight).
-  using Wide = __int128;
-  const auto part = [&](std::size_t i) { return Wide{n} * Wide{weights[i]}; };
-  std::vector<std::int64_t> shares(weights.size());
+  std::vector<std::int64_t> shares(weights.size()), remainders(weights.size());
   std::vector<std::size_t> order(weights.size());
   std::int64_t given = 0;
   for (std::size_t i = 0; i < weights.size(); ++i) {
-    shares[i] = static_cast<std::int64_t>(part(i) / total);  // <= n
-    given += shares[i];                                       // <= n: the shares' floors
+    const __int128 part = static_cast<__int128>(n) * weights[i];
+    shares[i] = static_cast<std::int64_t>(part / total);  // <= n
+    remainders[i] = static_cast<std::int64_t>(part % total);
+    given += shares[i];  // <= n: the shares' floors
     order[i] = i;
   }
   // The leftover units to the largest remainders (n w_i mod W), the lower index first among equals.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return part(a) % total > part(b) % total; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainders[a] > remainders[b]; });
   for (std::size_t k = 0; given < n; ++k, ++given) ++shares[order[k]];
   return shares;
 }

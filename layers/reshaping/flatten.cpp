@@ -22,7 +22,8 @@ std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<Symbol
     raise<ShapeError>("{}: every dimension but the batch must be known to flatten, got {}", describe(*this),
                       shape.to_string());
   const std::int64_t features = checked_product(
-      sample, fmt::format("{}: the features of {}", describe(*this), shape.to_string()), "no tensor can be that large");
+      sample, [&] { return fmt::format("{}: the features of {}", describe(*this), shape.to_string()); },
+      "no tensor can be that large");
   return {ops::reshape(x, {-1, features})};  // (batch, features)
 }
 

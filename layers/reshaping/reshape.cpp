@@ -31,9 +31,10 @@ std::vector<SymbolicTensor> Reshape::call(CallContext&, const std::vector<Symbol
   auto inferred = std::find(target.begin(), target.end(), -1);
   std::vector<std::int64_t> given;  // the target's sizes but the inferred one
   std::copy_if(target.begin(), target.end(), std::back_inserter(given), [](std::int64_t d) { return d != -1; });
-  const std::int64_t target_size =
-      checked_product(given, fmt::format("{}: the elements of target_shape [{}]", describe(*this), fmt::join(target_shape_, ", ")),
-                      "no tensor can be that large");
+  const std::int64_t target_size = checked_product(
+      given,
+      [&] { return fmt::format("{}: the elements of target_shape [{}]", describe(*this), fmt::join(target_shape_, ", ")); },
+      "no tensor can be that large");
 
   Shape sample(std::vector<std::int64_t>(shape.dims().begin() + 1, shape.dims().end()));
   if (sample.is_fully_known()) {
