@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -37,20 +38,23 @@ inline std::vector<std::string> gpu_devices(const std::vector<std::string>& valu
     if (used != v.size() || n < 0) throw UsageError("--gpus takes a count or a list of GPU ids, got \"" + v + "\"");
     ids.push_back(n);
   }
+  const int visible = device_count(DeviceKind::cuda);
+  const std::size_t asked = ids.size() == 1 ? static_cast<std::size_t>(ids[0]) : ids.size();
   if (ids.size() == 1) {
     if (ids[0] == 0) throw UsageError("--gpus 0 is a count of zero GPUs; leave --gpus out to run on the CPU");
-    const int count = ids[0];
+    // A count beyond the visible GPUs is refused below by its first missing id, so the list stops there
+    // (--gpus 2147483647 made 8 GB of ids first).
+    const int count = std::min(ids[0], std::max(visible, 0) + 1);
     ids.clear();
     for (int i = 0; i < count; ++i) ids.push_back(i);
   }
   for (std::size_t i = 0; i < ids.size(); ++i)
     for (std::size_t j = i + 1; j < ids.size(); ++j)
       if (ids[i] == ids[j]) throw UsageError(fmt::format("--gpus lists GPU {} twice", ids[i]));
-  const int visible = device_count(DeviceKind::cuda);
   if (visible == 0)
     throw UsageError(fmt::format("--gpus asks for {} GPU(s) but none is visible (no CUDA device, or tower was built "
                                  "without CUDA); leave --gpus out to run on the CPU",
-                                 ids.size()));
+                                 asked));
   std::vector<std::string> devices;
   for (int id : ids) {
     if (id >= visible)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/device_args.h"
+#include "tower/core/checked.h"
 #include "tower/core/device.h"
 #include "tower/core/random.h"
 #include "tower/io/backup_and_restore.h"
@@ -136,6 +137,17 @@ Args parse(int argc, char** argv) {
   if (a.batch_size <= 0) throw UsageError(fmt::format("--batch-size must be > 0, got {}", a.batch_size));
   if (a.lr < 0) throw UsageError(fmt::format("--lr must be >= 0, got {}", a.lr));
   if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
+  int max_cpu = 0;  // refused here, before any data is read (core/device.h says what the limit is)
+  try {
+    max_cpu = max_cpu_devices();
+  } catch (const ValueError& e) {
+    throw UsageError(e.what());
+  }
+  if (a.cpu_devices > max_cpu)
+    throw UsageError(fmt::format("--cpu-devices {} is more CPU devices than the limit of {}: give fewer, or set the "
+                                 "environment variable TOWER_MAX_CPU_DEVICES (at most {}: each CPU device is a thread "
+                                 "of its own and holds a copy of the weights)",
+                                 a.cpu_devices, max_cpu, kMaxCpuDevicesCeiling));
   if (a.cpu_devices > 1 && !a.gpus.empty()) throw UsageError("--cpu-devices and --gpus exclude each other; give one");
   a.auto_ratios = a.ratio_args.size() == 1 && a.ratio_args[0] == "auto";
   if (!a.auto_ratios)
@@ -150,6 +162,15 @@ Args parse(int argc, char** argv) {
         throw UsageError(fmt::format("--ratios takes integers >= 0 or auto, got {}", fmt::join(a.ratio_args, " ")));
       a.ratios.push_back(value);
     }
+  try {  // their sum must fit (the split of each batch divides by it)
+    std::int64_t sum = 0;
+    for (auto r : a.ratios)
+      sum = checked_add(
+          sum, r, [&] { return fmt::format("the sum of {}", fmt::join(a.ratio_args, " ")); },
+          "give smaller numbers: only their proportions count (3 2 is 60 % and 40 %)");
+  } catch (const ValueError& e) {
+    throw UsageError(std::string("--ratios: ") + e.what());
+  }
   if (a.verbose < 0 || a.verbose > 2) throw UsageError(fmt::format("--verbose must be 0, 1 or 2, got {}", a.verbose));
   if (a.backup_every < 0) throw UsageError(fmt::format("--backup-every must be >= 0, got {}", a.backup_every));
   if (a.train_samples < 0) throw UsageError(fmt::format("--train-samples must be >= 0, got {}", a.train_samples));

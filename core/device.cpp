@@ -1,7 +1,7 @@
 // Device bookkeeping, cross-device copies and the device registry.
 #include "tower/core/device.h"
 
-#include <climits>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -172,12 +172,17 @@ void set_logical_device_configuration(int gpu, std::vector<LogicalDeviceConfigur
 }
 
 int max_cpu_devices() {
-  if (const char* env = std::getenv("TOWER_MAX_CPU_DEVICES")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0 && n <= INT_MAX) return static_cast<int>(n);
-  }
-  return kDefaultMaxCpuDevices;
+  const char* env = std::getenv("TOWER_MAX_CPU_DEVICES");
+  if (!env || !*env) return kDefaultMaxCpuDevices;
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(env, &end, 10);
+  if (end == env || *end != '\0' || errno == ERANGE || n < 1 || n > kMaxCpuDevicesCeiling)
+    raise<ValueError>("environment variable TOWER_MAX_CPU_DEVICES=\"{}\" is not a CPU device count this machine can "
+                      "run: set a number from 1 to {} (each CPU device is a thread of its own in every plan that "
+                      "runs on it: more devices pass common per-user thread limits), or unset it for {}",
+                      env, kMaxCpuDevicesCeiling, kDefaultMaxCpuDevices);
+  return static_cast<int>(n);
 }
 
 static Device& get_device(DeviceKind kind, int index) {
@@ -195,12 +200,12 @@ static Device& get_device(DeviceKind kind, int index) {
   }
   // Devices made on demand (CPU) stop at a limit, so that a typo such as cpu:99 is refused rather
   // than creating a hundredth device with its own thread pool.
-  if (count < 0 && index >= max_cpu_devices()) {
+  if (count < 0 && index > 0 && index >= max_cpu_devices()) {  // cpu:0 always exists
     lock.unlock();
     raise<NotFoundError>("device {}:{} does not exist: {} devices are created on demand from {}:0 to {}:{}; set the "
-                         "environment variable TOWER_MAX_CPU_DEVICES (now {}) to allow more",
+                         "environment variable TOWER_MAX_CPU_DEVICES (now {}, at most {}) to allow more",
                          device_kind_name(kind), index, device_kind_name(kind), device_kind_name(kind),
-                         device_kind_name(kind), max_cpu_devices() - 1, max_cpu_devices());
+                         device_kind_name(kind), max_cpu_devices() - 1, max_cpu_devices(), kMaxCpuDevicesCeiling);
   }
   auto& slot = r.devices[key];
   if (f->second.make_logical)

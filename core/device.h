@@ -120,8 +120,15 @@ Device& device(std::string_view name);
 Device& cpu_device(int index = 0);
 
 // How many cpu:N devices may be created on demand: kDefaultMaxCpuDevices, or the environment
-// variable TOWER_MAX_CPU_DEVICES when it holds a positive number (read at each call).
+// variable TOWER_MAX_CPU_DEVICES (read at each call), a number from 1 to kMaxCpuDevicesCeiling;
+// ValueError naming the variable and the range for anything else.
 inline constexpr int kDefaultMaxCpuDevices = 64;
+// What a machine can run: each CPU device is a thread of its own in every plan that runs on it (its
+// lane; fit compiles two or three plans) besides holding its tower's copy of the weights, so 1024
+// devices are some 3000 threads, within the per-user limit of common systems (ulimit -u is 4096 on
+// RHEL-like ones). Planning is near-linear in the devices (docs/benchmarks.md), so threads and memory
+// set this limit, not the planning time.
+inline constexpr int kMaxCpuDevicesCeiling = 1024;
 int max_cpu_devices();
 
 // The device new layer weights, and the computations of Keras models built from them, go to (as

@@ -59,7 +59,7 @@ void Plan::assign_buffers() {
   std::map<Device*, std::vector<Value*>> per_device;
   for (auto& v : values_) {
     if (v->kind != Value::Kind::arena && v->kind != Value::Kind::feed) continue;
-    v->bytes = align_buffer(static_cast<std::size_t>(v->spec.shape.num_elements()) * dtype_size(v->spec.dtype));
+    v->bytes = align_buffer(tensor_bytes(v->spec.shape, v->spec.dtype));  // checked: a huge shape is refused
     if (v->kind == Value::Kind::feed) v->def_step = 0;
     unshared_bytes_ += v->bytes;
     per_device[v->device].push_back(v.get());

@@ -37,6 +37,8 @@ struct Plan::Step {
   // Steps on other devices that must have finished first (their outputs are read here, or this step
   // overwrites memory they read); plan_lanes fills it for concurrent runs.
   std::vector<std::size_t> waits;
+  // The lanes with a step that waits for this one: woken when it is done (plan_lanes).
+  std::vector<std::size_t> waiters;
   // Recorded on this step's device after it runs when a step of another lane waits for it there
   // (plan_lanes; null where the device needs none: a CPU step is done when it returns).
   std::unique_ptr<DeviceEvent> mark;
@@ -49,8 +51,12 @@ struct Plan::Step {
 // The lanes' threads (lane 0 runs on the caller's) and what they share during a run. The threads are
 // started with the first concurrent run and kept for the plan's life, so a step starts no thread.
 struct Plan::LaneThreads {
+  explicit LaneThreads(std::size_t lanes) : wake(lanes) {}
   std::mutex mutex;
-  std::condition_variable changed;
+  // Per lane: what it waits for may have changed (a step it waits for is done, a run starts, an error,
+  // the end; for lane 0 also another lane finished). One per lane, so that a finished step wakes only
+  // the lanes that wait for it: with one for all, every step woke every lane, quadratic in the lanes.
+  std::vector<std::condition_variable> wake;
   std::vector<char> done;         // per step, in this run
   std::exception_ptr error;       // the first one of this run
   std::uint64_t generation = 0;   // runs started

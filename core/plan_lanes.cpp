@@ -75,6 +75,30 @@ void Plan::plan_lanes() {
     for (Value* v : steps_[i].outputs) producer[v] = i;
     for (Value* v : steps_[i].inputs) readers[v->alias_of ? v->alias_of : v].push_back(i);
   }
+  // Per device, its arena and feed buffers that steps of other devices read (copies), by offset: a
+  // step that writes over one of them waits for those reads. Looking only there (and only at buffers
+  // near the written range) keeps this linear in the steps; every buffer against every step was
+  // quadratic in the device count (8 s for 256 devices).
+  struct ReadElsewhere {
+    const Value* root;
+    const std::vector<std::size_t>* steps;  // all of the root's readers, in schedule order
+  };
+  struct DeviceBuffers {
+    std::vector<ReadElsewhere> by_offset;
+    std::size_t max_bytes = 0;
+  };
+  std::map<const Device*, DeviceBuffers> read_elsewhere;
+  for (const auto& [root, steps] : readers) {
+    if (root->kind != Value::Kind::arena && root->kind != Value::Kind::feed) continue;
+    if (std::none_of(steps.begin(), steps.end(), [&](std::size_t r) { return steps_[r].device != root->device; }))
+      continue;
+    auto& buffers = read_elsewhere[root->device];
+    buffers.by_offset.push_back({root, &steps});
+    buffers.max_bytes = std::max(buffers.max_bytes, root->bytes);
+  }
+  for (auto& [dev, buffers] : read_elsewhere)
+    std::sort(buffers.by_offset.begin(), buffers.by_offset.end(),
+              [](const ReadElsewhere& a, const ReadElsewhere& b) { return a.root->offset < b.root->offset; });
   const auto overlap = [](const Value* a, const Value* b) {
     return a->device == b->device && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
   };
@@ -88,9 +112,19 @@ void Plan::plan_lanes() {
       if (auto p = producer.find(v); p != producer.end()) after_others(p->second);
     for (Value* out : step.outputs) {
       if (out->kind != Value::Kind::arena) continue;
-      for (const auto& [root, steps] : readers)
-        if (root != out && (root->kind == Value::Kind::arena || root->kind == Value::Kind::feed) && overlap(root, out))
-          for (std::size_t r : steps) after_others(r);
+      auto there = read_elsewhere.find(out->device);
+      if (there == read_elsewhere.end()) continue;
+      // Buffers that overlap [offset, offset + bytes) start after offset - max_bytes.
+      const auto& list = there->second.by_offset;
+      const std::size_t from = out->offset > there->second.max_bytes ? out->offset - there->second.max_bytes : 0;
+      auto it = std::lower_bound(list.begin(), list.end(), from,
+                                 [](const ReadElsewhere& b, std::size_t offset) { return b.root->offset < offset; });
+      for (; it != list.end() && it->root->offset < out->offset + out->bytes; ++it)
+        if (it->root != out && overlap(it->root, out))
+          for (std::size_t r : *it->steps) {
+            if (r >= i) break;
+            after_others(r);
+          }
     }
     if (step.mutates)
       for (Value* v : step.inputs)
@@ -103,6 +137,16 @@ void Plan::plan_lanes() {
     for (int k = 1; k < steps_[i].group_size; ++k) {
       const auto& more = steps_[i + static_cast<std::size_t>(k)].waits;
       steps_[i].waits.insert(steps_[i].waits.end(), more.begin(), more.end());
+    }
+  // Who to wake when a step is done.
+  std::vector<std::size_t> lane_of_step(steps_.size());
+  for (std::size_t l = 0; l < lanes_.size(); ++l)
+    for (std::size_t i : lanes_[l]) lane_of_step[i] = l;
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    for (std::size_t w : steps_[i].waits) {
+      auto& waiters = steps_[w].waiters;
+      if (std::find(waiters.begin(), waiters.end(), lane_of_step[i]) == waiters.end())
+        waiters.push_back(lane_of_step[i]);
     }
   // A step waited for marks its place in its device's queue, so that the waiting lane orders its own
   // work after that step only (not after what the other lane queued since, which may be a collective
@@ -138,7 +182,7 @@ Plan::~Plan() {
     std::lock_guard lock(lane_threads_->mutex);
     lane_threads_->stop = true;
   }
-  lane_threads_->changed.notify_all();
+  for (auto& wake : lane_threads_->wake) wake.notify_all();
   for (auto& thread : lane_threads_->threads) thread.join();
 }
 
@@ -154,7 +198,7 @@ void Plan::run_lane(std::size_t l) {
       {
         std::unique_lock lock(t.mutex);
         const auto& waits = steps_[i].waits;
-        t.changed.wait(lock, [&] {
+        t.wake[l].wait(lock, [&] {
           return t.error || std::all_of(waits.begin(), waits.end(), [&](std::size_t w) { return t.done[w]; });
         });
         if (t.error) return;
@@ -170,7 +214,8 @@ void Plan::run_lane(std::size_t l) {
         std::lock_guard lock(t.mutex);
         for (std::size_t j = i; j < i + count; ++j) t.done[j] = 1;
       }
-      t.changed.notify_all();
+      for (std::size_t j = i; j < i + count; ++j)
+        for (std::size_t waiter : steps_[j].waiters) t.wake[waiter].notify_one();
       k += count;
     }
     // The run ends when the work is done, not only issued: the next run may overwrite what this
@@ -181,14 +226,14 @@ void Plan::run_lane(std::size_t l) {
       std::lock_guard lock(t.mutex);
       if (!t.error) t.error = std::current_exception();
     }
-    t.changed.notify_all();
+    for (auto& wake : t.wake) wake.notify_one();
     abort_collectives();  // the other replicas of a collective this lane will not join stop waiting
   }
 }
 
 void Plan::run_lanes() {
   if (!lane_threads_) {
-    lane_threads_ = std::make_unique<LaneThreads>();
+    lane_threads_ = std::make_unique<LaneThreads>(lanes_.size());
     for (std::size_t l = 1; l < lanes_.size(); ++l)
       lane_threads_->threads.emplace_back([this, l] {
         LaneThreads& t = *lane_threads_;
@@ -196,7 +241,7 @@ void Plan::run_lanes() {
         for (;;) {
           {
             std::unique_lock lock(t.mutex);
-            t.changed.wait(lock, [&] { return t.stop || t.generation != seen; });
+            t.wake[l].wait(lock, [&] { return t.stop || t.generation != seen; });
             if (t.stop) return;
             seen = t.generation;
           }
@@ -205,7 +250,7 @@ void Plan::run_lanes() {
             std::lock_guard lock(t.mutex);
             ++t.finished;
           }
-          t.changed.notify_all();
+          t.wake[0].notify_one();
         }
       });
   }
@@ -219,10 +264,10 @@ void Plan::run_lanes() {
     lane_busy_.assign(lanes_.size(), 0.0);
     ++t.generation;
   }
-  t.changed.notify_all();
+  for (std::size_t l = 1; l < lanes_.size(); ++l) t.wake[l].notify_one();
   run_lane(0);
   std::unique_lock lock(t.mutex);
-  t.changed.wait(lock, [&] { return t.finished == lanes_.size() - 1; });
+  t.wake[0].wait(lock, [&] { return t.finished == lanes_.size() - 1; });
   if (t.error) std::rethrow_exception(t.error);
 }
 

@@ -1,6 +1,9 @@
 // Shape arithmetic and printing.
 #include "tower/core/shape.h"
 
+#include <fmt/ranges.h>
+
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 
 namespace tower {
@@ -17,12 +20,25 @@ bool Shape::is_fully_known() const {
   return true;
 }
 
+void Shape::negative_dim() const {
+  for (std::size_t i = 0; i < dims_.size(); ++i)
+    if (dims_[i] < kUnknown)
+      raise<ValueError>("shape ({}): dimension {} is {}; a dimension is a size >= 0, or -1 (None) for one unknown "
+                        "until run time",
+                        fmt::join(dims_, ", "), i, dims_[i]);
+  raise<ValueError>("shape ({}): a dimension is below -1", fmt::join(dims_, ", "));
+}
+
 std::int64_t Shape::num_elements() const {
   std::int64_t n = 1;
+  bool overflow = false;  // checked once at the end: the common case pays one flag per dimension
   for (auto d : dims_) {
     if (d < 0) raise<ShapeError>("cannot count the elements of {}: a dimension is unknown", to_string());
-    n *= d;
+    overflow |= __builtin_mul_overflow(n, d, &n);
   }
+  if (overflow)  // raises (unless a dimension is 0: then there are none)
+    return checked_product(dims_, fmt::format("the number of elements of shape {}", to_string()),
+                           "no tensor can be that large: use smaller dimensions");
   return n;
 }
 

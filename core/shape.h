@@ -14,8 +14,9 @@ class Shape {
   static constexpr std::int64_t kUnknown = -1;
 
   Shape() = default;
-  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {}
+  // ValueError for a dimension below -1 (a size from a user or a file, or an overflow gone negative).
+  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) { check_dims(); }
+  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) { check_dims(); }
 
   int rank() const { return static_cast<int>(dims_.size()); }
   // Dimension `axis`, counting from the end when negative as Python does (shape[-1] is the last);
@@ -26,7 +27,8 @@ class Shape {
   const std::vector<std::int64_t>& dims() const { return dims_; }
 
   bool is_fully_known() const;
-  // Product of the dimensions (1 for a scalar); throws when a dimension is unknown.
+  // Product of the dimensions (1 for a scalar); ShapeError when a dimension is unknown, ValueError when
+  // the product does not fit in 64 bits (no tensor is that large).
   std::int64_t num_elements() const;
   // Normalizes a possibly negative axis into [0, rank); throws ShapeError naming `op` if out of range.
   int normalize_axis(int axis, const char* op = "") const;
@@ -45,6 +47,12 @@ class Shape {
     return static_cast<std::size_t>(a);
   }
   [[noreturn]] void out_of_range(int axis) const;
+  void check_dims() const {
+    for (auto d : dims_)
+      if (d < kUnknown) [[unlikely]]
+        negative_dim();
+  }
+  [[noreturn]] void negative_dim() const;
 
   std::vector<std::int64_t> dims_;
 };

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "tower/core/checked.h"
+
 namespace tower {
 
 Storage::Storage(Device& device, std::size_t bytes)
@@ -10,16 +12,24 @@ Storage::Storage(Device& device, std::size_t bytes)
 
 Storage::~Storage() { device_->deallocate(data_, bytes_); }
 
+std::size_t tensor_bytes(const Shape& shape, DType dtype) {
+  return checked_bytes(
+      shape.num_elements(), dtype_size(dtype),
+      [&] { return fmt::format("the bytes of a {} tensor of shape {}", dtype_name(dtype), shape.to_string()); },
+      "no memory is that large: use smaller dimensions");
+}
+
 Tensor::Tensor(Shape shape, DType dtype, Device& device) : shape_(std::move(shape)), dtype_(dtype) {
   if (!shape_.is_fully_known())
     raise<ShapeError>("cannot allocate a tensor of shape {}: every dimension must be known",
                       shape_.to_string());
-  storage_ = std::make_shared<Storage>(device, std::max<std::size_t>(nbytes(), 1));
+  storage_ = std::make_shared<Storage>(device, std::max<std::size_t>(tensor_bytes(shape_, dtype_), 1));
 }
 
 Tensor::Tensor(Shape shape, DType dtype, std::shared_ptr<Storage> storage, std::size_t offset)
     : shape_(std::move(shape)), dtype_(dtype), storage_(std::move(storage)), offset_(offset) {
-  if (offset_ + nbytes() > storage_->bytes())
+  const std::size_t bytes = tensor_bytes(shape_, dtype_);
+  if (offset_ > storage_->bytes() || bytes > storage_->bytes() - offset_)
     raise<ShapeError>("a view of shape {} at offset {} does not fit in storage of {} bytes",
                       shape_.to_string(), offset_, storage_->bytes());
 }

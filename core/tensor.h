@@ -32,6 +32,11 @@ class Storage {
   std::size_t bytes_;
 };
 
+// The bytes of a tensor of `shape` and `dtype` (elements times the element size); ShapeError for an
+// unknown dimension, ValueError when the count does not fit in 64 bits (tensors are made through it,
+// so nbytes() of an existing one fits).
+std::size_t tensor_bytes(const Shape& shape, DType dtype);
+
 // A value type: copying a Tensor shares its storage (like a Python reference); clone() copies data.
 class Tensor {
  public:

@@ -31,7 +31,7 @@ TOWER_HOST_DEVICE constexpr std::int64_t span(std::int64_t k, std::int64_t dilat
 TOWER_HOST_DEVICE constexpr std::int64_t output_length(std::int64_t in, std::int64_t k, std::int64_t stride,
                                                        std::int64_t dilation, Padding padding) {
   if (in < 0) return -1;
-  if (padding == Padding::same) return (in + stride - 1) / stride;
+  if (padding == Padding::same) return in / stride + (in % stride != 0);  // in + stride - 1 overflowed a huge stride
   const std::int64_t s = span(k, dilation);
   return s > in ? 0 : (in - s) / stride + 1;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -299,7 +300,7 @@ class BatchStage final : public Stage {
   std::int64_t cardinality() const override {
     const std::int64_t n = input_->cardinality();
     if (n < 0) return n;
-    return drop_remainder_ ? n / size_ : (n + size_ - 1) / size_;
+    return n / size_ + (!drop_remainder_ && n % size_ != 0);  // n + size - 1 overflowed for a huge size
   }
 
  private:
@@ -315,8 +316,12 @@ class BatchStage final : public Stage {
       return true;
     }
     std::int64_t skip(std::int64_t n) override {
-      const std::int64_t k = input_->skip(n * s_.size_);
-      return s_.drop_remainder_ ? k / s_.size_ : (k + s_.size_ - 1) / s_.size_;
+      // n batches are n * size elements, or all there are when that overflows (no input has 2^63).
+      std::int64_t elements = 0;
+      if (__builtin_mul_overflow(std::max<std::int64_t>(n, 0), s_.size_, &elements))
+        elements = std::numeric_limits<std::int64_t>::max();
+      const std::int64_t k = input_->skip(elements);
+      return k / s_.size_ + (!s_.drop_remainder_ && k % s_.size_ != 0);
     }
 
    private:

@@ -2,6 +2,7 @@
 #include "tower/io/model_config.h"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -123,7 +124,15 @@ struct Ref {
 Ref parse_ref(const json& v, const std::string& where) {
   if (!v.is_array() || v.size() < 3 || !v[0].is_string() || !v[1].is_number_integer() || !v[2].is_number_integer())
     raise<ValueError>("{}: expected [layer_name, node_index, tensor_index], got {}", where, v.dump());
-  return {v[0].get<std::string>(), v[1].get<int>(), v[2].get<int>()};
+  // As ints, checked: get<int> wrapped 4294967296 to node 0, another tensor than the file names.
+  const auto index = [&](const json& i, const char* what) {
+    if (i.is_number_unsigned() ? i.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+                               : (i.get<std::int64_t>() < 0 || i.get<std::int64_t>() > std::numeric_limits<int>::max()))
+      raise<ValueError>("{}: {} {} in {} is out of range (0 to {}); the file is damaged", where, what, i.dump(),
+                        v.dump(), std::numeric_limits<int>::max());
+    return static_cast<int>(i.get<std::int64_t>());
+  };
+  return {v[0].get<std::string>(), index(v[1], "node_index"), index(v[2], "tensor_index")};
 }
 
 bool is_keras_tensor(const json& v) {
@@ -343,7 +352,9 @@ LayerPtr sequential_from_config(const json& config) {
         known = true;
       } else if (c.is_object() && c.contains("input_dim") && c["input_dim"].is_number_integer() &&
                  entry["class_name"] != "Embedding") {
-        dims = {c["input_dim"].get<std::int64_t>()};
+        layers::ConfigReader r(c, entry["class_name"].get<std::string>());
+        dims = {r.integer("input_dim")};  // checked: get<std::int64_t> wrapped 2^64 - 1 to -1, "unknown"
+        if (dims[0] < 0) r.fail(fmt::format("field \"input_dim\" must be >= 0, got {}", dims[0]));
         known = true;
       } else if (config.is_object() && config.contains("build_input_shape") && config["build_input_shape"].is_array()) {
         layers::ConfigReader r(config, "Sequential");

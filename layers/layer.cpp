@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/core/input_layer.h"
@@ -143,7 +144,20 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
 
 VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                               const Regularizer& regularizer, bool trainable, DType dtype) {
-  Tensor value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
+  // A weight too large to count or to hold is refused before anything is drawn or allocated: unchecked,
+  // Dense(1 << 32) on 2^32 features counted 2^64 = 0 elements (it built with 0 parameters and saved),
+  // and a byte size past 2^64 wrapped into a small allocation that the initializer overran.
+  const std::string what = fmt::format("{} \"{}\": weight \"{}\" of shape {}", class_name(), state_->name, name,
+                                       shape.to_string());
+  const char* fix = "use fewer units or filters, or a smaller input";
+  const std::int64_t elements = checked_product(shape.dims(), what + ", its number of elements", fix);
+  const std::size_t bytes = checked_bytes(elements, dtype_size(dtype), what + ", its bytes", fix);
+  Tensor value;
+  try {
+    value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
+  } catch (const OutOfMemoryError& e) {
+    raise<OutOfMemoryError>("{} needs {} bytes: {}; {}", what, bytes, e.what(), fix);
+  }
   if (&value.device() != &default_device()) value = value.to(default_device());
   auto variable = make_variable(state_->name + "/" + name + ":0", value, trainable);
   state_->weights.push_back(variable);

@@ -3,11 +3,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
+#include <optional>
 
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 #include "tower/layers/activations/activations.h"
 
 namespace tower::layers {
+
+int ConfigReader::axis(std::int64_t value, const char* key) const {
+  return checked_int(value, fmt::format("{}: field \"{}\"", where(), key), "an axis is a small number such as -1");
+}
 
 ConfigReader::ConfigReader(const nlohmann::json& config, std::string class_name)
     : config_(config), class_name_(std::move(class_name)) {
@@ -34,12 +42,31 @@ const nlohmann::json& ConfigReader::at(const char* key) const {
   return config_[key];
 }
 
+namespace {
+
+// A JSON integer (or, with `whole_floats`, a float without a fraction: 32.0) as an int64; nullopt for
+// anything else, and for numbers beyond the int64 range, which nlohmann's get<std::int64_t> wraps
+// (18446744073709551615 read as -1) and a float's cast leaves undefined.
+std::optional<std::int64_t> as_int64(const nlohmann::json& v, bool whole_floats) {
+  if (v.is_number_unsigned())
+    return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::optional<std::int64_t>(static_cast<std::int64_t>(v.get<std::uint64_t>()))
+               : std::nullopt;
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (whole_floats && v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d >= -0x1p63 && d < 0x1p63 && d == std::trunc(d)) return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::int64_t ConfigReader::integer(const char* key) const {
   const auto& v = at(key);
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<std::int64_t>(v.get<double>())))
-    return static_cast<std::int64_t>(v.get<double>());
-  fail(fmt::format("field \"{}\" must be an integer, got {}", key, v.dump()));
+  if (auto i = as_int64(v, /*whole_floats=*/true)) return *i;
+  fail(fmt::format("field \"{}\" must be an integer from {} to {}, got {}", key,
+                   std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), v.dump()));
 }
 
 std::int64_t ConfigReader::integer(const char* key, std::int64_t fallback) const {
@@ -75,12 +102,19 @@ std::string ConfigReader::string(const char* key, const std::string& fallback) c
 std::vector<std::int64_t> ConfigReader::ints(const char* key) const {
   const auto& v = at(key);
   std::vector<std::int64_t> out;
-  if (v.is_number_integer()) return {v.get<std::int64_t>()};
-  if (!v.is_array()) fail(fmt::format("field \"{}\" must be an integer or a list of integers, got {}", key, v.dump()));
+  const auto wrong = [&] {
+    fail(fmt::format("field \"{}\" must be an integer or a list of integers (each from {} to {}), got {}", key,
+                     std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), v.dump()));
+  };
+  if (v.is_number()) {
+    if (auto i = as_int64(v, /*whole_floats=*/false)) return {*i};
+    wrong();
+  }
+  if (!v.is_array()) wrong();
   for (const auto& e : v) {
-    if (!e.is_number_integer())
-      fail(fmt::format("field \"{}\" must be an integer or a list of integers, got {}", key, v.dump()));
-    out.push_back(e.get<std::int64_t>());
+    auto i = as_int64(e, /*whole_floats=*/false);
+    if (!i) wrong();
+    out.push_back(*i);
   }
   return out;
 }

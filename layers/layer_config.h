@@ -33,6 +33,9 @@ class ConfigReader {
   // An integer or a list of integers (Keras's tuples); required / with a fallback.
   std::vector<std::int64_t> ints(const char* key) const;
   std::vector<std::int64_t> ints(const char* key, const std::vector<std::int64_t>& fallback) const;
+  // An axis read from `key` (by integer or ints) as an int; ValueError naming the field when it does
+  // not fit (a cast would wrap 4294967296 to axis 0).
+  int axis(std::int64_t value, const char* key) const;
   // `(None, 28, 28, 1)` -> dims with -1 for None.
   std::vector<std::int64_t> shape(const char* key) const;
   Initializer initializer(const char* key, const Initializer& fallback) const;

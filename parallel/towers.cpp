@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tower/core/checked.h"
 #include "tower/core/device.h"
 #include "tower/core/error.h"
 #include "tower/core/op_names.h"
@@ -236,7 +237,9 @@ Towers::Towers(const std::vector<std::string>& devices, const MultiGpuOptions& o
   std::int64_t total = 0;
   for (auto r : ratios_) {
     if (r < 0) raise<ValueError>("{}: ratios must be >= 0, got {}", who, fmt::join(ratios_, ":"));
-    total += r;
+    total = checked_add(
+        total, r, [&] { return fmt::format("{}: the sum of the ratios {}", who, fmt::join(ratios_, ":")); },
+        "give smaller ratios: only their proportions count (3:2 is 60 % and 40 %)");
   }
   if (total == 0) raise<ValueError>("{}: at least one ratio must be above 0", who);
   options_.ratios = ratios_;

@@ -9,6 +9,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 
 // The small-K loops get an AVX2/FMA (x86-64-v3) clone chosen at load time by CPU features; the
@@ -308,6 +309,10 @@ ConvGemm conv_gemm(const Window2D& w, std::int64_t filters) {
   g.direct = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_top == 0 &&
              w.pad_left == 0 && w.out_h == w.in_h && w.out_w == w.in_w;
   g.small = g.kk <= kSmallK;
+  // OpenBLAS takes 32-bit sizes; a larger one would wrap (checked here, before any parallel work).
+  for (std::int64_t size : {g.kk, g.filters, g.rows})
+    (void)checked_int(size, "conv2d on the CPU: a size of its GEMM (kernel_h * kernel_w * channels, filters or "
+                      "batch * out_h * out_w)", "OpenBLAS takes at most 2147483647: use a smaller batch or layer");
   return g;
 }
 

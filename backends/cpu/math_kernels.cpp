@@ -7,6 +7,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/strided.h"
+#include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -144,6 +145,10 @@ template <typename T, typename Finish>
 void gemm_rows(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& y, bool ta, bool tb, Finish finish) {
   const auto m = y.shape()[0], n = y.shape()[1];
   const auto k = a.shape()[ta ? 0 : 1];
+  // OpenBLAS takes 32-bit sizes; a larger one would wrap (checked here, before any parallel work).
+  for (std::int64_t size : {m, n, k, a.shape()[1], b.shape()[1]})
+    (void)checked_int(size, "matmul on the CPU: a dimension of its operands",
+                      "OpenBLAS takes at most 2147483647: use a smaller batch or layer");
   const int lda = static_cast<int>(a.shape()[1]), ldb = static_cast<int>(b.shape()[1]);
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();

@@ -3,6 +3,7 @@
 // used only when unknown dimensions make the contract ops unable to express a gradient).
 #include <algorithm>
 
+#include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
@@ -96,7 +97,9 @@ std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const A
     } else if (dims[i] < 0) {
       raise<ShapeError>("target shape has a negative dimension {} (only -1, inferred, is allowed)", dims[i]);
     } else {
-      known *= dims[i];
+      // Checked: a wrapped product could pass the element count check below. (Errors from shape
+      // functions get the op, its inputs and attrs added.)
+      known = checked_mul(known, dims[i], "the elements of the target shape", "no tensor can be that large");
     }
   }
   if (!x.is_fully_known()) {
@@ -167,7 +170,7 @@ std::vector<TensorSpec> concat_shape(const std::vector<TensorSpec>& in, const At
     for (int d = 0; d < first.rank(); ++d) {
       auto& o = out[static_cast<std::size_t>(d)];
       if (d == axis) {
-        o = (o < 0 || s[d] < 0) ? -1 : o + s[d];
+        o = (o < 0 || s[d] < 0) ? -1 : checked_add(o, s[d], "the length of the joined axis", "no tensor can be that large");
       } else {
         if (!dims_match(o, s[d]))
           raise<ShapeError>("input {} has shape {}, which differs from {} outside axis {}", i, s.to_string(),
@@ -255,7 +258,7 @@ std::vector<TensorSpec> slice_shape(const std::vector<TensorSpec>& in, const Att
     if (b < 0) raise<ShapeError>("begin [{}] has a negative entry on axis {}", fmt::join(begin, ", "), i);
     if (s < -1) raise<ShapeError>("size [{}] has an entry below -1 on axis {}", fmt::join(size, ", "), i);
     if (x[i] >= 0) {
-      if (b > x[i] || (s >= 0 && b + s > x[i]))
+      if (b > x[i] || (s >= 0 && s > x[i] - b))  // not b + s, which a huge size overflows
         raise<ShapeError>("slice begin [{}] size [{}] reaches past axis {} of {}", fmt::join(begin, ", "),
                           fmt::join(size, ", "), i, x.to_string());
       out.push_back(s < 0 ? x[i] - b : s);
@@ -278,7 +281,7 @@ std::vector<TensorSpec> slice_grad_shape(const std::vector<TensorSpec>& in, cons
   for (int i = 0; i < x.rank(); ++i) {
     auto b = begin[static_cast<std::size_t>(i)];
     if (b < 0) raise<ShapeError>("begin [{}] has a negative entry on axis {}", fmt::join(begin, ", "), i);
-    if (x[i] >= 0 && dy[i] >= 0 && b + dy[i] > x[i])
+    if (x[i] >= 0 && dy[i] >= 0 && (b > x[i] || dy[i] > x[i] - b))
       raise<ShapeError>("dy {} placed at [{}] reaches past axis {} of {}", dy.to_string(), fmt::join(begin, ", "), i,
                         x.to_string());
   }
@@ -297,7 +300,7 @@ std::vector<TensorSpec> split_shape(const std::vector<TensorSpec>& in, const Att
   std::int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0) raise<ShapeError>("sizes [{}] has a negative entry", fmt::join(sizes, ", "));
-    total += s;
+    total = checked_add(total, s, "the sum of the sizes", "give the lengths of the pieces of the axis");
   }
   if (x[axis] >= 0 && total != x[axis])
     raise<ShapeError>("sizes [{}] add up to {}, but axis {} of {} has length {}", fmt::join(sizes, ", "), total, axis,
@@ -336,7 +339,8 @@ Shape padded(const Shape& x, const Ints& paddings, int sign, const char* what) {
       out.push_back(-1);
       continue;
     }
-    auto d = x[i] + sign * (b + a);
+    auto d = checked_add(x[i], sign * checked_add(b, a, "the paddings of an axis"), "an axis with its paddings",
+                         "use smaller paddings");
     if (d < 0) raise<ShapeError>("{} of shape {} is smaller than its paddings [{}]", what, x.to_string(), fmt::join(paddings, ", "));
     out.push_back(d);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 #include "tower/core/window.h"
 
@@ -116,24 +117,27 @@ std::vector<std::int64_t> largest_remainder_split(std::int64_t n, const std::vec
   std::int64_t total = 0;
   for (auto w : weights) {
     if (w < 0) raise<ValueError>("split weights must be >= 0, got [{}]", fmt::join(weights, ", "));
-    total += w;
+    total = checked_add(
+        total, w, [&] { return fmt::format("the sum of the split weights [{}]", fmt::join(weights, ", ")); },
+        "give smaller weights: only their proportions count (3:2 is 60 % and 40 %)");
   }
   if (weights.empty() || total == 0)
     raise<ValueError>("split weights need at least one entry above 0, got [{}]", fmt::join(weights, ", "));
   if (n < 0) raise<ValueError>("cannot split {} items", n);
-  std::vector<std::int64_t> shares(weights.size());
+  // n * w_i in 128 bits: both are below 2^63, so the product is exact and the shares are as the
+  // formula says for any n and weights (in 64 bits n * w overflowed for a huge weight).
+  std::vector<std::int64_t> shares(weights.size()), remainders(weights.size());
   std::vector<std::size_t> order(weights.size());
   std::int64_t given = 0;
   for (std::size_t i = 0; i < weights.size(); ++i) {
-    // n * w could overflow for huge n; batches are far below that.
-    shares[i] = n * weights[i] / total;
-    given += shares[i];
+    const __int128 part = static_cast<__int128>(n) * weights[i];
+    shares[i] = static_cast<std::int64_t>(part / total);  // <= n
+    remainders[i] = static_cast<std::int64_t>(part % total);
+    given += shares[i];  // <= n: the shares' floors
     order[i] = i;
   }
   // The leftover units to the largest remainders (n w_i mod W), the lower index first among equals.
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return n * weights[a] % total > n * weights[b] % total;
-  });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainders[a] > remainders[b]; });
   for (std::size_t k = 0; given < n; ++k, ++given) ++shares[order[k]];
   return shares;
 }
@@ -166,6 +170,13 @@ bool is_same_padding(const Attrs& attrs) {
 // window (k taps, dilation d) longer than the input has no position: ShapeError naming the fix.
 std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
                         const char* what, const char* axis) {
+  // The geometry (core/window.h, CUDA code too) computes unchecked, so a window whose span, or an input
+  // padded by it, does not fit in 64 bits is refused here, where every window op's shape comes from.
+  const char* fix = "use a smaller window or dilation";
+  const std::int64_t span_checked =
+      checked_add(checked_mul(k - 1, dilation, "the span of a window, (size - 1) * dilation + 1", fix), 1,
+                  "the span of a window, (size - 1) * dilation + 1", fix);
+  if (in >= 0 && same) (void)checked_add(in, span_checked, "an input padded for a window", fix);
   const auto padding = same ? window::Padding::same : window::Padding::valid;
   const std::int64_t out = window::output_length(in, k, stride, dilation, padding);
   const std::int64_t span = window::span(k, dilation);

@@ -25,7 +25,7 @@ LayerPtr Softmax::from_config(const nlohmann::json& config) {
   r.check_common();
   std::vector<std::int64_t> axes = r.ints("axis", {-1});
   if (axes.size() != 1) r.fail("field \"axis\" must be one axis; a softmax over several axes is not supported");
-  return r.finish(Softmax({.axis = static_cast<int>(axes[0]), .name = r.name()}));
+  return r.finish(Softmax({.axis = r.axis(axes[0], "axis"), .name = r.name()}));
 }
 
 }  // namespace tower::layers

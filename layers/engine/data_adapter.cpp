@@ -40,11 +40,15 @@ ArrayDataAdapter::ArrayDataAdapter(std::vector<Tensor> x, std::vector<Tensor> y,
   std::iota(order_.begin(), order_.end(), 0);
 }
 
-std::int64_t ArrayDataAdapter::steps_per_epoch() const { return (n_ + batch_size_ - 1) / batch_size_; }
+// ceil(n / batch) without n + batch - 1, which overflowed for a huge batch_size (into a negative count).
+std::int64_t ArrayDataAdapter::steps_per_epoch() const { return n_ / batch_size_ + (n_ % batch_size_ != 0); }
 
 void ArrayDataAdapter::begin_epoch(int epoch, std::int64_t skip) {
   if (shuffle_) order_ = epoch_permutation(n_, seed_, epoch);
-  position_ = std::min(n_, std::max<std::int64_t>(skip, 0) * batch_size_);
+  // skip batches past the end leave nothing (fit refuses a resume position past the epoch before); the
+  // division keeps skip * batch_size from overflowing into a negative row.
+  skip = std::max<std::int64_t>(skip, 0);
+  position_ = skip >= steps_per_epoch() ? n_ : skip * batch_size_;
 }
 
 bool ArrayDataAdapter::next(DataElement& batch) {

@@ -214,6 +214,14 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
     std::tie(first_epoch, first_step) = *d.initial_position;
     d.initial_position.reset();
   }
+  // A resume position past the end of the epoch (at its end: nothing of it left to train) was saved for
+  // other data or another batch size: its rows, step * batch_size, lay beyond the data or overflowed
+  // into a negative row.
+  if (steps >= 0 && first_step > steps)
+    raise<ValueError>("Model \"{}\": fit resumes epoch {} at step {} (BackupAndRestore's backup, or "
+                      "set_initial_position), but an epoch of this data has {} step(s); the position was saved for "
+                      "other data or another batch_size: train on the same, or delete the backup to start afresh",
+                      name(), first_epoch, first_step, steps);
   if (y_layout) function(Mode::train, y_layout);
   StepBatches batches(d.inputs, "fit", true, dataset ? &options.class_weight : nullptr);
   DataElement element;

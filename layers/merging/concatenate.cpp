@@ -40,7 +40,7 @@ nlohmann::json Concatenate::get_config() const { return layer_config(*this, {{"a
 LayerPtr Concatenate::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Concatenate");
   r.check_common();
-  return r.finish(Concatenate({.axis = static_cast<int>(r.integer("axis", -1)), .name = r.name()}));
+  return r.finish(Concatenate({.axis = r.axis(r.integer("axis", -1), "axis"), .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -97,7 +97,7 @@ LayerPtr BatchNormalization::from_config(const nlohmann::json& config) {
   r.expect("mode", 0, "Keras 1's feature-wise modes other than 0");
   std::vector<std::int64_t> axes = r.ints("axis", {-1});
   if (axes.size() != 1) r.fail("field \"axis\" must name one axis (the channels, last); got several");
-  BatchNormalizationOptions options{.axis = static_cast<int>(axes[0]),
+  BatchNormalizationOptions options{.axis = r.axis(axes[0], "axis"),
                                     .momentum = r.number("momentum", 0.99),
                                     .epsilon = r.number("epsilon", 1e-3),
                                     .center = r.boolean("center", true),

@@ -1,6 +1,9 @@
 // Flatten.
 #include "tower/layers/reshaping/flatten.h"
 
+#include <algorithm>
+
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/layer_config.h"
@@ -14,13 +17,13 @@ std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<Symbol
   const SymbolicTensor& x = inputs.at(0);  // (batch, d1, ..., dk)
   const Shape& shape = x.shape();
   if (shape.rank() < 1) raise<ShapeError>("{}: expected an input with a batch axis, got a scalar", describe(*this));
-  std::int64_t features = 1;
-  for (int i = 1; i < shape.rank(); ++i) {
-    if (shape[i] < 0)
-      raise<ShapeError>("{}: every dimension but the batch must be known to flatten, got {}", describe(*this),
-                        shape.to_string());
-    features *= shape[i];
-  }
+  std::vector<std::int64_t> sample(shape.dims().begin() + 1, shape.dims().end());
+  if (std::any_of(sample.begin(), sample.end(), [](std::int64_t d) { return d < 0; }))
+    raise<ShapeError>("{}: every dimension but the batch must be known to flatten, got {}", describe(*this),
+                      shape.to_string());
+  const std::int64_t features = checked_product(
+      sample, [&] { return fmt::format("{}: the features of {}", describe(*this), shape.to_string()); },
+      "no tensor can be that large");
   return {ops::reshape(x, {-1, features})};  // (batch, features)
 }
 

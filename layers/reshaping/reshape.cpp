@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 
+#include "tower/core/checked.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/layer_config.h"
@@ -27,8 +29,12 @@ std::vector<SymbolicTensor> Reshape::call(CallContext&, const std::vector<Symbol
   if (shape.rank() < 1) raise<ShapeError>("{}: expected an input with a batch axis, got a scalar", describe(*this));
   std::vector<std::int64_t> target = target_shape_;
   auto inferred = std::find(target.begin(), target.end(), -1);
-  std::int64_t target_size = 1;
-  for (auto d : target) target_size *= d == -1 ? 1 : d;
+  std::vector<std::int64_t> given;  // the target's sizes but the inferred one
+  std::copy_if(target.begin(), target.end(), std::back_inserter(given), [](std::int64_t d) { return d != -1; });
+  const std::int64_t target_size = checked_product(
+      given,
+      [&] { return fmt::format("{}: the elements of target_shape [{}]", describe(*this), fmt::join(target_shape_, ", ")); },
+      "no tensor can be that large");
 
   Shape sample(std::vector<std::int64_t>(shape.dims().begin() + 1, shape.dims().end()));
   if (sample.is_fully_known()) {
