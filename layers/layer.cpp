@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <new>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -143,9 +144,17 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
 
 VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                               const Regularizer& regularizer, bool trainable, DType dtype) {
-  Tensor value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
-  if (&value.device() != &default_device()) value = value.to(default_device());
-  auto variable = make_variable(state_->name + "/" + name + ":0", value, trainable);
+  const std::string full_name = state_->name + "/" + name + ":0";
+  Tensor value;
+  try {
+    value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
+    if (&value.device() != &default_device()) value = value.to(default_device());
+  } catch (const OutOfMemoryError& e) {
+    raise_variable_out_of_memory(full_name, shape, dtype, &e);
+  } catch (const std::bad_alloc&) {
+    raise_variable_out_of_memory(full_name, shape, dtype, nullptr);
+  }
+  auto variable = make_variable(full_name, value, trainable);
   state_->weights.push_back(variable);
   state_->regularizers.push_back(regularizer);
   return variable;

@@ -134,8 +134,14 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
   } else {
     std::string base = variable->name();
     if (base.ends_with(":0")) base.resize(base.size() - 2);
-    auto value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
-    created = make_variable(name() + "/" + slot_name + "/" + base + ":0", value, false);
+    const std::string slot_full_name = name() + "/" + slot_name + "/" + base + ":0";
+    Tensor value;
+    try {
+      value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
+    } catch (const OutOfMemoryError& e) {
+      raise_variable_out_of_memory(slot_full_name, variable->shape(), variable->dtype(), &e);
+    }
+    created = make_variable(slot_full_name, value, false);
     if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
       created->assign(saved->second);
       pending_.erase(saved);
