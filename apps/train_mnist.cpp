@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -135,7 +136,9 @@ Args parse(int argc, char** argv) {
   if (a.model != "mlp" && a.model != "cnn") throw UsageError("--model must be mlp or cnn, got " + a.model);
   if (a.epochs < 0) throw UsageError(fmt::format("--epochs must be >= 0, got {}", a.epochs));
   if (a.batch_size <= 0) throw UsageError(fmt::format("--batch-size must be > 0, got {}", a.batch_size));
-  if (a.lr < 0) throw UsageError(fmt::format("--lr must be >= 0, got {}", a.lr));
+  if (!(a.lr >= 0 && a.lr <= std::numeric_limits<float>::max()))  // NaN and inf too; the updates compute in float32
+    throw UsageError(fmt::format("--lr must be a finite number >= 0 that float32 can hold (at most {}), got {}; 0 means "
+                                 "the optimizer's default", std::numeric_limits<float>::max(), a.lr));
   if (a.cpu_devices < 1) throw UsageError(fmt::format("--cpu-devices must be >= 1, got {}", a.cpu_devices));
   int max_cpu = 0;  // refused here, before any data is read (core/device.h says what the limit is)
   try {

@@ -109,11 +109,9 @@ void CachingAllocator::throw_out_of_memory(std::size_t bytes, std::size_t size) 
     limit = fmt::format(", budget {}{}", format_bytes(budget_),
                         stats_.reserved + size > budget_ ? ": the request does not fit in it" : "");
   const std::string device_says = system_.describe ? "; the device has " + system_.describe() : "";
-  raise<OutOfMemoryError>(
-      "{}: out of memory allocating {} ({} in use by tower, {} reserved{}{}); use a smaller batch size, or give this "
-      "device a smaller share of the batch (ratios)",
-      device_, format_bytes(std::max(bytes, size)), format_bytes(stats_.in_use), format_bytes(stats_.reserved), limit,
-      device_says);
+  raise<OutOfMemoryError>("{}: out of memory allocating {} ({} in use by tower, {} reserved{}{}){}", device_,
+                          format_bytes(std::max(bytes, size)), format_bytes(stats_.in_use),
+                          format_bytes(stats_.reserved), limit, device_says, kSmallerBatchAdvice);
 }
 
 }  // namespace tower

@@ -40,6 +40,12 @@ class OutOfMemoryError : public DeviceError {
   using DeviceError::DeviceError;
 };
 
+// How the allocators' out-of-memory messages end: the advice for a step's buffers (activations and
+// gradients), which grow with the batch. A variable's value (a weight, an optimizer slot) does not:
+// raise_variable_out_of_memory (core/variable.h) replaces this advice with its own.
+inline constexpr const char* kSmallerBatchAdvice =
+    "; use a smaller batch size, or give this device a smaller share of the batch (ratios)";
+
 class NotFoundError : public Error {  // a name (op, kernel, device, feed) that is not registered
  public:
   using Error::Error;

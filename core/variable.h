@@ -62,4 +62,11 @@ inline VariablePtr make_variable(std::string name, Tensor initial_value, bool tr
   return std::make_shared<Variable>(std::move(name), std::move(initial_value), trainable);
 }
 
+// Rethrows an out-of-memory error met while allocating the value of the variable `name` (a weight, an
+// optimizer slot, a mirror): the model's own state does not fit on the device, which a smaller batch
+// does not change, so the allocator's advice (kSmallerBatchAdvice) gives way to the variable, its size
+// and what helps. `cause`: the allocator's message, or null for std::bad_alloc.
+[[noreturn]] void raise_variable_out_of_memory(const std::string& name, const Shape& shape, DType dtype,
+                                               const std::exception* cause);
+
 }  // namespace tower

@@ -2,6 +2,8 @@
 #include "tower/io/backup_and_restore.h"
 
 #include <filesystem>
+#include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "tower/io/keras_model.h"
@@ -10,6 +12,51 @@
 namespace tower::callbacks {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Where a backup resumes: the next batch to train is `step` of `epoch`.
+struct Position {
+  int epoch = 0;
+  std::int64_t step = 0;
+};
+
+// The backup's training_metadata ({"epoch": E, "step": S}), every field checked, before anything is
+// restored: a damaged backup gives an error naming the file, the field and the fix.
+Position read_position(const io::hdf5::File& file, const std::string& what, const std::string& fix) {
+  if (!file.has_attr("training_metadata"))
+    raise<io::FileError>("{}: the attribute training_metadata (where to resume) is missing; {}", what, fix);
+  std::string text;
+  try {
+    text = file.read_string_attr("training_metadata");
+  } catch (const io::FileError& e) {
+    raise<io::FileError>("{}: training_metadata is not one string ({}); {}", what, e.what(), fix);
+  }
+  nlohmann::json position;
+  try {
+    position = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    raise<io::FileError>("{}: training_metadata is not valid JSON ({}); {}", what, e.what(), fix);
+  }
+  if (!position.is_object())
+    raise<io::FileError>("{}: training_metadata is {}, not a JSON object {{\"epoch\": ..., \"step\": ...}}; {}", what,
+                         position.dump().substr(0, 100), fix);
+  auto field = [&](const char* name, const char* meaning, std::int64_t max) {
+    if (!position.contains(name))
+      raise<io::FileError>("{}: training_metadata has no field \"{}\" ({}); {}", what, name, meaning, fix);
+    const nlohmann::json& value = position.at(name);
+    const bool in_range = value.is_number_unsigned() ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
+                                                     : value.is_number_integer() && value.get<std::int64_t>() >= 0;
+    if (!in_range)
+      raise<io::FileError>("{}: training_metadata field \"{}\" ({}) must be an integer from 0 to {}, got {}; {}", what,
+                           name, meaning, max, value.dump().substr(0, 100), fix);
+    return value.get<std::int64_t>();
+  };
+  return {static_cast<int>(field("epoch", "the next epoch to train", std::numeric_limits<int>::max())),
+          field("step", "the next batch of that epoch", std::numeric_limits<std::int64_t>::max())};
+}
+
+}  // namespace
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options)
     : dir_(std::move(backup_dir)), options_(options) {
@@ -37,14 +84,15 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   const std::string what = "BackupAndRestore(\"" + path + "\")";
   io::check_writable(path, what);  // now, not at the end of the first epoch
   if (!fs::exists(path)) return;
-  io::hdf5::File file = io::hdf5::File::open(path);
-  nlohmann::json position;
-  try {
-    position = nlohmann::json::parse(file.read_string_attr("training_metadata"));
-  } catch (const nlohmann::json::exception& e) {
-    raise<io::FileError>("{}: training_metadata is not valid JSON ({}); delete the file to start afresh", what,
-                         e.what());
-  }
+  const std::string fix = "the backup is damaged; delete the backup directory \"" + dir_ + "\" to start training over";
+  io::hdf5::File file = [&] {
+    try {
+      return io::hdf5::File::open(path);
+    } catch (const io::FileError& e) {
+      raise<io::FileError>("BackupAndRestore: {}; {}", e.what(), fix);
+    }
+  }();
+  const Position position = read_position(file, what, fix);
   Model& m = model();
   try {
     io::load_weights_from_group(file.group("model_weights"), m.layers(), {}, what);
@@ -55,9 +103,13 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   } catch (const io::ChecksumError& e) {
     raise<io::ChecksumError>("{}: {}; or delete the backup to start afresh", what, e.what());
   }
-  resumed_epoch_ = position.at("epoch").get<int>();
-  resumed_step_ = position.at("step").get<std::int64_t>();
+  resumed_epoch_ = position.epoch;
+  resumed_step_ = position.step;
   m.set_initial_position(resumed_epoch_, resumed_step_);
+  if (resumed_epoch_ >= params_.epochs)  // as in Keras, fit then trains nothing (and deletes the backup): say so
+    std::cerr << fmt::format("BackupAndRestore: the backup in {} has finished epoch {}; fit(epochs={}) has nothing "
+                             "left to train{}\n", dir_, resumed_epoch_, params_.epochs,
+                             options_.delete_checkpoint ? ", and deletes the backup as it ends (delete_checkpoint)" : "");
 }
 
 void BackupAndRestore::on_epoch_begin(int epoch, const Logs&) { epoch_ = epoch; }

@@ -19,7 +19,10 @@ struct BackupAndRestoreOptions {
 // (attribute training_metadata: {"epoch", "step"}: the next batch to train). When fit starts and a
 // backup exists, it restores all three and fit continues at that epoch and batch. With the same seed,
 // the continued run takes the same batches, dropout masks and updates as an uninterrupted one (see
-// docs/data.md for the ordering rules that make this exact).
+// docs/data.md for the ordering rules that make this exact). A damaged backup (not HDF5, or metadata
+// that is not JSON or lacks an integer epoch or step >= 0) throws io::FileError naming the file, the
+// field and the fix, before anything is restored; a backup whose epoch is fit's epochs or past it
+// trains nothing, as in Keras, and says so on stderr.
 class BackupAndRestore : public Callback {
  public:
   explicit BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options = {});

@@ -9,9 +9,23 @@
 
 namespace tower::io {
 
+namespace {
+// MNIST-style data sets hold 28x28 images, and the models made for them expect that size: other sizes
+// are refused here, naming the file, rather than failing later in a reshape or a layer.
+void check_28x28(const char* loader, const IdxSplit& split) {
+  const Shape& s = split.images.shape();
+  if (s[1] != 28 || s[2] != 28)
+    raise<ValueError>("{}: the images in {} are {}x{}, but MNIST-style data (and the models made for it) are 28x28; "
+                      "give a data set of 28x28 images, or read other sizes with read_idx_split", loader,
+                      split.images_path, s[1], s[2]);
+}
+}  // namespace
+
 std::pair<Split, Split> load_mnist(const std::string& dir) {
   auto train = read_idx_split(dir, "train");
   auto test = read_idx_split(dir, "t10k");
+  check_28x28("load_mnist", train);
+  check_28x28("load_mnist", test);
   return {{train.images, train.labels}, {test.images, test.labels}};
 }
 
@@ -22,6 +36,8 @@ std::pair<Split, Split> load_emnist(const std::string& dir, const std::string& s
                       "letters and mnist", dir, split);
   auto train = read_idx_split(dir, "emnist-" + split + "-train");
   auto test = read_idx_split(dir, "emnist-" + split + "-test");
+  check_28x28("load_emnist", train);
+  check_28x28("load_emnist", test);
   return {{train.images, train.labels}, {test.images, test.labels}};
 }
 

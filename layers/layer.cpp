@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <new>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -151,15 +152,18 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
                                        shape.to_string());
   const char* fix = "use fewer units or filters, or a smaller input";
   const std::int64_t elements = checked_product(shape.dims(), what + ", its number of elements", fix);
-  const std::size_t bytes = checked_bytes(elements, dtype_size(dtype), what + ", its bytes", fix);
+  (void)checked_bytes(elements, dtype_size(dtype), what + ", its bytes", fix);
+  const std::string full_name = state_->name + "/" + name + ":0";
   Tensor value;
   try {
     value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
+    if (&value.device() != &default_device()) value = value.to(default_device());
   } catch (const OutOfMemoryError& e) {
-    raise<OutOfMemoryError>("{} needs {} bytes: {}; {}", what, bytes, e.what(), fix);
+    raise_variable_out_of_memory(full_name, shape, dtype, &e);
+  } catch (const std::bad_alloc&) {
+    raise_variable_out_of_memory(full_name, shape, dtype, nullptr);
   }
-  if (&value.device() != &default_device()) value = value.to(default_device());
-  auto variable = make_variable(state_->name + "/" + name + ":0", value, trainable);
+  auto variable = make_variable(full_name, value, trainable);
   state_->weights.push_back(variable);
   state_->regularizers.push_back(regularizer);
   return variable;

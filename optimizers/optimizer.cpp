@@ -71,7 +71,7 @@ std::vector<SymbolicTensor> clip_gradients(Graph& graph, std::vector<SymbolicTen
 }  // namespace
 
 Optimizer::Optimizer(double learning_rate, const ClipOptions& clip) : learning_rate_(learning_rate), clip_(clip) {
-  if (!(learning_rate >= 0.0)) raise<ValueError>("optimizer: learning_rate must be >= 0, got {}", learning_rate);
+  check_learning_rate("optimizer", "learning_rate", learning_rate);  // name() is not yet callable here
   check_clip(clip);
 }
 
@@ -104,10 +104,19 @@ Optimizer& Optimizer::operator=(const Optimizer& other) {
 
 Optimizer::~Optimizer() = default;
 
-double Optimizer::current_learning_rate() const { return schedule_ ? (*schedule_)(iterations_) : learning_rate_; }
+double Optimizer::current_learning_rate() const {
+  if (!schedule_) return learning_rate_;
+  // A schedule's arguments are checked, but its formula may still overflow (ExponentialDecay with a
+  // decay_rate above 1 reaches inf after enough steps).
+  const double value = (*schedule_)(iterations_);
+  check_learning_rate(fmt::format("{}: the learning-rate schedule {}", name(),
+                                  schedule_->to_config().value("class_name", std::string("?"))),
+                      fmt::format("its value at step {}", iterations_), value);
+  return value;
+}
 
 void Optimizer::set_learning_rate(double value) {
-  if (!(value >= 0.0)) raise<ValueError>("{}: learning_rate must be >= 0, got {}", name(), value);
+  check_learning_rate(name(), "learning_rate", value);
   learning_rate_ = value;
   schedule_.reset();
 }
@@ -125,8 +134,14 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
   } else {
     std::string base = variable->name();
     if (base.ends_with(":0")) base.resize(base.size() - 2);
-    auto value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
-    created = make_variable(name() + "/" + slot_name + "/" + base + ":0", value, false);
+    const std::string slot_full_name = name() + "/" + slot_name + "/" + base + ":0";
+    Tensor value;
+    try {
+      value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
+    } catch (const OutOfMemoryError& e) {
+      raise_variable_out_of_memory(slot_full_name, variable->shape(), variable->dtype(), &e);
+    }
+    created = make_variable(slot_full_name, value, false);
     if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
       created->assign(saved->second);
       pending_.erase(saved);
@@ -251,17 +266,18 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
     raise<ValueError>("optimizer config: use_ema (exponential moving average of weights) is not supported by tower");
 
   // The learning rate: a number, a schedule, Keras 1/2's "lr", and Keras 2's "decay" (lr / (1 + decay * t)).
+  // (A negative or non-finite rate is refused by the optimizer, not replaced by the default.)
   std::shared_ptr<const LearningRateSchedule> schedule;
-  double lr = -1.0;
+  std::optional<double> lr;  // absent: the class's default
   const char* lr_key = config.contains("learning_rate") ? "learning_rate" : "lr";
   if (config.contains(lr_key) && config.at(lr_key).is_object())
     schedule = schedule_from_config(config.at(lr_key));
   else
-    lr = number(config, lr_key, -1.0);
+    lr = optional(config, lr_key);
   const double decay = number(config, "decay", 0.0);
   if (decay != 0.0) {
     if (schedule) raise<ValueError>("optimizer config: both a schedule and decay = {} are set", decay);
-    schedule = std::make_shared<InverseTimeDecay>(lr < 0 ? 0.01 : lr, 1, decay);
+    schedule = std::make_shared<InverseTimeDecay>(lr.value_or(0.01), 1, decay);
   }
   const ClipOptions clip{optional(config, "clipnorm"), optional(config, "clipvalue"), optional(config, "global_clipnorm")};
   // Builds T with a schedule or a learning rate (the class default when absent).
@@ -270,7 +286,7 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
     options.clipvalue = clip.clipvalue;
     options.global_clipnorm = clip.global_clipnorm;
     if (schedule) return std::make_shared<T>(schedule, options);
-    return std::make_shared<T>(lr < 0 ? default_lr : lr, options);
+    return std::make_shared<T>(lr.value_or(default_lr), options);
   };
   std::string key;
   for (char c : class_name) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include <nlohmann/json.hpp>
@@ -26,10 +27,17 @@ double progress(std::int64_t step, std::int64_t decay_steps, bool staircase) {
 
 }  // namespace
 
+void check_learning_rate(const std::string& who, const std::string& argument, double value) {
+  if (!(value >= 0.0 && value <= std::numeric_limits<float>::max()))  // also false for NaN
+    raise<ValueError>("{}: {} must be a finite number >= 0 that float32 can hold (at most {}), got {}; the updates "
+                      "compute in float32", who, argument, std::numeric_limits<float>::max(), value);
+}
+
 ExponentialDecay::ExponentialDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate,
                                    bool staircase)
     : initial_(initial_learning_rate), rate_(decay_rate), decay_steps_(decay_steps), staircase_(staircase) {
   check_decay_steps("ExponentialDecay", decay_steps);
+  check_learning_rate("ExponentialDecay", "initial_learning_rate", initial_learning_rate);
 }
 
 double ExponentialDecay::operator()(std::int64_t step) const {
@@ -40,6 +48,7 @@ InverseTimeDecay::InverseTimeDecay(double initial_learning_rate, std::int64_t de
                                    bool staircase)
     : initial_(initial_learning_rate), rate_(decay_rate), decay_steps_(decay_steps), staircase_(staircase) {
   check_decay_steps("InverseTimeDecay", decay_steps);
+  check_learning_rate("InverseTimeDecay", "initial_learning_rate", initial_learning_rate);
 }
 
 double InverseTimeDecay::operator()(std::int64_t step) const {
@@ -49,6 +58,8 @@ double InverseTimeDecay::operator()(std::int64_t step) const {
 PolynomialDecay::PolynomialDecay(double initial_learning_rate, std::int64_t decay_steps, const Options& options)
     : initial_(initial_learning_rate), decay_steps_(decay_steps), options_(options) {
   check_decay_steps("PolynomialDecay", decay_steps);
+  check_learning_rate("PolynomialDecay", "initial_learning_rate", initial_learning_rate);
+  check_learning_rate("PolynomialDecay", "end_learning_rate", options.end_learning_rate);
 }
 
 double PolynomialDecay::operator()(std::int64_t step) const {
@@ -69,6 +80,8 @@ PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<std::int64_t> boundar
                       boundaries_.size(), values_.size());
   if (!std::is_sorted(boundaries_.begin(), boundaries_.end()))
     raise<ValueError>("PiecewiseConstantDecay: boundaries must be in increasing order");
+  for (std::size_t i = 0; i < values_.size(); ++i)
+    check_learning_rate("PiecewiseConstantDecay", fmt::format("values[{}]", i), values_[i]);
 }
 
 double PiecewiseConstantDecay::operator()(std::int64_t step) const {
@@ -80,6 +93,8 @@ double PiecewiseConstantDecay::operator()(std::int64_t step) const {
 CosineDecay::CosineDecay(double initial_learning_rate, std::int64_t decay_steps, const Options& options)
     : initial_(initial_learning_rate), decay_steps_(decay_steps), options_(options) {
   check_decay_steps("CosineDecay", decay_steps);
+  check_learning_rate("CosineDecay", "initial_learning_rate", initial_learning_rate);
+  if (options.warmup_target) check_learning_rate("CosineDecay", "warmup_target", *options.warmup_target);
   if (options.warmup_steps < 0)
     raise<ValueError>("CosineDecay: warmup_steps must be >= 0, got {}", options.warmup_steps);
 }

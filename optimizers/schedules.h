@@ -1,5 +1,6 @@
 // Learning-rate schedules (keras.optimizers.schedules): the rate as a function of the step count.
-// Formulas and argument checks are Keras 3's, evaluated in double precision on the host.
+// Formulas and argument checks are Keras 3's, evaluated in double precision on the host; tower also
+// checks the rates given (initial, end, warm-up target, piecewise values) with check_learning_rate.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,10 @@ class LearningRateSchedule {
   // Keras's {"class_name": "ExponentialDecay", "config": {...}}.
   virtual nlohmann::json to_config() const = 0;
 };
+
+// Refuses a learning rate that is not a finite number >= 0 that float32 can hold (the updates compute in
+// float32: 1e300 would become inf): ValueError naming `who` and `argument` ("Adam", "learning_rate").
+void check_learning_rate(const std::string& who, const std::string& argument, double value);
 
 // A schedule from Keras's {"class_name", "config"} (tf.keras 2 or Keras 3 spelling); unknown classes throw.
 std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& schedule);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/caching_allocator.h"
 #include "tower/core/error.h"
 
 namespace tower {
@@ -43,8 +44,8 @@ void* CpuDevice::do_allocate(std::size_t bytes) {
   std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p)
-    raise<OutOfMemoryError>("{}: out of memory allocating {} bytes ({} in use); use a smaller batch", name(), bytes,
-                            memory_stats().in_use);
+    raise<OutOfMemoryError>("{}: out of memory allocating {} ({} in use){}", name(), format_bytes(bytes),
+                            format_bytes(memory_stats().in_use), kSmallerBatchAdvice);
   return p;
 }
 

@@ -10,7 +10,7 @@ namespace {
 [[noreturn]] void throw_library_error(bool out_of_memory, const char* call, const char* file, int line,
                                       const std::string& reason) {
   std::string msg = fmt::format("{} failed at {}:{}: {}", call, file, line, reason);
-  if (out_of_memory) throw OutOfMemoryError(msg + "; use a smaller batch size, or give this device a smaller share");
+  if (out_of_memory) throw OutOfMemoryError(msg + kSmallerBatchAdvice);
   throw DeviceError(msg);
 }
 

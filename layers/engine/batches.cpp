@@ -2,6 +2,7 @@
 #include "tower/layers/engine/batches.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tower/core/error.h"
 
@@ -66,6 +67,24 @@ void apply_class_weight(const std::map<std::int64_t, double>& class_weight, cons
     auto it = class_weight.find(cls);
     if (it != class_weight.end()) w[i] *= static_cast<float>(it->second);
   }
+}
+
+void check_class_weight(const std::map<std::int64_t, double>& class_weight, std::int64_t classes,
+                        const std::string& where) {
+  bool keys_ok = true;
+  std::string found;  // as Python prints the dict
+  for (const auto& [cls, weight] : class_weight) {
+    keys_ok &= cls >= 0 && cls < classes;
+    found += fmt::format("{}{}: {}", found.empty() ? "" : ", ", cls, weight);
+  }
+  if (!keys_ok)
+    raise<ValueError>("{}: Expected `class_weight` to be a dict with keys from 0 to one less than the number of "
+                      "classes, found {{{}}}; the model has {} classes, so the keys must be among 0 to {}", where,
+                      found, classes, classes - 1);
+  for (const auto& [cls, weight] : class_weight)
+    if (!(std::isfinite(weight) && weight >= 0))
+      raise<ValueError>("{}: class_weight[{}] is {}; class weights must be finite and >= 0 (they multiply the loss of "
+                        "the class's samples)", where, cls, weight);
 }
 
 StepBatches::StepBatches(const std::vector<KerasTensor>& inputs, std::string where, bool labels,

@@ -27,6 +27,11 @@ std::vector<Tensor> prepare_labels(const std::vector<Tensor>& y);
 // Multiplies each sample's weight by the class_weight of its label (class ids, or the argmax of
 // one-hot rows). weights: (n,) float32, changed in place; labels: (n,) or (n, classes).
 void apply_class_weight(const std::map<std::int64_t, double>& class_weight, const Tensor& y, Tensor& weights);
+// class_weight's keys must be classes of the model (0 to `classes` - 1; tf.keras's message, which
+// tf.keras gives for keys other than 0 to k - 1; gaps are allowed, as in Keras 3, their classes weigh
+// 1), and every weight finite and >= 0. Throws ValueError prefixed with `where`.
+void check_class_weight(const std::map<std::int64_t, double>& class_weight, std::int64_t classes,
+                        const std::string& where);
 
 // A batch as the graph takes it.
 struct StepBatch {

@@ -67,7 +67,9 @@ struct FitOptions {
   std::shared_ptr<const DataSource> validation_dataset;
   // Arrays only: reshuffle the samples every epoch, in epoch_permutation(n, seed, epoch) order.
   bool shuffle = true;
-  std::map<std::int64_t, double> class_weight;  // class id -> weight of its samples in the loss
+  // class id -> weight of its samples in the loss (classes not given weigh 1). The keys must be classes
+  // of the model (0 to its output's width - 1) and the weights finite and >= 0, else ValueError.
+  std::map<std::int64_t, double> class_weight;
   std::optional<Tensor> sample_weight;          // (samples,) weights in the loss
   int initial_epoch = 0;
   std::int64_t validation_batch_size = 0;  // 0 = batch_size

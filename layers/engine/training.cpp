@@ -81,6 +81,17 @@ void check_has_labels(const DataElement& element, const std::string& model, cons
     raise<ValueError>("Model \"{}\": {}: the dataset's elements have no labels (y); make it with labels, e.g. "
                       "Dataset::from_tensor_slices({{x}}, {{y}})", model, where);
 }
+// class_weight checked against the model's classes: its one output's last dimension (2 for a single
+// unit, as in binary classification).
+void check_class_weight(const Model& model, const std::map<std::int64_t, double>& class_weight, const char* where) {
+  if (class_weight.empty()) return;
+  if (model.outputs().size() != 1)
+    raise<ValueError>("{}: class_weight needs a model with one output, got {}", where, model.outputs().size());
+  const Shape& shape = model.outputs()[0].shape();
+  const std::int64_t units = shape.rank() >= 2 ? shape.dim(-1) : 1;
+  engine::check_class_weight(class_weight, units == 1 ? 2 : units, fmt::format("Model \"{}\": {}", model.name(), where));
+}
+
 [[noreturn]] void no_batches(const std::string& model, const std::string& what, const std::string& when = "") {
   raise<ValueError>("Model \"{}\": {} gave no batches{} (it is empty, or batch(n, drop_remainder = true) of fewer "
                     "than n samples)", model, what, when);
@@ -105,6 +116,9 @@ Model::Arrays Model::prepare_arrays(const std::vector<Tensor>& x, const std::vec
   std::vector<Tensor> all = a.x;
   all.insert(all.end(), a.y.begin(), a.y.end());
   a.n = num_samples(all, std::string(where) + (y ? "(x, y)" : "(x)"));
+  if (a.n == 0)  // as tf.keras, which raises a ValueError on empty data (though a cryptic one)
+    raise<ValueError>("Model \"{}\": {}: x has 0 samples (shape {}); give at least one sample", name(), where,
+                      x[0].shape().to_string());
   if (!y) return a;
   a.sample_weight = sample_weight ? to_dtype(*sample_weight, DType::float32) : Tensor::full({a.n}, 1.0);
   if (a.sample_weight.shape() != Shape{a.n})
@@ -131,6 +145,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   if (options.validation_data && options.validation_dataset)
     raise<ValueError>("fit: give validation_data or validation_dataset, not both");
   auto [x, y, sample_weights, total] = prepare_arrays(x_in, &y_in, options.sample_weight, options.batch_size, "fit");
+  check_class_weight(*this, options.class_weight, "fit");
 
   // Validation data: given, or the last validation_split of the samples (before shuffling).
   std::int64_t n = total;
@@ -180,6 +195,7 @@ History Model::fit(const DataSource& data, const FitOptions& options) {
     raise<ValueError>("fit: give validation_data or validation_dataset, not both");
   auto train = data.make_adapter();
   if (!has_graph()) build_from_data(train->peek_x());
+  check_class_weight(*this, options.class_weight, "fit");
   std::unique_ptr<DataAdapter> validation;
   if (options.validation_dataset) {
     validation = options.validation_dataset->make_adapter();

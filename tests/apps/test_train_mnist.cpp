@@ -62,7 +62,7 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--epochs", "two"}, "epochs"},
       {{"--batch-size", "0"}, "--batch-size must be > 0"},
       {{"--optimizer", "adamax2"}, "--optimizer"},
-      {{"--lr", "-0.1"}, "--lr must be >= 0"},
+      {{"--lr", "-0.1"}, "--lr must be a finite number >= 0"},
       {{"--verbose", "3"}, "--verbose must be 0, 1 or 2"},
       {{"--cpu-devices", "0"}, "--cpu-devices must be >= 1"},
       {{"--data", data + "/missing"}, "no such directory"},

@@ -121,7 +121,9 @@ TEST_CASE("read_idx: the size must be exactly header + data; every dimension and
     CAPTURE(gzip);
     auto trailing = write_file(dir / (gzip ? "trailing.gz" : "trailing"), idx_bytes({4, 2}, 9), gzip);
     auto msg = message_of<ValueError>([&] { io::read_idx(trailing); });
-    CHECK(contains(msg, "announces 8 bytes of data but the file holds 9 (trailing bytes after the data)"));
+    // A gzip file is not inflated past the data's end plus one byte, so the extra bytes go uncounted.
+    CHECK(contains(msg, gzip ? "announces 8 bytes of data but the file holds more (trailing bytes after the data)"
+                             : "announces 8 bytes of data but the file holds 9 (trailing bytes after the data)"));
     auto short_file = write_file(dir / (gzip ? "short.gz" : "short"), idx_bytes({4, 2}, 7), gzip);
     CHECK(contains(message_of<ValueError>([&] { io::read_idx(short_file); }), "holds 7 (it is truncated)"));
     auto exact = write_file(dir / (gzip ? "exact.gz" : "exact"), idx_bytes({4, 2}, 8), gzip);
