@@ -90,7 +90,8 @@ void Plan::plan_lanes() {
   std::map<const Device*, DeviceBuffers> read_elsewhere;
   for (const auto& [root, steps] : readers) {
     if (root->kind != Value::Kind::arena && root->kind != Value::Kind::feed) continue;
-    if (std::none_of(steps.begin(), steps.end(), [&](std::size_t r) { return steps_[r].device != root->device; }))
+    const Device* home = root->device;  // (clang 14 cannot capture a structured binding)
+    if (std::none_of(steps.begin(), steps.end(), [&](std::size_t r) { return steps_[r].device != home; }))
       continue;
     auto& buffers = read_elsewhere[root->device];
     buffers.by_offset.push_back({root, &steps});

@@ -2,8 +2,10 @@
 # Builds the libFuzzer targets (tests/fuzz) in build-fuzz/ with clang and runs them (docs/fuzzing.md).
 #   scripts/fuzz.sh short            CI: each target from fixed seeds for a fixed number of inputs
 #                                    (deterministic), starting from the committed seed corpus
-#   scripts/fuzz.sh long [seconds]   each target for `seconds` (default 600) on every core; the corpus
-#                                    grows in build-fuzz/corpus/<target> for the next run
+#   scripts/fuzz.sh long [seconds] [targets...]
+#                                    each target (default: all) for `seconds` (default 600) on
+#                                    $TOWER_FUZZ_JOBS cores (default: every core); the corpus grows in
+#                                    build-fuzz/corpus/<target> for the next run
 #   scripts/fuzz.sh build            only configure and build
 # A finding (crash, sanitizer report, exception other than tower::Error, hang) fails the run unless it
 # lies inside libhdf5 (known, docs/fuzzing.md); its input is saved in build-fuzz/findings/<target>/
@@ -18,8 +20,8 @@ targets=(fuzz_idx fuzz_hdf5_weights fuzz_keras_model fuzz_model_config fuzz_back
 # next seed goes on; any other finding fails the run.
 declare -A short_seeds=([fuzz_idx]=1 [fuzz_hdf5_weights]=6 [fuzz_keras_model]=4 [fuzz_model_config]=1
                        [fuzz_backup_metadata]=1)
-declare -A short_runs=([fuzz_idx]=400000 [fuzz_hdf5_weights]=2000 [fuzz_keras_model]=1000 [fuzz_model_config]=20000
-                      [fuzz_backup_metadata]=2000)
+declare -A short_runs=([fuzz_idx]=400000 [fuzz_hdf5_weights]=2000 [fuzz_keras_model]=1000 [fuzz_model_config]=100000
+                      [fuzz_backup_metadata]=8000)
 
 # clang and libFuzzer's runtime (Debian: clang, libclang-rt-<version>-dev), installed when missing.
 install_clang() {
@@ -139,7 +141,9 @@ run_short() {
 # or a tower bug.
 run_long() {
   local seconds=${1:-600} jobs bugs=0
-  jobs=$(nproc)
+  shift || true
+  [ $# -gt 0 ] && targets=("$@")
+  jobs=${TOWER_FUZZ_JOBS:-$(nproc)}
   for t in "${targets[@]}"; do
     local corpus=$build/corpus/$t findings=$build/findings/$t seed_dirs=""
     mkdir -p "$corpus" "$findings/known" "$build/fuzz-long/$t"
@@ -176,6 +180,6 @@ trap 'rm -rf "$TOWER_FUZZ_SCRATCH"' EXIT
 case $mode in
   build) build_targets ;;
   short) build_targets; run_short ;;
-  long) build_targets; run_long "${2:-600}" ;;
-  *) echo "usage: scripts/fuzz.sh short | long [seconds] | build" >&2; exit 2 ;;
+  long) build_targets; shift; run_long "$@" ;;
+  *) echo "usage: scripts/fuzz.sh short | long [seconds] [targets...] | build" >&2; exit 2 ;;
 esac
