@@ -88,7 +88,7 @@ common=(-reload=0 -timeout=5 -rss_limit_mb=2048 -max_len=65536 -print_final_stat
 in_libhdf5() {
   local frame
   frame=$(grep -E '^ +#[0-9]+ 0x' "$1" |
-    grep -vE ' in (__sanitizer|__asan|__lsan|__interceptor|fuzzer::)| in (malloc|calloc|realloc|free|memcpy|memmove|memset|strlen) | in __(mem|str)[a-z0-9_]* |\(/lib/[^ ]*/libc\.so' |
+    grep -vE ' in (__sanitizer|__asan|__lsan|__interceptor|fuzzer::)| in (malloc|calloc|realloc|free|memcpy|memmove|memset|memcmp|strlen|strdup|strndup|strcpy|strncpy|strcmp|strncmp) | in __(mem|str)[a-z0-9_]* |\(/lib/[^ ]*/libc\.so' |
     head -n 1)
   [[ $frame == *libhdf5* ]] || return 1
   # A buffer that tower allocated (one HDF5 reads or writes for it) makes it tower's bug after all;
