@@ -165,15 +165,17 @@ Args parse(int argc, char** argv) {
         throw UsageError(fmt::format("--ratios takes integers >= 0 or auto, got {}", fmt::join(a.ratio_args, " ")));
       a.ratios.push_back(value);
     }
+  std::int64_t ratio_sum = 0;
   try {  // their sum must fit (the split of each batch divides by it)
-    std::int64_t sum = 0;
     for (auto r : a.ratios)
-      sum = checked_add(
-          sum, r, [&] { return fmt::format("the sum of {}", fmt::join(a.ratio_args, " ")); },
+      ratio_sum = checked_add(
+          ratio_sum, r, [&] { return fmt::format("the sum of {}", fmt::join(a.ratio_args, " ")); },
           "give smaller numbers: only their proportions count (3 2 is 60 % and 40 %)");
   } catch (const ValueError& e) {
     throw UsageError(std::string("--ratios: ") + e.what());
   }
+  if (!a.ratios.empty() && ratio_sum == 0)
+    throw UsageError(fmt::format("--ratios {}: at least one share must be above 0", fmt::join(a.ratio_args, " ")));
   if (a.verbose < 0 || a.verbose > 2) throw UsageError(fmt::format("--verbose must be 0, 1 or 2, got {}", a.verbose));
   if (a.backup_every < 0) throw UsageError(fmt::format("--backup-every must be >= 0, got {}", a.backup_every));
   if (a.train_samples < 0) throw UsageError(fmt::format("--train-samples must be >= 0, got {}", a.train_samples));

@@ -254,6 +254,10 @@ TEST_CASE("train_mnist --cpu-devices 2 --ratios 9223372036854775807 1: a usage e
   CHECK(contains(r.output, "--ratios: the sum of 9223372036854775807 1: 9223372036854775807 + 1 is more than "
                            "9223372036854775807, the largest 64-bit integer; give smaller numbers: only their "
                            "proportions count (3 2 is 60 % and 40 %)"));
+  // All shares 0: nothing to split a batch by, refused before the data is read.
+  const auto zeros = train_mnist({"--data", "/nonexistent", "--cpu-devices", "2", "--ratios", "0", "0"}, dir);
+  CHECK(zeros.exit_code == 2);
+  CHECK(contains(zeros.output, "--ratios 0 0: at least one share must be above 0"));
   // Huge ratios whose sum fits split each batch exactly.
   const auto ok = train_mnist({"--data", dir.path.string(), "--cpu-devices", "2", "--ratios", "4611686018427387904",
                                "1", "--epochs", "1", "--verbose", "0"},
