@@ -435,6 +435,8 @@ Model model_from_json(const std::string& text) {
     config = json::parse(text);
   } catch (const json::parse_error& e) {
     raise<ValueError>("model_from_json: malformed JSON at byte {}: {}", e.byte, e.what());
+  } catch (const json::exception& e) {  // a number beyond double's range, say
+    raise<ValueError>("model_from_json: the JSON text cannot be read: {}", e.what());
   }
   return model_from_config(config);
 }

@@ -186,7 +186,15 @@ LayerPtr layer_from_config(const nlohmann::json& layer) {
     translate_keras1(class_name, config);
   }
   auto it = factories().find(class_name);
-  if (it != factories().end()) return it->second(config);
+  if (it != factories().end()) {
+    try {
+      return it->second(config);
+    } catch (const nlohmann::json::exception& e) {  // a field of a type or range its reader did not expect
+      raise<ValueError>("layer config of {}{}: a field has the wrong type or an out-of-range value ({}); fix the "
+                        "config (Keras's get_config() of this layer shows the expected fields)",
+                        class_name, name.empty() ? "" : " \"" + name + "\"", e.what());
+    }
+  }
   if (LayerFactory factory = user_factory(class_name, layer))  // the config as written: no Keras 1 renames
     return build_user_layer(factory, class_name, name, layer["config"]);
   std::string supported;

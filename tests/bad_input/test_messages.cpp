@@ -21,6 +21,7 @@
 #include "tower/io/hdf5.h"
 #include "tower/io/idx.h"
 #include "tower/io/keras_weights.h"
+#include "tower/io/model_config.h"
 #include "tower/layers/layers.h"
 #include "tower/layers/engine/sequential.h"
 #include "tower/optimizers/optimizers.h"
@@ -515,4 +516,19 @@ TEST_CASE("labels of the wrong type: fractional class ids, one-hot rows for clas
   onehot.compile("sgd", "categorical_crossentropy");
   CHECK(contains(message_of<ShapeError>([&] { onehot.fit(s.x, s.y, {.verbose = 0}); }),
                  "(for integer class ids use sparse_categorical_crossentropy, or one-hot encode the labels)"));
+}
+
+// Found by fuzz_model_config's first long run (docs/fuzzing.md): JSON errors other than a syntax error
+// escaped as nlohmann exceptions instead of tower::Errors.
+TEST_CASE("model_config JSON: a number beyond double's range or a field of the wrong type is a ValueError naming the layer") {
+  const auto overflow = message_of<ValueError>([] { io::model_from_json(R"({"class_name": 2e400})"); });
+  CHECK(contains(overflow, "model_from_json: the JSON text cannot be read: "));
+  CHECK(contains(overflow, "number overflow parsing '2e400'"));
+  const std::string config = R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 4], "name": "in"}},
+      {"class_name": "Dense", "config": {"name": "d", "units": 3, "kernel_initializer":
+          {"class_name": "VarianceScaling", "config": {"scale": 1.0, "mode": null}}}}]}})";
+  const auto null_mode = message_of<ValueError>([&] { io::model_from_json(config); });
+  CHECK(contains(null_mode, "layer config of Dense \"d\": a field has the wrong type or an out-of-range value ("));
+  CHECK(contains(null_mode, "type must be string, but is null"));
 }
