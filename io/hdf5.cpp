@@ -143,6 +143,14 @@ H5T_cset_t cset_of(const std::vector<std::string>& values) {
 
 // ---- attributes ---------------------------------------------------------------------------------
 
+// The size in bytes of the file that holds `object`.
+hsize_t file_size_of(hid_t object, const std::string& where) {
+  Handle file = owned(H5Iget_file_id(object), where + ": cannot find the attribute's file");
+  hsize_t bytes = 0;
+  check(H5Fget_filesize(file.get(), &bytes), where + ": cannot read the file's size");
+  return bytes;
+}
+
 // Every string of a string attribute (scalar or array, fixed- or variable-length). An empty array of
 // another type (Keras's weight_names of a weightless layer) is an empty list.
 std::vector<std::string> read_strings(hid_t attr, const std::string& where) {
@@ -155,6 +163,13 @@ std::vector<std::string> read_strings(hid_t attr, const std::string& where) {
   }
   std::vector<std::string> out;
   if (n == 0) return out;
+  // A count from a damaged file can be anything: each string takes at least one byte of the file (a
+  // variable-length one 16: its global heap reference), so a count beyond the file's size is damage,
+  // refused before a buffer is made for it (found by fuzz_hdf5_weights: a std::length_error escaped).
+  const std::size_t element_bytes = check(H5Tis_variable_str(type.get()), where) > 0 ? 16 : H5Tget_size(type.get());
+  if (element_bytes == 0 || n > file_size_of(attr, where) / element_bytes)
+    throw FileError(fmt::format("{}: the attribute claims {} strings of {} bytes, more than the whole file holds (the "
+                                "file is damaged)", where, n, element_bytes));
   if (check(H5Tis_variable_str(type.get()), where) > 0) {
     Handle mem = vlen_string_type(H5Tget_cset(type.get()));
     std::vector<char*> buffer(n, nullptr);
