@@ -9,11 +9,10 @@ void raise_variable_out_of_memory(const std::string& name, const Shape& shape, D
                                   const std::exception* cause) {
   std::string says = cause ? cause->what() : "std::bad_alloc";
   if (auto advice = says.find(kSmallerBatchAdvice); advice != std::string::npos) says.erase(advice);
-  const auto bytes = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
   raise<OutOfMemoryError>("out of memory allocating the variable \"{}\" ({} {}, {}): the model's weights and "
                           "optimizer state do not fit in this device's memory, whatever the batch size; use a smaller "
                           "model, or a device with more memory ({})", name, shape.to_string(), dtype_name(dtype),
-                          format_bytes(bytes), says);
+                          format_bytes(tensor_bytes(shape, dtype)), says);
 }
 
 Variable::Variable(std::string name, Tensor initial_value, bool trainable)

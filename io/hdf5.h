@@ -178,7 +178,7 @@ class File : public Group {
 // removed, an existing file at `path` is left as it was, and the error names `what` (e.g.
 // `save_weights("x.h5")`). First it makes check_destination's checks; a file it replaces keeps its
 // mode (and owner, where the process may set it). A file size limit (ulimit -f) fails like a full
-// disk: the SIGXFSZ it raises is blocked and discarded (see hdf5.cpp).
+// disk: the SIGXFSZ it raises is blocked and discarded (see atomic_write.cpp, which holds these three).
 void write_file_atomically(const std::string& path, const std::string& what,
                            const std::function<void(File&)>& write);
 

@@ -107,11 +107,13 @@ Optimizer::~Optimizer() = default;
 double Optimizer::current_learning_rate() const {
   if (!schedule_) return learning_rate_;
   // A schedule's arguments are checked, but its formula may still overflow (ExponentialDecay with a
-  // decay_rate above 1 reaches inf after enough steps).
+  // decay_rate above 1 reaches inf after enough steps). Called every step: the message is made only
+  // when the value is refused.
   const double value = (*schedule_)(iterations_);
-  check_learning_rate(fmt::format("{}: the learning-rate schedule {}", name(),
-                                  schedule_->to_config().value("class_name", std::string("?"))),
-                      fmt::format("its value at step {}", iterations_), value);
+  if (!is_valid_learning_rate(value)) [[unlikely]]
+    check_learning_rate(fmt::format("{}: the learning-rate schedule {}", name(),
+                                    schedule_->to_config().value("class_name", std::string("?"))),
+                        fmt::format("its value at step {}", iterations_), value);
   return value;
 }
 

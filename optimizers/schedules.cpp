@@ -27,8 +27,12 @@ double progress(std::int64_t step, std::int64_t decay_steps, bool staircase) {
 
 }  // namespace
 
+bool is_valid_learning_rate(double value) {
+  return value >= 0.0 && value <= std::numeric_limits<float>::max();  // false for NaN
+}
+
 void check_learning_rate(const std::string& who, const std::string& argument, double value) {
-  if (!(value >= 0.0 && value <= std::numeric_limits<float>::max()))  // also false for NaN
+  if (!is_valid_learning_rate(value))
     raise<ValueError>("{}: {} must be a finite number >= 0 that float32 can hold (at most {}), got {}; the updates "
                       "compute in float32", who, argument, std::numeric_limits<float>::max(), value);
 }

@@ -25,6 +25,8 @@ class LearningRateSchedule {
 // Refuses a learning rate that is not a finite number >= 0 that float32 can hold (the updates compute in
 // float32: 1e300 would become inf): ValueError naming `who` and `argument` ("Adam", "learning_rate").
 void check_learning_rate(const std::string& who, const std::string& argument, double value);
+// The test check_learning_rate makes, for a check on every step that formats its message only on failure.
+bool is_valid_learning_rate(double value);
 
 // A schedule from Keras's {"class_name", "config"} (tf.keras 2 or Keras 3 spelling); unknown classes throw.
 std::shared_ptr<const LearningRateSchedule> schedule_from_config(const nlohmann::json& schedule);

@@ -207,17 +207,18 @@ FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::ve
     if (n_classes == 0 || !y_batch[k].device().host_accessible()) continue;
     dispatch_any(y_batch[k].dtype(), "sparse_categorical_crossentropy labels", [&]<typename T>() {
       const T* ids = y_batch[k].data<T>();
-      const std::string output = y_batch.size() > 1 ? fmt::format(", output {}", k) : "";
+      // Which output, for the messages only (made on failure: this loop runs every step).
+      auto output = [&] { return y_batch.size() > 1 ? fmt::format(", output {}", k) : std::string(); };
       for (std::int64_t i = 0; i < y_batch[k].num_elements(); ++i) {
         const auto id = static_cast<double>(ids[i]);
         if (!(id >= 0 && id < static_cast<double>(n_classes)))
           raise<ValueError>("sparse_categorical_crossentropy: label {} (sample {} of the batch{}) is out of range for "
                             "{} classes; labels must be class ids 0..{} (check the number of output units)", id, i,
-                            output, n_classes, n_classes - 1);
+                            output(), n_classes, n_classes - 1);
         if (id != std::floor(id))  // Keras casts to an integer: 1.5 would silently train as class 1
           raise<ValueError>("sparse_categorical_crossentropy: label {} (sample {} of the batch{}) is not a class id; "
                             "labels must be whole numbers 0..{} (for soft or one-hot targets use "
-                            "categorical_crossentropy)", id, i, output, n_classes - 1);
+                            "categorical_crossentropy)", id, i, output(), n_classes - 1);
       }
     });
   }

@@ -83,7 +83,7 @@ void check_has_labels(const DataElement& element, const std::string& model, cons
 }
 // class_weight checked against the model's classes: its one output's last dimension (2 for a single
 // unit, as in binary classification).
-void check_class_weight(const Model& model, const std::map<std::int64_t, double>& class_weight, const char* where) {
+void check_class_weight_for(const Model& model, const std::map<std::int64_t, double>& class_weight, const char* where) {
   if (class_weight.empty()) return;
   if (model.outputs().size() != 1)
     raise<ValueError>("{}: class_weight needs a model with one output, got {}", where, model.outputs().size());
@@ -145,7 +145,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
   if (options.validation_data && options.validation_dataset)
     raise<ValueError>("fit: give validation_data or validation_dataset, not both");
   auto [x, y, sample_weights, total] = prepare_arrays(x_in, &y_in, options.sample_weight, options.batch_size, "fit");
-  check_class_weight(*this, options.class_weight, "fit");
+  check_class_weight_for(*this, options.class_weight, "fit");
 
   // Validation data: given, or the last validation_split of the samples (before shuffling).
   std::int64_t n = total;
@@ -195,7 +195,7 @@ History Model::fit(const DataSource& data, const FitOptions& options) {
     raise<ValueError>("fit: give validation_data or validation_dataset, not both");
   auto train = data.make_adapter();
   if (!has_graph()) build_from_data(train->peek_x());
-  check_class_weight(*this, options.class_weight, "fit");
+  check_class_weight_for(*this, options.class_weight, "fit");
   std::unique_ptr<DataAdapter> validation;
   if (options.validation_dataset) {
     validation = options.validation_dataset->make_adapter();

@@ -1,0 +1,172 @@
+// Atomic saves (see hdf5.h, "write_file_atomically"): a file is filled in memory, written to a
+// temporary file beside its target, synced and renamed over it; the checks a save makes before it
+// writes (check_destination, check_can_create).
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "tower/core/error.h"
+#include "tower/io/hdf5.h"
+
+namespace tower::io::hdf5 {
+
+namespace {
+
+std::string temporary_name(const std::string& path) { return path + ".tmp-" + std::to_string(::getpid()); }
+
+// A write past the file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default action kills
+// the process, leaving the temporary file behind. While a save writes, the signal is blocked on the
+// calling thread only, so that write() fails with EFBIG as on a full disk and the save reports it; a
+// SIGXFSZ raised meanwhile (the kernel sends it to the writing thread) is taken off the pending set
+// before the old mask returns, so it is never delivered. Blocking, rather than SIG_IGN, leaves the
+// process's disposition (a handler of the user's, other threads) as it was.
+class FileSizeSignalBlocked {
+ public:
+  FileSizeSignalBlocked() {
+    sigemptyset(&xfsz_);
+    sigaddset(&xfsz_, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz_, &old_mask_);
+    was_pending_ = pending();
+  }
+  ~FileSizeSignalBlocked() {
+    if (!was_pending_ && pending()) {
+      const timespec now{0, 0};
+      while (sigtimedwait(&xfsz_, nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  FileSizeSignalBlocked(const FileSizeSignalBlocked&) = delete;
+  FileSizeSignalBlocked& operator=(const FileSizeSignalBlocked&) = delete;
+
+ private:
+  static bool pending() {
+    sigset_t set;
+    return sigpending(&set) == 0 && sigismember(&set, SIGXFSZ) == 1;
+  }
+  sigset_t xfsz_{}, old_mask_{};
+  bool was_pending_ = false;
+};
+
+// What to do about a failed write, for the message.
+std::string write_error_hint(int err) {
+  rlimit limit{};
+  if (err == EFBIG && ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return fmt::format(" (the file size limit, ulimit -f, is {} bytes: raise it)", limit.rlim_cur);
+  if (err == ENOSPC || err == EDQUOT) return " (free space on that disk, or save elsewhere)";
+  return "";
+}
+
+// Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave
+// an empty file). A full disk or a file size limit shows up here as a FileError. `replaced` is the
+// file it will replace (null: none), whose mode and owner it takes.
+void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes,
+                        const struct stat* replaced) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) raise<FileError>("{}: cannot create \"{}\": {}", what, path, std::strerror(errno));
+  if (replaced) {
+    // The owner only where the process may give the file away (root); the mode after it, as chown
+    // clears set-user-ID bits.
+    if (::fchown(fd, replaced->st_uid, replaced->st_gid) != 0) {
+    }
+    if (::fchmod(fd, replaced->st_mode & 07777) != 0) {
+      const int err = errno;
+      ::close(fd);
+      raise<FileError>("{}: cannot give \"{}\" the mode of the file it replaces: {}", what, path, std::strerror(err));
+    }
+  }
+  std::size_t done = 0;
+  {
+    FileSizeSignalBlocked blocked;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        raise<FileError>("{}: cannot write \"{}\" ({} of {} bytes written): {}{}", what, path, done, bytes.size(),
+                         std::strerror(err), write_error_hint(err));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    raise<FileError>("{}: cannot sync \"{}\": {}{}", what, path, std::strerror(err), write_error_hint(err));
+  }
+}
+
+}  // namespace
+
+void check_destination(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && fs::exists(dir) && !fs::is_directory(dir))
+    raise<FileError>("{}: \"{}\" is not a directory (it is a file)", what, dir.string());
+  if (!dir.empty() && !fs::is_directory(dir))
+    raise<FileError>("{}: the directory \"{}\" does not exist (create it first)", what, dir.string());
+  if (fs::is_directory(path)) raise<FileError>("{}: \"{}\" is a directory; give a file name", what, path);
+  // The rename would replace a file that could not be written in place (and take its mode and
+  // owner): refused, as h5py and Keras cannot open it for writing either. Root's access() says yes
+  // to any file, so a file without any write bit counts as read-only too.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && ((st.st_mode & 0222) == 0 || ::access(path.c_str(), W_OK) != 0))
+    raise<FileError>("{}: \"{}\" is read-only (mode {:04o}); tower does not replace a read-only file: make it "
+                     "writable (chmod u+w \"{}\") or save under another name",
+                     what, path, st.st_mode & 07777, path);
+}
+
+void check_can_create(const std::string& path, const std::string& what) {
+  check_destination(path, what);
+  const std::string scratch = temporary_name(path);
+  const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    raise<FileError>("{}: cannot create files in the directory \"{}\" (\"{}\": {}); choose a directory you can "
+                     "write to",
+                     what, dir.empty() ? "." : dir, scratch, std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(scratch.c_str());
+}
+
+void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
+  namespace fs = std::filesystem;
+  check_destination(path, what);
+  struct stat replaced {};
+  const bool replacing = ::stat(path.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
+  const std::string tmp = temporary_name(path);
+  try {
+    std::vector<char> bytes;
+    {
+      File file = File::create_in_memory(tmp);
+      write(file);
+      bytes = file.image();
+      file.close();
+    }
+    write_bytes_synced(tmp, what, bytes, replacing ? &replaced : nullptr);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      raise<FileError>("{}: cannot rename \"{}\" to \"{}\": {}", what, tmp, path, std::strerror(errno));
+  } catch (const FileError& e) {  // HDF5's errors name the temporary file: say which save failed
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    std::string message = e.what();
+    if (message.rfind(what, 0) != 0) message = what + ": " + message;
+    throw FileError(message + (replacing ? " (\"" + path + "\" is unchanged)" : " (no file was written)"));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+}
+
+}  // namespace tower::io::hdf5
