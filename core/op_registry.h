@@ -36,6 +36,10 @@ struct OpDef {
   // The replicas of one collective (all_reduce) on several devices wait for each other: the plan
   // checks that every lane can reach its replica, and its time is waiting, not computing.
   bool collective = false;
+  // Starts work that goes on in the background (a gradient bucket's all-reduce across worker
+  // processes): the plan runs it, and the nodes it needs, as early as it can, so that the work overlaps
+  // the rest of the step (the backward pass) instead of waiting for it.
+  bool early = false;
 };
 
 void register_op(OpDef def);

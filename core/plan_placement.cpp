@@ -1,6 +1,8 @@
 // Plan phase 1, placement: the nodes the fetches need, their devices and concrete shapes, one step
 // per node, and a copy step wherever a consumer sits on another device than its input.
+#include <climits>
 #include <map>
+#include <queue>
 #include <utility>
 
 #include "tower/core/plan_internal.h"
@@ -10,6 +12,49 @@ namespace tower {
 namespace {
 
 Device& resolve_device(const std::string& name, Device& fallback) { return name.empty() ? fallback : device(name); }
+
+// The needed nodes in the order they become steps: id (= topological) order, except that `early` ops
+// (OpDef::early) come as soon as they can. A node's key is the first early op (in id order) that needs
+// it; among the nodes whose inputs are done, the smallest (key, id) goes next. So the nodes the first
+// early op needs run first, then that op, then what the second one needs, and so on; the nodes no early
+// op needs keep their id order after them. Without early ops this is id order.
+std::vector<int> node_order(const Graph& graph, const std::vector<char>& needed) {
+  const int n = graph.num_nodes();
+  const auto at = [](int id) { return static_cast<std::size_t>(id); };
+  std::vector<int> key(at(n), INT_MAX);
+  int early = 0;
+  for (int id = 0; id < n; ++id)
+    if (needed[at(id)] && graph.node(id).def().early) key[at(id)] = early++;
+  std::vector<int> order;
+  if (early == 0) {
+    for (int id = 0; id < n; ++id)
+      if (needed[at(id)]) order.push_back(id);
+    return order;
+  }
+  for (int id = n - 1; id >= 0; --id)  // inputs have smaller ids: every consumer's key is final here
+    if (needed[at(id)] && key[at(id)] != INT_MAX)
+      for (const auto& in : graph.node(id).inputs()) key[at(in.node()->id())] = std::min(key[at(in.node()->id())], key[at(id)]);
+  std::vector<int> waiting(at(n), 0);  // inputs not yet in the order
+  std::vector<std::vector<int>> consumers(at(n));
+  using Entry = std::pair<int, int>;  // (key, id)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (int id = 0; id < n; ++id) {
+    if (!needed[at(id)]) continue;
+    for (const auto& in : graph.node(id).inputs()) {
+      ++waiting[at(id)];
+      consumers[at(in.node()->id())].push_back(id);
+    }
+    if (waiting[at(id)] == 0) ready.push({key[at(id)], id});
+  }
+  while (!ready.empty()) {
+    const int id = ready.top().second;
+    ready.pop();
+    order.push_back(id);
+    for (int c : consumers[at(id)])
+      if (--waiting[at(c)] == 0) ready.push({key[at(c)], c});
+  }
+  return order;
+}
 
 }  // namespace
 
@@ -37,7 +82,7 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
     fed[sym.node()->id()] = &tensor;
   }
 
-  // 2. Values and steps, node by node, with copies where a consumer sits on another device.
+  // 2. Values and steps, node by node (node_order), with copies where a consumer sits on another device.
   std::map<std::pair<int, int>, Value*> value_of;  // (node id, output) -> value
   std::map<std::pair<Value*, Device*>, Value*> copies;
   auto new_value = [&](TensorSpec spec, Device* dev, Value::Kind kind, std::string name) {
@@ -50,8 +95,7 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
     return values_.back().get();
   };
   std::vector<Step> mutating;  // variable updates run after every other step (they read old values)
-  for (int id = 0; id < graph.num_nodes(); ++id) {
-    if (!needed[static_cast<std::size_t>(id)]) continue;
+  for (const int id : node_order(graph, needed)) {
     const Node& node = graph.node(id);
     const OpSource source = node.def().source;
     Device* dev = &resolve_device(node.device(), default_device);

@@ -8,6 +8,7 @@
 
 #include "tower/io/keras_model.h"
 #include "tower/io/keras_weights.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower::callbacks {
 
@@ -72,6 +73,12 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   batches_seen_ = 0;
   resumed_epoch_ = -1;
   resumed_step_ = -1;
+  // In a multi-worker job only the chief writes the backup; the others read it where they can see it
+  // (the chief's weights, optimizer state and position reach them in fit anyway: Replication::begin_fit).
+  if (!writes_files(model())) {
+    if (fs::exists(backup_path())) restore();
+    return;
+  }
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec || !fs::is_directory(dir_))
@@ -83,7 +90,12 @@ void BackupAndRestore::on_train_begin(const Logs&) {
     if (entry.path().filename().string().starts_with("backup.h5.tmp-")) fs::remove(entry.path(), ec);
   const std::string what = "BackupAndRestore(\"" + path + "\")";
   io::check_writable(path, what);  // now, not at the end of the first epoch
-  if (!fs::exists(path)) return;
+  if (fs::exists(path)) restore();
+}
+
+void BackupAndRestore::restore() {
+  const std::string path = backup_path();
+  const std::string what = "BackupAndRestore(\"" + path + "\")";
   const std::string fix = "the backup is damaged; delete the backup directory \"" + dir_ + "\" to start training over";
   io::hdf5::File file = [&] {
     try {
@@ -122,13 +134,14 @@ void BackupAndRestore::on_train_batch_end(std::int64_t batch, const Logs&) {
 void BackupAndRestore::on_epoch_end(int epoch, Logs&) { backup(epoch + 1, 0); }
 
 void BackupAndRestore::on_train_end(const Logs&) {
-  if (!options_.delete_checkpoint) return;
+  if (!options_.delete_checkpoint || !writes_files(model())) return;
   std::error_code ec;
   fs::remove(backup_path(), ec);
 }
 
 void BackupAndRestore::backup(int epoch, std::int64_t step) {
   const Model& m = model();
+  if (!writes_files(m)) return;
   const std::string path = backup_path();
   const nlohmann::json position = {{"epoch", epoch}, {"step", step}};
   io::hdf5::write_file_atomically(path, "BackupAndRestore(\"" + path + "\")", [&](io::hdf5::File& file) {

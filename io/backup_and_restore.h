@@ -39,7 +39,8 @@ class BackupAndRestore : public Callback {
   std::int64_t resumed_step() const { return resumed_step_; }
 
  private:
-  void backup(int epoch, std::int64_t step);  // the next batch to train is `step` of `epoch`
+  void backup(int epoch, std::int64_t step);
+  void restore();  // the backup's weights, optimizer state and position into the model  // the next batch to train is `step` of `epoch`
 
   std::string dir_;
   BackupAndRestoreOptions options_;

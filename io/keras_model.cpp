@@ -12,6 +12,7 @@
 #include "tower/io/model_config.h"
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizers.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower::io {
 namespace {
@@ -391,7 +392,10 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
 
 namespace tower {
 
-void Model::save(const std::string& path, const SaveOptions& options) const { io::save_model_hdf5(*this, path, options); }
+// In a multi-worker job only the chief writes (the others would race it for the same path).
+void Model::save(const std::string& path, const SaveOptions& options) const {
+  if (writes_files(*this)) io::save_model_hdf5(*this, path, options);
+}
 
 
 }  // namespace tower

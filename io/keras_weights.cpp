@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "tower/layers/engine/replication.h"
+
 namespace tower::io {
 namespace {
 
@@ -321,9 +323,11 @@ void save_weights_hdf5(const std::vector<LayerPtr>& layers, const std::string& p
 
 namespace tower {
 
-// A parallel wrapper (Model::wrapped_model) reads and writes the model it wraps: the same file.
+// A parallel wrapper (Model::wrapped_model) reads and writes the model it wraps: the same file. In a
+// multi-worker job only the chief writes.
 void Model::save_weights(const std::string& path, const SaveWeightsOptions& options) const {
-  io::save_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path, options);
+  if (writes_files(*this))
+    io::save_weights_hdf5(wrapped_model() ? wrapped_model()->layers() : layers(), path, options);
 }
 
 void Model::load_weights(const std::string& path, const LoadWeightsOptions& options) {

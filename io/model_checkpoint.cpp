@@ -10,6 +10,7 @@
 #include "tower/io/keras_weights.h"
 #include "tower/layers/callbacks/callbacks.h"
 #include "tower/layers/engine/model.h"
+#include "tower/layers/engine/replication.h"
 
 namespace tower::callbacks {
 
@@ -91,6 +92,7 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
 }
 
 void ModelCheckpoint::save(int epoch, std::optional<std::int64_t> batch, const Logs& logs) {
+  if (!writes_files(model())) return;  // a multi-worker job: the chief writes, the others nothing
   const std::string path = format_checkpoint_path(filepath_, epoch, batch, logs);
   if (options_.save_best_only) {
     const auto current = logs.get(options_.monitor);

@@ -86,7 +86,8 @@ std::string collective_name(const std::vector<std::string>& names) {
 
 std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std::vector<std::string>& devices,
                                                         const std::vector<std::vector<SymbolicTensor>>& grads,
-                                                        CrossDeviceOps how, std::size_t bucket_bytes) {
+                                                        CrossDeviceOps how, std::size_t bucket_bytes,
+                                                        const AcrossWorkers& across) {
   if (devices.empty() || grads.size() != devices.size())
     raise<ValueError>("all_reduce_sum: {} gradient lists for {} devices; give one list per device", grads.size(),
                       devices.size());
@@ -95,16 +96,18 @@ std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std:
       raise<ValueError>("all_reduce_sum: the replicas have {} and {} gradients; every replica needs one entry per "
                         "variable",
                         grads.front().size(), replica.size());
-  if (devices.size() == 1) return grads;
+  if (devices.size() == 1 && !across) return grads;
 
   const std::size_t replicas = devices.size();
-  const std::vector<std::size_t> members = collective_members(devices, how);
+  // Across workers the first replica's sum is what crosses: the others reduce to it.
+  const std::vector<std::size_t> members = across ? std::vector<std::size_t>{} : collective_members(devices, how);
   std::vector<std::string> member_names;
   for (std::size_t r : members) member_names.push_back(devices[r]);
   // The replica whose sum the others copy, and which adds the non-members' buckets to its own first.
   const std::size_t lead = members.empty() ? 0 : members.front();
 
   std::vector<std::vector<SymbolicTensor>> sums(replicas, std::vector<SymbolicTensor>(grads.front().size()));
+  int index = 0;
   for (const Bucket& bucket : make_buckets(grads, bucket_bytes)) {
     // Each replica's bucket, flat, on its device (zeros for a gradient it lacks); undefined for a
     // replica with none of the bucket's gradients, which adds nothing.
@@ -146,6 +149,8 @@ std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std:
       for (std::size_t r = 0; r < replicas; ++r)
         if (std::find(members.begin(), members.end(), r) == members.end()) sum[r] = sum[lead];
     }
+    if (across) sum.assign(replicas, across(sum[lead], index));  // the other workers' sums join
+    ++index;
     // Cut back into gradients on every replica (the executor copies a sum made elsewhere once per device).
     for (std::size_t r = 0; r < replicas; ++r) {
       Graph::DeviceScope on(graph, devices[r]);

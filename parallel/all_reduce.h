@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ enum class CrossDeviceOps {
   all_reduce,
 };
 
+// The sum of a bucket (n,) across the worker processes of a job, given this process's sum and the
+// bucket's index (parallel/worker_ops.h); empty: one process.
+using AcrossWorkers = std::function<SymbolicTensor(const SymbolicTensor& bucket, int index)>;
+
 // grads[r][i]: replica r's gradient of variable i, computed on devices[r] (undefined: replica r has
 // none). Returns sums[r][i] on devices[r]: the sum over the replicas of variable i's gradient
 // (undefined where no replica has one).
@@ -38,10 +43,12 @@ enum class CrossDeviceOps {
 // variables from last to first, the order backprop makes them. Each bucket is flattened on its replica,
 // the buckets are summed as `how` says (a replica without any of a bucket's gradients adds nothing),
 // and each replica splits its sum back into gradients: every replica gets the same bits, and the
-// result does not depend on timing.
+// result does not depend on timing. With `across`, the first replica's sum of each bucket is summed
+// across the workers (hierarchically: this process's replicas first) and every replica takes that.
 std::vector<std::vector<SymbolicTensor>> all_reduce_sum(Graph& graph, const std::vector<std::string>& devices,
                                                         const std::vector<std::vector<SymbolicTensor>>& grads,
                                                         CrossDeviceOps how = CrossDeviceOps::automatic,
-                                                        std::size_t bucket_bytes = kDefaultBucketBytes);
+                                                        std::size_t bucket_bytes = kDefaultBucketBytes,
+                                                        const AcrossWorkers& across = {});
 
 }  // namespace tower::parallel

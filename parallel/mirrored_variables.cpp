@@ -35,7 +35,7 @@ std::vector<Node*> apply_mirrored_gradients(Graph& graph, const std::vector<std:
                                             const std::vector<std::vector<VariablePtr>>& copies,
                                             const SymbolicTensor& loss, optimizers::Optimizer& optimizer,
                                             const SymbolicTensor& learning_rate, const SymbolicTensor& iteration,
-                                            CrossDeviceOps how) {
+                                            CrossDeviceOps how, const AcrossWorkers& across) {
   const std::size_t n = copies.front().size();
   std::vector<SymbolicTensor> reads;
   for (const auto& replica : copies)
@@ -44,7 +44,7 @@ std::vector<Node*> apply_mirrored_gradients(Graph& graph, const std::vector<std:
   std::vector<std::vector<SymbolicTensor>> grads(replicas.size());
   for (std::size_t r = 0; r < replicas.size(); ++r)
     grads[r].assign(all.begin() + static_cast<std::ptrdiff_t>(r * n), all.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
-  const auto sums = all_reduce_sum(graph, replicas, grads, how);
+  const auto sums = all_reduce_sum(graph, replicas, grads, how, kDefaultBucketBytes, across);
 
   std::vector<Node*> updates;
   for (std::size_t r = 0; r < replicas.size(); ++r) {

@@ -41,11 +41,12 @@ class MirrorSet {
 // A training step's updates with mirrored variables. copies[r][i]: replica r's copy of variable i
 // (the variable itself where it lives on replicas[r]). Each replica's gradients are the loss's
 // gradients of its copies; all_reduce_sum adds them (fixed-order buckets, `how`), and each replica
-// applies `optimizer` to its copies with the sums, on its own device, with its own slots.
+// applies `optimizer` to its copies with the sums, on its own device, with its own slots. `across`:
+// each bucket's sum is also summed across the worker processes (all_reduce_sum).
 std::vector<Node*> apply_mirrored_gradients(Graph& graph, const std::vector<std::string>& replicas,
                                             const std::vector<std::vector<VariablePtr>>& copies,
                                             const SymbolicTensor& loss, optimizers::Optimizer& optimizer,
                                             const SymbolicTensor& learning_rate, const SymbolicTensor& iteration,
-                                            CrossDeviceOps how);
+                                            CrossDeviceOps how, const AcrossWorkers& across = {});
 
 }  // namespace tower::parallel

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "tower/core/checked.h"
@@ -13,7 +14,9 @@
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizer.h"
+#include "tower/parallel/process_group.h"
 #include "tower/parallel/tower_meter.h"
+#include "tower/parallel/worker_ops.h"
 
 namespace tower::parallel {
 
@@ -25,6 +28,22 @@ SymbolicTensor rows_of(const SymbolicTensor& x) {
   for (int d = 1; d < x.rank(); ++d) per_row *= x.shape()[d];
   const SymbolicTensor ones = ops::ones_like(is_floating(x.dtype()) ? x : ops::cast(x, DType::float32));
   return ops::scale(ops::reduce_sum(ones), 1.0 / static_cast<double>(std::max<std::int64_t>(per_row, 1)));
+}
+
+// Every worker's rows of `out` (rows, ...), in rank order, on the host.
+Tensor gather_rows(ProcessGroup& group, const Tensor& out) {
+  const Tensor host = out.to(cpu_device());
+  const auto parts = group.all_gather(
+      std::string(static_cast<const char*>(host.raw_data()), host.nbytes()), {.what = "predictions"});
+  std::string joined;
+  for (const auto& p : parts) joined += p;
+  auto dims = host.shape().dims();
+  std::size_t row_bytes = dtype_size(host.dtype());
+  for (std::size_t d = 1; d < dims.size(); ++d) row_bytes *= static_cast<std::size_t>(dims[d]);
+  dims[0] = row_bytes ? static_cast<std::int64_t>(joined.size() / row_bytes) : 0;
+  Tensor all = Tensor::zeros(Shape(dims), host.dtype());
+  std::memcpy(all.raw_data(), joined.data(), joined.size());
+  return all;
 }
 
 // An update a tower's call made (BatchNormalization's moving statistics): its index in
@@ -50,8 +69,15 @@ class Towers::Call : public ReplicatedCall {
     const auto& ratios = towers_.ratios_;
     const std::size_t n = devices.size();
     std::vector<SymbolicTensor> first_rows(n);
+    if (towers_.worker_) {  // this worker's rows of the global batch, and how many the batch has
+      worker_first_row_ = graph_.placeholder(Shape{}, DType::int64, "worker_first_row");
+      global_rows_ = graph_.placeholder(Shape{}, DType::float32, "global_rows");
+    }
     if (ctx.training && !inputs.empty())
-      for (std::size_t t = 0; t < n; ++t) first_rows[t] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(t));
+      for (std::size_t t = 0; t < n; ++t) {
+        first_rows[t] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(t));
+        if (towers_.worker_) first_rows[t] = ops::add(worker_first_row_, first_rows[t]);
+      }
     std::vector<std::vector<SymbolicTensor>> shares(n);  // [tower][input]
     {
       Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);  // only a share is copied over
@@ -94,16 +120,23 @@ class Towers::Call : public ReplicatedCall {
       for (std::size_t t = 0; t < devices.size(); ++t)
         y_shares.push_back(ops::batch_share(y, towers_.ratios_, static_cast<int>(t)));
     SymbolicTensor sum, count;
+    std::int64_t per_row = 1;  // values per sample
     for (std::size_t t = 0; t < devices.size(); ++t) {
       SymbolicTensor tower_sum, tower_count;
       {
         Graph::DeviceScope on(graph_, devices[t]);
         const auto v = per_sample(y_shares[t], parts_.at(output)[t], weight_shares_[t]);
+        if (t == 0)
+          for (int d = 1; d < v.rank(); ++d) per_row *= v.shape()[d];
         tower_sum = ops::reduce_sum(v);
         tower_count = ops::reduce_sum(ops::ones_like(v));
       }
       sum = sum.defined() ? ops::add(sum, tower_sum) : tower_sum;
       count = count.defined() ? ops::add(count, tower_count) : tower_count;
+    }
+    if (towers_.worker_) {  // this worker's part of the global mean: its sum over the global count
+      const SymbolicTensor rows = sum.dtype() == DType::float32 ? global_rows_ : ops::cast(global_rows_, sum.dtype());
+      count = per_row == 1 ? rows : ops::scale(rows, static_cast<double>(per_row));
     }
     return ops::divide(sum, count);
   }
@@ -127,8 +160,10 @@ class Towers::Call : public ReplicatedCall {
                             v->name(), replicas[r]);
         copies[r].push_back(copy);
       }
+    AcrossWorkers across;
+    if (towers_.worker_) across = worker_all_reduce;
     return apply_mirrored_gradients(graph_, replicas, copies, loss, optimizer, learning_rate, iteration,
-                                    towers_.options_.cross_device_ops);
+                                    towers_.options_.cross_device_ops, across);
   }
 
   // Mirrors whose primary was written outside the towers (set_weights, load_weights, optimizer
@@ -146,6 +181,37 @@ class Towers::Call : public ReplicatedCall {
     for (const auto& m : mirrors_read_) m->mark_in_sync();
   }
 
+  void add_feeds(FeedMap& feeds, std::int64_t global_rows, std::int64_t first_row) override {
+    if (!towers_.worker_) return;
+    if (!first_row_value_.defined()) {  // made once: a step allocates nothing
+      first_row_value_ = Tensor::zeros(Shape{}, DType::int64);
+      global_rows_value_ = Tensor::zeros(Shape{}, DType::float32);
+    }
+    first_row_value_.data<std::int64_t>()[0] = first_row;
+    global_rows_value_.data<float>()[0] = static_cast<float>(global_rows);
+    feeds.emplace_back(worker_first_row_, first_row_value_);
+    feeds.emplace_back(global_rows_, global_rows_value_);
+  }
+
+  // The workers' parts of the loss and metric means are summed (one all-reduce for all of them), and
+  // their rows of the outputs gathered in rank order.
+  void combine(std::vector<Tensor>& values, bool outputs) override {
+    if (!towers_.worker_ || towers_.worker_->size == 1) return;
+    ProcessGroup& group = ProcessGroup::world();
+    if (outputs) {
+      for (Tensor& out : values) out = gather_rows(group, out);
+      return;
+    }
+    if (values.empty()) return;
+    Tensor sums = Tensor::zeros(Shape{static_cast<std::int64_t>(values.size())}, DType::float64);
+    for (std::size_t k = 0; k < values.size(); ++k) sums.data<double>()[k] = values[k].item();
+    group.all_reduce_sum(sums, {.what = "loss and metrics"});
+    for (std::size_t k = 0; k < values.size(); ++k)
+      values[k] = Tensor::scalar(sums.data<double>()[k], values[k].dtype());
+  }
+
+  bool adds_weight_losses() const override { return !towers_.worker_ || towers_.worker_->rank == 0; }
+
  private:
   void merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates);
   // Every copy of `primary`: itself, then its mirrors in device order.
@@ -160,6 +226,9 @@ class Towers::Call : public ReplicatedCall {
   std::map<std::size_t, std::vector<SymbolicTensor>> y_shares_;         // [output][tower]
   std::vector<VariablePtr> mirrors_read_;
   bool mirrors_listed_ = false;
+  // A worker of a multi-worker job: its first row and the global batch's rows, fed per step.
+  SymbolicTensor worker_first_row_, global_rows_;  // () int64, () float32
+  Tensor first_row_value_, global_rows_value_;
 };
 
 std::vector<VariablePtr> Towers::Call::copies_of(const VariablePtr& primary) const {
@@ -222,8 +291,9 @@ void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate
 
 // ---- Towers --------------------------------------------------------------------------------------------
 
-Towers::Towers(const std::vector<std::string>& devices, const MultiGpuOptions& options, const std::string& who)
-    : options_(options) {
+Towers::Towers(const std::vector<std::string>& devices, const MultiGpuOptions& options, const std::string& who,
+               std::optional<WorkerPart> worker)
+    : options_(options), worker_(worker) {
   if (devices.empty()) raise<ValueError>("{}: give at least one device, e.g. {{\"cuda:0\", \"cuda:1\"}}", who);
   for (const auto& d : devices) {
     const std::string name = device(d).name();  // unknown devices: NotFoundError listing what is visible

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,21 @@
 
 namespace tower::parallel {
 
+// A worker's part in a multi-worker job (parallel::MultiWorkerMirroredStrategy): its towers compute
+// only its share of each global batch, so their first rows start at the worker's first row and the
+// batch means divide by the global batch (both fed per step), each gradient bucket's sum is summed
+// across the workers too (worker_all_reduce), and the step's values are made whole across them.
+struct WorkerPart {
+  int rank = 0, size = 1;
+};
+
 class Towers : public Replication {
  public:
   // `devices`: each once, by any name device() knows ("gpu:1" is cuda:1); `options`: the ratios (one
   // per device, >= 0, not all 0; empty: equal) and the rest of MultiGpuOptions. `who` names the caller
   // in errors ("multi_gpu_model", "MirroredStrategy").
-  Towers(const std::vector<std::string>& devices, const MultiGpuOptions& options, const std::string& who);
+  Towers(const std::vector<std::string>& devices, const MultiGpuOptions& options, const std::string& who,
+         std::optional<WorkerPart> worker = std::nullopt);
 
   std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
                                        const std::vector<SymbolicTensor>& inputs) const override;
@@ -50,6 +60,7 @@ class Towers : public Replication {
   std::vector<std::int64_t> ratios_;
   MultiGpuOptions options_;
   std::shared_ptr<MirrorSet> mirrors_;  // null: the towers read the variables where they live
+  std::optional<WorkerPart> worker_;     // set: a worker of a multi-worker job
 };
 
 // The towers `model` runs on (its Replication, when that is parallel::Towers), or null.

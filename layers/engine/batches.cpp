@@ -28,6 +28,15 @@ Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n) {
   return out;
 }
 
+Tensor row_range(const Tensor& t, std::int64_t first, std::int64_t count) {
+  auto dims = t.shape().dims();
+  if (dims.empty() || first < 0 || count < 0 || first + count > dims[0])
+    raise<ValueError>("row_range: rows [{}, {}) of an array of shape {}", first, first + count, t.shape().to_string());
+  const std::size_t row_bytes = dims[0] ? t.nbytes() / static_cast<std::size_t>(dims[0]) : 0;
+  dims[0] = count;
+  return Tensor(Shape(dims), t.dtype(), t.storage(), t.offset() + static_cast<std::size_t>(first) * row_bytes);
+}
+
 Tensor to_dtype(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Tensor src = t.to(cpu_device());

@@ -18,6 +18,8 @@ namespace tower::engine {
 std::int64_t num_samples(const std::vector<Tensor>& arrays, const std::string& where);
 // Rows idx[0..n) of a host array, as a new (n, ...) array.
 Tensor take_rows(const Tensor& src, const std::int64_t* idx, std::int64_t n);
+// Rows [first, first + count) of `t` (rows, ...), a view of its memory.
+Tensor row_range(const Tensor& t, std::int64_t first, std::int64_t count);
 // A host copy of `t` converted to `dtype` (Keras casts inputs to the model's dtypes).
 Tensor to_dtype(const Tensor& t, DType dtype);
 // Inputs in the dtypes of the model's `inputs`; labels as the graph wants them (floats stay, uint8

@@ -7,6 +7,7 @@
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
+#include "tower/layers/engine/batches.h"
 #include "tower/layers/engine/model_internal.h"
 
 namespace tower {
@@ -86,6 +87,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> layer_losses;
   CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
+  f.replication = d.replication;
   const Replication& replication = d.replication ? *d.replication : single_replica();
   f.replicas = replication.call(*this, ctx, f.x);
   const auto& outputs = f.replicas->outputs();
@@ -139,7 +141,8 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
       metric_names.push_back(prefix + metric.name());
     }
   }
-  for (const auto& reg : regularization_losses(f.graph)) total = ops::add(total, reg);
+  if (f.replicas->adds_weight_losses())
+    for (const auto& reg : regularization_losses(f.graph)) total = ops::add(total, reg);
   for (const auto& extra : layer_losses) total = ops::add(total, extra);
 
   f.fetches.push_back(total);
@@ -195,6 +198,7 @@ std::vector<Tensor> Model::Function::run(const FeedMap& feeds, std::int64_t batc
   auto values = executor->run(feeds, fetches, targets);
   last_batch_size = batch_size;
   replicas->after_step();
+  replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
   return values;
 }
 
@@ -222,10 +226,16 @@ FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::ve
       }
     });
   }
+  // In a multi-worker job this process feeds its rows of the batch (views, no copy).
+  const std::int64_t rows = x_batch.empty() ? 0 : x_batch[0].shape()[0];
+  const Replication::Rows mine = replication ? replication->local_rows(rows) : Replication::Rows{0, rows};
+  const bool all = mine.first == 0 && mine.count == rows;
+  const auto part = [&](const Tensor& t) { return all ? t : engine::row_range(t, mine.first, mine.count); };
   FeedMap out;
-  for (std::size_t i = 0; i < x_batch.size(); ++i) out.emplace_back(x[i], x_batch[i]);
-  for (std::size_t i = 0; i < y_batch.size() && i < y.size(); ++i) out.emplace_back(y[i], y_batch[i]);
-  if (sample_weight.defined()) out.emplace_back(sample_weight, weights);
+  for (std::size_t i = 0; i < x_batch.size(); ++i) out.emplace_back(x[i], part(x_batch[i]));
+  for (std::size_t i = 0; i < y_batch.size() && i < y.size(); ++i) out.emplace_back(y[i], part(y_batch[i]));
+  if (sample_weight.defined()) out.emplace_back(sample_weight, part(weights));
+  replicas->add_feeds(out, rows, mine.first);
   return out;
 }
 

@@ -26,13 +26,15 @@ struct Model::Function {
   std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
   std::vector<Node*> targets;           // weight updates (train only)
   std::unique_ptr<ReplicatedCall> replicas;  // the model called per replica (its hooks run around each step)
+  std::shared_ptr<const Replication> replication;  // what made `replicas` (null: the model as it is)
   std::unique_ptr<Executor> executor;
   std::int64_t last_batch_size = 0;
 
   // Runs the graph once (fetches and targets) on a batch of `batch_size` samples, with the
   // replication's hooks around it.
   std::vector<Tensor> run(const FeedMap& feeds, std::int64_t batch_size);
-  // The feeds of a batch; sparse class ids out of range are refused first.
+  // The feeds of a batch (in a multi-worker job: this process's rows of it, and the step's scalars);
+  // sparse class ids out of range are refused first.
   FeedMap feeds(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight) const;
   // One step on a batch: the loss and metric means (names order); train_step also feeds the learning
   // rate and the 1-based step number and counts the step. Random ops (Dropout) draw with counter =

@@ -56,4 +56,9 @@ std::shared_ptr<const Replication> set_current_strategy(std::shared_ptr<const Re
   return std::exchange(this_thread_strategy, std::move(strategy));
 }
 
+bool writes_files(const Model& model) {
+  const auto& replication = model.replication();
+  return !replication || replication->is_chief();
+}
+
 }  // namespace tower

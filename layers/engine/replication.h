@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tower/core/executor.h"
 #include "tower/core/graph.h"
 #include "tower/core/variable.h"
 #include "tower/layers/callbacks/callback.h"
@@ -69,6 +70,19 @@ class ReplicatedCall {
   // load_weights) reaches every replica's copies. after_step: the step has run.
   virtual void before_step() {}
   virtual void after_step() {}
+
+  // ---- a job of several worker processes (parallel::MultiWorkerMirroredStrategy); the defaults are
+  // those of one process, which computes the whole batch ----
+  // The step's scalars besides this process's rows: the global batch has `global_rows`, of which this
+  // process computes those from `first_row` on (Replication::local_rows).
+  virtual void add_feeds(FeedMap& feeds, std::int64_t global_rows, std::int64_t first_row) {}
+  // The step's fetched values made whole across the processes: the loss and metric means summed
+  // (each process's part is its rows' sum over the global count), or, with `outputs` (predict), every
+  // process's rows gathered in process order.
+  virtual void combine(std::vector<Tensor>& values, bool outputs) {}
+  // Whether the weights' regularization losses join this process's loss: in a job, only the chief's,
+  // or the sum of the gradients across the processes would count them once per process.
+  virtual bool adds_weight_losses() const { return true; }
 };
 
 class Replication {
@@ -86,7 +100,26 @@ class Replication {
   // Callbacks that fit runs after the user's (e.g. each device's throughput, load balancing). Made
   // anew for every fit.
   virtual std::vector<CallbackPtr> fit_callbacks() const { return {}; }
+
+  // ---- a job of several worker processes (parallel::MultiWorkerMirroredStrategy) ----
+  // This process's rows of a global batch of `rows`: [first, first + count).
+  struct Rows {
+    std::int64_t first = 0, count = 0;
+  };
+  virtual Rows local_rows(std::int64_t rows) const { return {0, rows}; }
+  // Whether this process shows progress bars and writes checkpoints and model files (the chief).
+  virtual bool is_chief() const { return true; }
+  // The shuffle seed of fit on arrays, the same in every process (the chief's).
+  virtual std::uint64_t common_seed(std::uint64_t seed) const { return seed; }
+  // fit's start, after the callbacks' on_train_begin (which may restore a backup) and before the first
+  // step: the processes check that they train the same model on the same data (steps_per_epoch, -1
+  // when unknown) and take the chief's weights, optimizer state and position (epoch, step).
+  virtual void begin_fit(Model& model, std::int64_t steps_per_epoch, int& epoch, std::int64_t& step) const {}
 };
+
+// Whether `model` writes files from this process: false on a worker other than the chief of a
+// multi-worker job (its ModelCheckpoint, BackupAndRestore, save and save_weights write nothing).
+bool writes_files(const Model& model);
 
 // The replication of a model that runs as it is: one replica, the plain batch means and updates.
 const Replication& single_replica();

@@ -173,7 +173,8 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
 
   // The seed is drawn before anything else can draw one, so a resumed run draws the same (docs/data.md).
   // The training rows are the first n (validation_split keeps the last ones).
-  const std::uint64_t seed = options.seed ? options.seed : next_seed();
+  std::uint64_t seed = options.seed ? options.seed : next_seed();
+  if (data_->replication) seed = data_->replication->common_seed(seed);  // every worker shuffles alike
   ArrayDataAdapter train(x, y, sample_weights, options.batch_size, options.shuffle, seed, n);
   std::unique_ptr<DataAdapter> validation;
   if (options.validation_dataset) {
@@ -216,8 +217,9 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
   std::vector<CallbackPtr> user = options.callbacks;
   user.push_back(history);
   // The replication's own callbacks (each device's throughput, load balancing) come last.
+  // In a multi-worker job only the chief shows the progress bar.
   CallbackList callbacks =
-      make_callbacks(this, options.verbose != 0, user,
+      make_callbacks(this, options.verbose != 0 && writes_files(*this), user,
                     {.epochs = options.epochs, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose},
                     d.replication ? d.replication->fit_callbacks() : std::vector<CallbackPtr>{});
   d.stop_training = false;
@@ -230,6 +232,8 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
     std::tie(first_epoch, first_step) = *d.initial_position;
     d.initial_position.reset();
   }
+  // A multi-worker job: the same model and data everywhere, then the chief's state and position.
+  if (d.replication) d.replication->begin_fit(*this, steps, first_epoch, first_step);
   // A resume position past the end of the epoch (at its end: nothing of it left to train) was saved for
   // other data or another batch size: its rows, step * batch_size, lay beyond the data or overflowed
   // into a negative row.
@@ -303,7 +307,7 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
   else if (!d.compiled) raise<ValueError>("Model \"{}\": call compile() before fit, evaluate or *_on_batch", name());
   const std::int64_t steps = data.steps_per_epoch();
   CallbackList callbacks =
-      make_callbacks(this, verbose != 0, user_callbacks, {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = verbose});
+      make_callbacks(this, verbose != 0 && writes_files(*this), user_callbacks, {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = verbose});
   const char* where = for_fit ? "fit(validation data)" : "evaluate";
   callbacks.each([&](Callback& cb) { cb.on_test_begin({}); });
   Averages averages;
@@ -359,7 +363,7 @@ std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& 
   Function& f = function(Mode::predict, nullptr);
   const std::int64_t steps = data.steps_per_epoch();
   const std::int64_t n = data.num_samples();  // -1: concatenate the batches at the end
-  CallbackList callbacks = make_callbacks(this, options.verbose != 0, options.callbacks,
+  CallbackList callbacks = make_callbacks(this, options.verbose != 0 && writes_files(*this), options.callbacks,
                                          {.epochs = 1, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose});
   callbacks.each([&](Callback& cb) { cb.on_predict_begin({}); });
   std::vector<Tensor> results;                   // (n, ...) per output, when n is known

@@ -1,0 +1,63 @@
+// worker_all_reduce_start / worker_all_reduce_finish: their op definitions and CPU kernels,
+// registered on first use.
+#include "tower/parallel/worker_ops.h"
+
+#include <mutex>
+
+#include "tower/core/device.h"
+#include "tower/core/op_registry.h"
+#include "tower/parallel/process_group.h"
+
+namespace tower::parallel {
+
+namespace {
+
+constexpr char kStart[] = "worker_all_reduce_start";
+constexpr char kFinish[] = "worker_all_reduce_finish";
+
+// start: (n,) bucket -> () int64 ticket of the queued sum.
+std::vector<TensorSpec> start_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  if (in.size() != 1 || in[0].shape.rank() != 1)
+    raise<ShapeError>("{} takes one flat bucket (n,)", kStart);
+  if (in[0].dtype != DType::float32 && in[0].dtype != DType::float64)
+    raise<DTypeError>("{} sums float32 or float64, not {}", kStart, dtype_name(in[0].dtype));
+  return {{Shape{}, DType::int64}};
+}
+void start_kernel(KernelContext& ctx) {
+  const auto bucket = static_cast<int>(ctx.attrs().get_int("bucket"));
+  const std::uint64_t ticket = ProcessGroup::world().start_all_reduce(ctx.inputs[0], {.what = "gradients", .bucket = bucket});
+  ctx.outputs[0].data<std::int64_t>()[0] = static_cast<std::int64_t>(ticket);
+}
+
+// finish: () ticket -> (elements,) the sum, of the start's dtype.
+std::vector<TensorSpec> finish_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  if (in.size() != 1 || in[0].dtype != DType::int64) raise<ShapeError>("{} takes the ticket of a start", kFinish);
+  return {{Shape{attrs.get_int("elements")}, attrs.get_dtype("dtype")}};
+}
+void finish_kernel(KernelContext& ctx) {
+  ProcessGroup::world().finish_all_reduce(static_cast<std::uint64_t>(ctx.inputs[0].data<std::int64_t>()[0]),
+                                          ctx.outputs[0]);
+}
+
+void register_worker_ops() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_op({.name = kStart, .shape = start_shape, .early = true});
+    register_op({.name = kFinish, .shape = finish_shape});
+    register_kernel(kStart, DeviceKind::cpu, start_kernel);
+    register_kernel(kFinish, DeviceKind::cpu, finish_kernel);
+  });
+}
+
+}  // namespace
+
+SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index) {
+  register_worker_ops();
+  Graph& graph = bucket.graph();
+  Graph::DeviceScope on_host(graph, cpu_device().name());
+  const SymbolicTensor ticket = graph.add1(kStart, {bucket}, {{"bucket", std::int64_t{index}}});
+  return graph.add1(kFinish, {ticket},
+                    {{"elements", bucket.shape().dim(0)}, {"dtype", bucket.dtype()}});
+}
+
+}  // namespace tower::parallel

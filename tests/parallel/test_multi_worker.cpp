@@ -1,0 +1,191 @@
+// parallel::MultiWorkerMirroredStrategy (label mpi): run by CTest under `mpirun -np 2`, every rank runs
+// every case. Each worker trains through the strategy and, on its own, the one-device (or one-worker)
+// reference from the same initial weights, and compares: the workers must give one device's losses and
+// weights on the same global batch.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "tower/core/device.h"
+#include "tower/core/random.h"
+#include "tower/layers/callbacks/callbacks.h"
+#include "tower/io/model_checkpoint.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/mirrored_strategy.h"
+#include "tower/parallel/multi_worker_mirrored_strategy.h"
+#include "tower/parallel/process_group.h"
+#include "tests/parallel/tower_test_model.h"
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
+
+namespace {
+
+Sequential make_model(std::uint64_t seed) { return testing::tower_test_model(seed); }
+
+// A model made and compiled under `strategy` (any strategy with a scope()).
+template <typename Strategy, typename Optimizer>
+Sequential under(const Strategy& strategy, std::uint64_t seed, const Optimizer& optimizer) {
+  auto scope = strategy.scope();
+  auto m = make_model(seed);
+  m.compile(optimizer, "sparse_categorical_crossentropy", {"accuracy"});
+  return m;
+}
+
+void check_same_training(const History& got, const History& want, const Model& model, const Model& reference,
+                         double tolerance) {
+  const auto& a = got.history.at("loss");
+  const auto& b = want.history.at("loss");
+  REQUIRE(a.size() == b.size());
+  for (std::size_t e = 0; e < a.size(); ++e) CHECK(a[e] == doctest::Approx(b[e]).epsilon(tolerance));
+  const auto w1 = model.get_weights(), w2 = reference.get_weights();
+  for (std::size_t i = 0; i < w1.size(); ++i) check_close(w1[i].to(cpu_device()), w2[i], tolerance, tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("ProcessGroup: sums in rank order, broadcasts, gathers, and every rank gets the same bits") {
+  auto& group = parallel::ProcessGroup::world();
+  REQUIRE(group.size() >= 2);
+  const int r = group.rank();
+  Tensor t = Tensor::from_vector<float>({5}, {1.0f + static_cast<float>(r), 0.1f, 1e8f * static_cast<float>(r == 0),
+                                              -1e8f * static_cast<float>(r == 1), 0.3f});
+  group.all_reduce_sum(t, {.what = "test"});
+  // Rank order: ((x0 + x1) + x2) ..., the order host_all_reduce adds CPU towers in.
+  float want[5] = {0, 0, 0, 0, 0};
+  for (int k = 0; k < group.size(); ++k) {
+    const float xk[5] = {1.0f + static_cast<float>(k), 0.1f, 1e8f * static_cast<float>(k == 0),
+                         -1e8f * static_cast<float>(k == 1), 0.3f};
+    for (int e = 0; e < 5; ++e) want[e] = k == 0 ? xk[e] : want[e] + xk[e];
+  }
+  for (int e = 0; e < 5; ++e) CHECK(std::memcmp(&t.data<float>()[e], &want[e], sizeof(float)) == 0);
+
+  Tensor b = Tensor::from_vector<std::int32_t>({2}, {r, 7 * r});
+  group.broadcast(b, group.size() - 1, {.what = "test"});
+  CHECK(b.data<std::int32_t>()[0] == group.size() - 1);
+  const auto all = group.all_gather(std::string(static_cast<std::size_t>(r + 1), 'a' + static_cast<char>(r)), {.what = "test"});
+  REQUIRE(all.size() == static_cast<std::size_t>(group.size()));
+  CHECK(all[1] == "bb");
+  group.barrier({.what = "test"});
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: 2 workers x 1 CPU device give one device's losses and weights") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  CHECK(strategy.num_workers() == parallel::ProcessGroup::world().size());
+  CHECK(strategy.num_replicas_in_sync() == strategy.num_workers());
+  CHECK(strategy.is_chief() == (strategy.worker_index() == 0));
+  auto [x, y] = testing::tower_test_data(26);
+
+  SUBCASE("a last partial batch (26 = 3 x 8 + 2), SGD, Dropout") {
+    const FitOptions fit{.batch_size = 8, .epochs = 3, .verbose = 0, .shuffle = true, .seed = 5};
+    auto reference = make_model(4);
+    reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+    auto model = under(strategy, 4, optimizers::SGD(0.1));
+    check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-5);
+    CHECK(model.evaluate(x, y, {.verbose = 0})[0] ==
+          doctest::Approx(reference.evaluate(x, y, {.verbose = 0})[0]).epsilon(1e-5));
+    check_close(model.predict(x, {.batch_size = 7, .verbose = 0}), reference.predict(x, {.verbose = 0}), 1e-5, 1e-6);
+  }
+  SUBCASE("a global batch smaller than the replica count: batches of 1, a worker without rows each step") {
+    const FitOptions fit{.batch_size = 1, .epochs = 2, .verbose = 0, .shuffle = false};
+    auto [x5, y5] = testing::tower_test_data(5);
+    auto reference = make_model(6);
+    reference.compile(optimizers::SGD(0.05), "sparse_categorical_crossentropy", {"accuracy"});
+    auto model = under(strategy, 6, optimizers::SGD(0.05));
+    check_same_training(model.fit(x5, y5, fit), reference.fit(x5, y5, fit), model, reference, 1e-5);
+  }
+  SUBCASE("Adam, within a looser bound: it magnifies the rounding of a differently ordered sum") {
+    const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+    auto reference = make_model(8);
+    reference.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
+    auto model = under(strategy, 8, optimizers::Adam(0.01));
+    check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-4);
+  }
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: W workers of one device give the bits of one worker of W devices") {
+  clear_session();
+  const int workers = parallel::ProcessGroup::world().size();
+  std::vector<std::string> devices;
+  for (int k = 0; k < workers; ++k) devices.push_back(fmt::format("cpu:{}", k));
+  parallel::MirroredStrategy one_worker(devices);  // this process alone, W CPU devices
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  auto [x, y] = testing::tower_test_data(30);
+  const FitOptions fit{.batch_size = 10, .epochs = 2, .verbose = 0, .shuffle = true, .seed = 11};
+  auto reference = under(one_worker, 3, optimizers::SGD(0.1));
+  auto model = under(strategy, 3, optimizers::SGD(0.1));
+  const auto h1 = model.fit(x, y, fit), h2 = reference.fit(x, y, fit);
+  const auto w1 = model.get_weights(), w2 = reference.get_weights();
+  for (std::size_t i = 0; i < w1.size(); ++i) {
+    const Tensor a = w1[i].to(cpu_device()), b = w2[i].to(cpu_device());
+    CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
+  }
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: 2 workers x 2 CPU devices with 3:1 ratios give one device's result") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0", "cpu:1"}, {.ratios = {3, 1}});
+  CHECK(strategy.num_replicas_in_sync() == 2 * strategy.num_workers());
+  auto [x, y] = testing::tower_test_data(29);
+  const FitOptions fit{.batch_size = 12, .epochs = 3, .verbose = 0, .shuffle = true, .seed = 2};
+  auto reference = make_model(5);
+  reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+  auto model = under(strategy, 5, optimizers::SGD(0.1));
+  check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-5);
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: the chief's initial weights reach every worker, and only it writes files") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  const int rank = strategy.worker_index();
+  // Each worker starts from other weights: fit starts from the chief's. (The same seed keeps the
+  // Dropout layers' seeds, which are not weights, the same on every worker.)
+  auto model = under(strategy, 100, optimizers::SGD(0.1));
+  if (rank != 0)
+    for (const auto& w : model.weights()) w->assign(random_normal(w->value().shape(), 0.0, 1.0, 7));
+  auto reference = make_model(100);
+  reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+  auto [x, y] = testing::tower_test_data(16);
+  const FitOptions fit{.batch_size = 8, .epochs = 1, .verbose = 0, .shuffle = false};
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tower_mw_files_{}", getppid());
+  std::filesystem::create_directories(dir);
+  auto checkpoint = std::make_shared<callbacks::ModelCheckpoint>((dir / "ckpt.h5").string());
+  FitOptions with_checkpoint = fit;
+  with_checkpoint.callbacks = {checkpoint};
+  check_same_training(model.fit(x, y, with_checkpoint), reference.fit(x, y, fit), model, reference, 1e-5);
+  const auto mine = dir / fmt::format("worker_{}.h5", rank);
+  model.save(mine.string());
+  CHECK(std::filesystem::exists(mine) == (rank == 0));
+  parallel::ProcessGroup::world().barrier({.what = "test"});
+  CHECK(std::filesystem::exists(dir / "ckpt.h5"));
+  parallel::ProcessGroup::world().barrier({.what = "test"});
+  if (rank == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: TF_CONFIG and KERAS_DISTRIBUTION_* are checked against MPI") {
+  CHECK(parallel::check_cluster_environment(1, 2).empty());
+  setenv("TF_CONFIG", R"({"cluster": {"worker": ["a:1", "b:2", "c:3"]}, "task": {"type": "worker", "index": 1}})", 1);
+  const std::string three = parallel::check_cluster_environment(1, 2);
+  CHECK(contains(three, "TF_CONFIG lists 3 processes"));
+  CHECK(contains(three, "rank 1 of 2"));
+  setenv("TF_CONFIG", R"({"cluster": {"chief": ["a:1"], "worker": ["b:2"]}, "task": {"type": "worker", "index": 0}})", 1);
+  CHECK(parallel::check_cluster_environment(1, 2).empty());  // the chief is rank 0, worker 0 rank 1
+  CHECK(contains(parallel::check_cluster_environment(0, 2), "number 1"));
+  setenv("TF_CONFIG", "{not json", 1);
+  CHECK(contains(parallel::check_cluster_environment(0, 2), "TF_CONFIG is not the JSON"));
+  unsetenv("TF_CONFIG");
+  setenv("KERAS_DISTRIBUTION_PROCESS_ID", "3", 1);
+  CHECK(contains(parallel::check_cluster_environment(0, 2), "KERAS_DISTRIBUTION_PROCESS_ID=3"));
+  unsetenv("KERAS_DISTRIBUTION_PROCESS_ID");
+  setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "4", 1);
+  CHECK(contains(parallel::check_cluster_environment(0, 2), "KERAS_DISTRIBUTION_NUM_PROCESSES=4"));
+  unsetenv("KERAS_DISTRIBUTION_NUM_PROCESSES");
+}
