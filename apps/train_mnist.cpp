@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/multi_worker_mirrored_strategy.h"
 
 #ifndef TOWER_DATA_DIR
 #define TOWER_DATA_DIR "data"
@@ -255,6 +257,12 @@ Model load_or_build(const Args& a) {
   return model;
 }
 
+// Where a worker other than the chief writes what it would print: nowhere.
+std::ostream& quiet() {
+  static std::ostream null(nullptr);
+  return null;
+}
+
 // The devices to train on: one (no towers) or several (parallel::multi_gpu_model's towers).
 std::vector<std::string> training_devices(const Args& a) {
   apps::split_gpu0(a.virtual_gpus);
@@ -273,6 +281,13 @@ std::vector<std::string> training_devices(const Args& a) {
 int run(const Args& a) {
   const auto devices = training_devices(a);
   Device& where = device(devices.front());  // the weights; with towers, also where outputs merge
+  // Started as several processes (mpirun -np 2 train_mnist ...): each is a worker with these devices.
+  std::optional<parallel::MultiWorkerMirroredStrategy> workers;
+  if (parallel::ProcessGroup::launched_size() > 1)
+    workers.emplace(devices, parallel::MultiGpuOptions{.ratios = a.ratios,
+                                                       .cross_device_ops = apps::cross_device_ops(a.cross_device_ops)});
+  const bool chief = !workers || workers->is_chief();  // prints what the job did (the others are quiet)
+  std::ostream& out = chief ? std::cout : quiet();
   set_random_seed(a.seed);
   const std::string dir = choose_data(a);
   auto [train, test] = io::load_mnist(dir);
@@ -282,15 +297,23 @@ int run(const Args& a) {
     x_train = first_rows(x_train, a.train_samples);
     y_train = first_rows(y_train, a.train_samples);
   }
-  std::cout << fmt::format("Data: {} ({} training, {} test samples)\n", dir, x_train.shape()[0], x_test.shape()[0]);
+  out << fmt::format("Data: {} ({} training, {} test samples)\n", dir, x_train.shape()[0], x_test.shape()[0]);
   x_train = io::to_float(x_train, 1.0 / 255, {-1, 28, 28});
   x_test = io::to_float(x_test, 1.0 / 255, {-1, 28, 28});
 
+  const auto make_model = [&] { return a.load.empty() ? build_model(a.model) : load_or_build(a); };
   Model model = [&] {
     DefaultDeviceScope scope(where);  // the weights, and so the training, on that device
-    return a.load.empty() ? build_model(a.model) : load_or_build(a);
+    if (!workers) return make_model();
+    auto job = workers->scope();  // the model trains as this worker's part of the job
+    Model m = make_model();
+    if (!m.compiled()) m.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
+    return m;
   }();
-  if (devices.size() > 1) {
+  if (workers) {
+    out << fmt::format("Training as {} workers of {} device(s) each: {} replicas in sync\n", workers->num_workers(),
+                       devices.size(), workers->num_replicas_in_sync());
+  } else if (devices.size() > 1) {
     model = parallel::multi_gpu_model(
         model, devices, {.ratios = a.ratios,
                                    .auto_ratios = a.auto_ratios,
@@ -302,7 +325,7 @@ int run(const Args& a) {
     std::cout << "Training on " << where.name() << "\n";
   }
   if (!model.compiled()) model.compile(make_optimizer(a), "sparse_categorical_crossentropy", {"accuracy"});
-  if (a.verbose > 0) model.summary();
+  if (a.verbose > 0 && chief) model.summary();
 
   if (a.epochs > 0) {
     std::vector<CallbackPtr> callbacks;
@@ -314,12 +337,12 @@ int run(const Args& a) {
                .seed = a.seed});
   }
   if (!a.save.empty()) {
-    model.save(a.save);
-    std::cout << "Saved the model to " << a.save << "\n";
+    model.save(a.save);  // by the chief only, in a job of several workers
+    out << "Saved the model to " << a.save << "\n";
   }
   auto score = model.evaluate(x_test, y_test, {.batch_size = a.batch_size, .verbose = 0});
-  std::cout << "Test loss: " << score[0] << "\n";
-  std::cout << "Test accuracy: " << score[1] << "\n";
+  out << "Test loss: " << score[0] << "\n";
+  out << "Test accuracy: " << score[1] << "\n";
   return 0;
 }
 

@@ -421,6 +421,16 @@ std::string ProcessGroup::unavailable() {
 #endif
 }
 
+int ProcessGroup::launched_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"})
+    if (const char* text = std::getenv(name)) {
+      char* end = nullptr;
+      const long n = std::strtol(text, &end, 10);
+      if (end != text && *end == '\0' && n >= 1 && n <= INT_MAX) return static_cast<int>(n);
+    }
+  return 1;
+}
+
 ProcessGroup& ProcessGroup::world() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -466,8 +476,8 @@ ProcessGroup::~ProcessGroup() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  std::signal(SIGTERM, g_previous_sigterm);  // from here on a SIGTERM is the launcher ending what this one asked
   if (failed) MPI_Abort(MPI_COMM_WORLD, 1);  // the others may wait in a collective: the launcher ends them
-  std::signal(SIGTERM, g_previous_sigterm);
   MPI_Finalize();
 #endif
 }

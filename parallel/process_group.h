@@ -54,6 +54,9 @@ class ProcessGroup {
   static ProcessGroup& world();
   // Whether world() can work: "" when tower was built with MPI, else what to do about it.
   static std::string unavailable();
+  // How many processes the launcher started (mpirun's OMPI_COMM_WORLD_SIZE, PMI_SIZE, srun's
+  // SLURM_NTASKS), read from the environment without starting MPI; 1 when not under a launcher.
+  static int launched_size();
 
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
