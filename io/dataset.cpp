@@ -53,6 +53,13 @@ Dataset Dataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> 
                                                         reshuffle_each_iteration));
 }
 
+Dataset Dataset::shard(std::int64_t num_shards, std::int64_t index) const {
+  if (num_shards < 1 || index < 0 || index >= num_shards)
+    raise<ValueError>("{}.shard({}, {}): num_shards must be at least 1 and index in [0, num_shards)", describe(),
+                      num_shards, index);
+  return Dataset(detail::shard_stage(stage_, num_shards, index));
+}
+
 Dataset Dataset::map(std::function<Element(Element)> fn) const {
   if (!fn) raise<ValueError>("{}.map: the function is empty", describe());
   return Dataset(detail::map_stage(stage_, std::move(fn)));

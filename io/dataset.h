@@ -68,6 +68,11 @@ class Dataset : public DataSource {
   // reshuffle_each_iteration false: every epoch takes epoch 0's order.
   Dataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
+  // Every num_shards-th element, starting at element `index` (tf.data's shard): for pipelines that
+  // split their input among the workers of a job, e.g. shard(strategy.num_workers(),
+  // strategy.worker_index()) before batch(). (fit under MultiWorkerMirroredStrategy needs no shard:
+  // each worker takes its rows of every global batch.)
+  Dataset shard(std::int64_t num_shards, std::int64_t index) const;
   // Applies fn to every element: to single samples before batch(), to whole batches after it.
   // fn must return new tensors rather than write into its argument's (they may be views of the arrays
   // given to from_tensor_slices). It may run on prefetch's thread. Elements skipped when a run resumes

@@ -47,6 +47,7 @@ std::shared_ptr<const Stage> slices_stage(std::vector<Tensor> x, std::vector<Ten
                                           std::int64_t n);
 std::shared_ptr<const Stage> shuffle_stage(std::shared_ptr<const Stage> input, std::int64_t buffer_size, std::uint64_t seed,
                                            bool reshuffle_each_iteration);
+std::shared_ptr<const Stage> shard_stage(std::shared_ptr<const Stage> input, std::int64_t num_shards, std::int64_t index);
 std::shared_ptr<const Stage> map_stage(std::shared_ptr<const Stage> input, std::function<Element(Element)> fn);
 std::shared_ptr<const Stage> batch_stage(std::shared_ptr<const Stage> input, std::int64_t batch_size, bool drop_remainder);
 std::shared_ptr<const Stage> cache_stage(std::shared_ptr<const Stage> input);

@@ -196,6 +196,41 @@ class ShuffleStage final : public Stage {
 
 // ---- map ------------------------------------------------------------------------------------------------
 
+// Every num_shards-th element, from element `index` on (tf.data's shard).
+class ShardStage final : public Stage {
+ public:
+  ShardStage(std::shared_ptr<const Stage> input, std::int64_t num_shards, std::int64_t index)
+      : Stage(input, fmt::format("{}.shard({}, {})", input->description(), num_shards, index), input->batched()),
+        num_shards_(num_shards), index_(index) {}
+
+  std::unique_ptr<StageIterator> iterate(int epoch) const override {
+    return std::make_unique<Iterator>(*this, input_->iterate(epoch));
+  }
+  std::int64_t cardinality() const override {
+    const std::int64_t n = input_->cardinality();
+    return n < 0 ? n : n / num_shards_ + (index_ < n % num_shards_ ? 1 : 0);
+  }
+
+ private:
+  class Iterator final : public StageIterator {
+   public:
+    Iterator(const ShardStage& s, std::unique_ptr<StageIterator> input) : s_(s), input_(std::move(input)) {}
+    bool next(Element& out) override {
+      // Before the first element: the shard's first; after it: the num_shards - 1 of the other shards.
+      const std::int64_t gap = first_ ? s_.index_ : s_.num_shards_ - 1;
+      first_ = false;
+      if (input_->skip(gap) < gap) return false;
+      return input_->next(out);
+    }
+
+   private:
+    const ShardStage& s_;
+    std::unique_ptr<StageIterator> input_;
+    bool first_ = true;
+  };
+  std::int64_t num_shards_, index_;
+};
+
 class MapStage final : public Stage {
  public:
   MapStage(std::shared_ptr<const Stage> input, std::function<Element(Element)> fn)
@@ -532,6 +567,9 @@ std::shared_ptr<const Stage> slices_stage(std::vector<Tensor> x, std::vector<Ten
 std::shared_ptr<const Stage> shuffle_stage(std::shared_ptr<const Stage> input, std::int64_t buffer_size, std::uint64_t seed,
                                            bool reshuffle_each_iteration) {
   return std::make_shared<ShuffleStage>(std::move(input), buffer_size, seed, reshuffle_each_iteration);
+}
+std::shared_ptr<const Stage> shard_stage(std::shared_ptr<const Stage> input, std::int64_t num_shards, std::int64_t index) {
+  return std::make_shared<ShardStage>(std::move(input), num_shards, index);
 }
 std::shared_ptr<const Stage> map_stage(std::shared_ptr<const Stage> input, std::function<Element(Element)> fn) {
   return std::make_shared<MapStage>(std::move(input), std::move(fn));

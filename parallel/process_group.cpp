@@ -367,7 +367,9 @@ void rank_order_sum(T* buffer, std::int64_t n, int rank, int size, const Descrip
                     const Clock::time_point& deadline) {
   const auto begin = [&](int r) { return n * r / size; };
   const std::int64_t mine = begin(rank + 1) - begin(rank);
-  std::vector<T> received(static_cast<std::size_t>(mine * size));
+  // Kept by the communication thread between collectives: a step's buckets allocate nothing.
+  thread_local std::vector<T> received;
+  if (received.size() < static_cast<std::size_t>(mine * size)) received.resize(static_cast<std::size_t>(mine * size));
   std::vector<int> send_counts(size), send_offsets(size), recv_counts(size), recv_offsets(size);
   for (int p = 0; p < size; ++p) {
     send_counts[p] = byte_count((begin(p + 1) - begin(p)) * std::int64_t{sizeof(T)}, d.what);

@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev libhdf5-dev zlib1g-dev libboost-program-options-dev
   doctest-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist
+  openmpi-bin libopenmpi-dev  # multi-worker jobs (mpirun) and their tests
   clang libclang-rt-dev  # libFuzzer for scripts/fuzz.sh (CI's short fuzzing run)
 )
 

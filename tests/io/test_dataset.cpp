@@ -139,6 +139,22 @@ TEST_CASE("from_tensor_slices: element i is row i of every array") {
   CHECK(unlabeled[0].y.empty());
 }
 
+TEST_CASE("shard: every num_shards-th element from index on, as tf.data's shard") {
+  auto [x, y] = counting(7);
+  const auto ds = io::Dataset::from_tensor_slices({x}, {y});
+  const auto ids = [](const io::Dataset& d) {
+    std::vector<std::int32_t> out;
+    for (const auto& e : d.collect()) out.push_back(e.y[0].to_vector<std::int32_t>()[0]);
+    return out;
+  };
+  CHECK(ids(ds.shard(3, 0)) == std::vector<std::int32_t>{0, 3, 6});
+  CHECK(ids(ds.shard(3, 2)) == std::vector<std::int32_t>{2, 5});
+  CHECK(ds.shard(3, 0).cardinality() == 3);
+  CHECK(ds.shard(3, 2).cardinality() == 2);
+  CHECK(ds.shard(2, 1).describe() == "from_tensor_slices(7 samples).shard(2, 1)");
+  CHECK(contains(message_of<ValueError>([&] { ds.shard(2, 2); }), "index in [0, num_shards)"));
+}
+
 TEST_CASE("shuffle: every sample once per epoch, reproducible per seed, a new order every epoch") {
   auto [x, y] = counting(50);
   for (std::int64_t buffer : {io::Dataset::kAll, std::int64_t{50}, std::int64_t{7}}) {
