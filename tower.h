@@ -25,3 +25,4 @@
 // Several devices: multi_gpu_model and MirroredStrategy.
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/multi_worker_mirrored_strategy.h"

@@ -31,6 +31,9 @@ struct OpDef {
   ShapeFn shape;
   GradFn grad;                        // empty: not differentiable (gradients stop here)
   int alias_input = -1;               // output 0 is a view of this input's storage (reshape)
+  // With alias_input: the kernel still runs, after the view is made (it waits until the view holds its
+  // value: a cross-worker sum made in place). Without: an alias step runs no kernel.
+  bool alias_runs_kernel = false;
   std::vector<int> mutated_inputs;    // inputs written in place; must be variables (update ops)
   OpSource source = OpSource::none;   // placeholder, constant, variable: no kernel, no shape function
   // The replicas of one collective (all_reduce) on several devices wait for each other: the plan

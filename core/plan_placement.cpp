@@ -169,7 +169,7 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
       step.outputs.push_back(v);
       value_of[{id, static_cast<int>(k)}] = v;
     }
-    if (!alias_step(step)) step.kernel = find_kernel(node.op(), dev->kind());
+    if (!alias_step(step) || node.def().alias_runs_kernel) step.kernel = find_kernel(node.op(), dev->kind());
     (step.mutates ? mutating : steps_).push_back(std::move(step));
   }
   for (auto& s : mutating) steps_.push_back(std::move(s));

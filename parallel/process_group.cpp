@@ -525,29 +525,16 @@ void check_root(int root, int size) {
 // Each collective: its description, then the data movement the communication thread runs after the
 // handshake (Job::move; none for a barrier, which the handshake is).
 
-void ProcessGroup::all_reduce_sum(Tensor& buffer, CollectiveLabel label) {
-  check_floating(buffer, "all_reduce_sum");
-  auto job = impl_->submit(Kind::all_reduce, label, static_cast<std::int64_t>(buffer.nbytes()), -1, sum_staging(*impl_),
-                           buffer);  // staging shares the buffer's memory: summed in place
-  impl_->wait(*job);
-}
+void ProcessGroup::all_reduce_sum(Tensor& buffer, CollectiveLabel label) { finish_all_reduce(start_all_reduce(buffer, label)); }
 
-std::uint64_t ProcessGroup::start_all_reduce(const Tensor& in, CollectiveLabel label) {
-  check_floating(in, "start_all_reduce");
+std::uint64_t ProcessGroup::start_all_reduce(const Tensor& buffer, CollectiveLabel label) {
+  check_floating(buffer, "start_all_reduce");
+  // The job's staging tensor shares the buffer's memory: summed in place.
   return impl_->remember(
-      impl_->submit(Kind::all_reduce, label, static_cast<std::int64_t>(in.nbytes()), -1, sum_staging(*impl_), in.clone()));
+      impl_->submit(Kind::all_reduce, label, static_cast<std::int64_t>(buffer.nbytes()), -1, sum_staging(*impl_), buffer));
 }
 
-void ProcessGroup::finish_all_reduce(std::uint64_t ticket, Tensor& out) {
-  auto job = impl_->forget(ticket);
-  impl_->wait(*job);
-  check_host(out, "finish_all_reduce");
-  if (out.nbytes() != job->staging.nbytes() || out.dtype() != job->staging.dtype())
-    raise<ValueError>("ProcessGroup::finish_all_reduce: the output has {} bytes of {}, the sum {} bytes of {}",
-                      out.nbytes(), dtype_name(out.dtype()), job->staging.nbytes(), dtype_name(job->staging.dtype()));
-  std::memcpy(out.raw_data(), job->staging.raw_data(), out.nbytes());
-}
-
+void ProcessGroup::finish_all_reduce(std::uint64_t ticket) { impl_->wait(*impl_->forget(ticket)); }
 
 void ProcessGroup::broadcast(Tensor& buffer, int root, CollectiveLabel label) {
   check_host(buffer, "broadcast");

@@ -79,10 +79,11 @@ class ProcessGroup {
   void barrier(CollectiveLabel label);
 
   // ---- the graph's asynchronous all-reduce (parallel/worker_ops.h) ----------------------------------
-  // Queues the sum of `in` (float32 or float64, host) and returns at once; finish_all_reduce waits for
-  // it and writes it to `out` (same shape). Every start must be finished, in any order.
-  std::uint64_t start_all_reduce(const Tensor& in, CollectiveLabel label);
-  void finish_all_reduce(std::uint64_t ticket, Tensor& out);
+  // Queues the sum of `buffer` (float32 or float64, host), made in place, and returns at once; the
+  // caller leaves the buffer alone until finish_all_reduce has waited for the sum. Every start must be
+  // finished, in any order.
+  std::uint64_t start_all_reduce(const Tensor& buffer, CollectiveLabel label);
+  void finish_all_reduce(std::uint64_t ticket);
 
   class Impl;
 

@@ -6,6 +6,7 @@
 
 #include "tower/core/device.h"
 #include "tower/core/op_registry.h"
+#include "tower/core/ops.h"
 #include "tower/parallel/process_group.h"
 
 namespace tower::parallel {
@@ -15,7 +16,7 @@ namespace {
 constexpr char kStart[] = "worker_all_reduce_start";
 constexpr char kFinish[] = "worker_all_reduce_finish";
 
-// start: (n,) bucket -> () int64 ticket of the queued sum.
+// start: (n,) bucket -> () int64 ticket of its sum, queued to be made in place.
 std::vector<TensorSpec> start_shape(const std::vector<TensorSpec>& in, const Attrs&) {
   if (in.size() != 1 || in[0].shape.rank() != 1)
     raise<ShapeError>("{} takes one flat bucket (n,)", kStart);
@@ -29,21 +30,21 @@ void start_kernel(KernelContext& ctx) {
   ctx.outputs[0].data<std::int64_t>()[0] = static_cast<std::int64_t>(ticket);
 }
 
-// finish: () ticket -> (elements,) the sum, of the start's dtype.
-std::vector<TensorSpec> finish_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
-  if (in.size() != 1 || in[0].dtype != DType::int64) raise<ShapeError>("{} takes the ticket of a start", kFinish);
-  return {{Shape{attrs.get_int("elements")}, attrs.get_dtype("dtype")}};
+// finish: (() ticket, (n,) bucket) -> (n,) the sum, a view of the bucket (summed in place; the bucket
+// is an input so that the plan keeps its memory until the sum is there).
+std::vector<TensorSpec> finish_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+  if (in.size() != 2 || in[0].dtype != DType::int64) raise<ShapeError>("{} takes a start's ticket and bucket", kFinish);
+  return {in[1]};
 }
 void finish_kernel(KernelContext& ctx) {
-  ProcessGroup::world().finish_all_reduce(static_cast<std::uint64_t>(ctx.inputs[0].data<std::int64_t>()[0]),
-                                          ctx.outputs[0]);
+  ProcessGroup::world().finish_all_reduce(static_cast<std::uint64_t>(ctx.inputs[0].data<std::int64_t>()[0]));
 }
 
 void register_worker_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_op({.name = kStart, .shape = start_shape, .early = true});
-    register_op({.name = kFinish, .shape = finish_shape});
+    register_op({.name = kFinish, .shape = finish_shape, .alias_input = 1, .alias_runs_kernel = true});
     register_kernel(kStart, DeviceKind::cpu, start_kernel);
     register_kernel(kFinish, DeviceKind::cpu, finish_kernel);
   });
@@ -55,9 +56,13 @@ SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index) {
   register_worker_ops();
   Graph& graph = bucket.graph();
   Graph::DeviceScope on_host(graph, cpu_device().name());
-  const SymbolicTensor ticket = graph.add1(kStart, {bucket}, {{"bucket", std::int64_t{index}}});
-  return graph.add1(kFinish, {ticket},
-                    {{"elements", bucket.shape().dim(0)}, {"dtype", bucket.dtype()}});
+  // The sum is made in the bucket's memory: a view of a constant or a variable (a zero gradient) is
+  // copied first, or the sum would outlive the step in it.
+  const Node* root = bucket.node();
+  while (root->def().alias_input >= 0) root = root->inputs()[static_cast<std::size_t>(root->def().alias_input)].node();
+  const SymbolicTensor mine = root->def().source == OpSource::none ? bucket : ops::scale(bucket, 1.0);
+  const SymbolicTensor ticket = graph.add1(kStart, {mine}, {{"bucket", std::int64_t{index}}});
+  return graph.add1(kFinish, {ticket, mine});
 }
 
 }  // namespace tower::parallel

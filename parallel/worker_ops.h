@@ -9,8 +9,9 @@
 namespace tower::parallel {
 
 // The sum over every worker of the job of `bucket` (n,) (float32 or float64), added in rank order:
-// finish(start(bucket)), both placed on cpu:0 (a bucket on a GPU is copied over and back). `index`
-// names the bucket in the collective's description and in errors.
+// finish(start(bucket)), both placed on cpu:0 (a bucket on a GPU is copied over and back). The sum is
+// made in the bucket's memory, so nothing else may read the bucket (all_reduce_sum's flat buckets).
+// `index` names the bucket in the collective's description and in errors.
 SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index);
 
 }  // namespace tower::parallel

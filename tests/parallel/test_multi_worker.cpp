@@ -4,11 +4,13 @@
 // weights on the same global batch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "tower/core/device.h"
+#include "tower/core/executor.h"
 #include "tower/core/random.h"
 #include "tower/layers/callbacks/callbacks.h"
 #include "tower/io/model_checkpoint.h"
@@ -188,4 +190,36 @@ TEST_CASE("MultiWorkerMirroredStrategy: TF_CONFIG and KERAS_DISTRIBUTION_* are c
   setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "4", 1);
   CHECK(contains(parallel::check_cluster_environment(0, 2), "KERAS_DISTRIBUTION_NUM_PROCESSES=4"));
   unsetenv("KERAS_DISTRIBUTION_NUM_PROCESSES");
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: a bucket's all-reduce starts while the backward pass goes on") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  Sequential model;
+  {
+    auto scope = strategy.scope();
+    // dense_1's kernel (1100 x 1000 floats, 4.4 MB) fills a bucket of its own (4 MiB buckets).
+    model = Sequential({layers::Input({6}), layers::Dense(1100, {.activation = "relu"}),
+                        layers::Dense(1000, {.activation = "relu"}), layers::Dense(3, {.activation = "softmax"})});
+    model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+  }
+  auto [x, y] = testing::tower_test_data(8);
+  model.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0});
+  const std::string plan = model.last_plan(Model::Mode::train)->to_string();
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, nl; (nl = plan.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(plan.substr(at, nl - at));
+  std::vector<std::size_t> starts, finishes, matmuls;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (contains(lines[i], "worker_all_reduce_start")) starts.push_back(i);
+    if (contains(lines[i], "worker_all_reduce_finish")) finishes.push_back(i);
+    if (contains(lines[i], " matmul ")) matmuls.push_back(i);
+  }
+  INFO(plan);
+  REQUIRE(starts.size() == 3);  // dense_2 and dense_1's bias; dense_1's kernel; dense's weights
+  REQUIRE(finishes.size() == 3);
+  // The first bucket starts before the gradients of the earlier layers are computed (their matmuls),
+  // and every start comes before the first finish.
+  CHECK(std::count_if(matmuls.begin(), matmuls.end(), [&](std::size_t m) { return m > starts.front(); }) >= 2);
+  CHECK(starts.back() < finishes.front());
 }
