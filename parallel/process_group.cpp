@@ -295,11 +295,14 @@ namespace {
 
 constexpr int kHandshakeTag = 7201;
 
-// Waits for every request, polling (MPI progresses its nonblocking collectives inside MPI_Test) with a
-// growing pause so that a waiting worker leaves the cores to the lanes. On the deadline: the ranks
-// whose request is still open when `ranks` names a rank per request (the handshake), else none.
+// Waits for every request, polling: MPI progresses its nonblocking calls only inside MPI_Test, so a
+// transfer needs both sides polling. The handshake (`ranks` names the rank of each request) may wait
+// long for a peer still computing: it pauses more and more between polls, leaving the cores to the
+// lanes. The data phases follow a handshake, with every peer polling too: they only yield. On the
+// deadline: the ranks whose handshake request is still open.
 void wait_all(std::vector<MPI_Request>& requests, const Description& d, double timeout,
               const Clock::time_point& deadline, const char* phase, const std::vector<int>& ranks = {}) {
+  const bool handshake = !ranks.empty();
   int polls = 0;
   auto pause = std::chrono::microseconds(5);
   for (;;) {
@@ -315,7 +318,9 @@ void wait_all(std::vector<MPI_Request>& requests, const Description& d, double t
       }
       deadline_passed(d, timeout, missing, phase);
     }
-    if (++polls > 50) {
+    if (!handshake || ++polls <= 50) {
+      std::this_thread::yield();
+    } else {
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(200));
     }
