@@ -112,19 +112,28 @@ class WorkerMeter : public Callback {
 class MultiWorkerMirroredStrategy::Workers : public Replication {
  public:
   Workers(const std::vector<std::string>& devices, const MultiGpuOptions& options, ProcessGroup& group)
-      : group_(group),
-        towers_(std::make_shared<Towers>(devices, mirrored(options), "MultiWorkerMirroredStrategy",
-                                         WorkerPart{.rank = group.rank(), .size = group.size()})) {
-    // Each worker's weight in a batch: the sum of its devices' ratios; and the replica count.
+      : group_(group) {
+    // Each worker's weight in a batch (the sum of its devices' ratios), its replicas, and whether its
+    // buckets can cross by NCCL (its first device a physical GPU, NCCL loading): all of them must.
+    const Towers local(devices, mirrored(options), "MultiWorkerMirroredStrategy");
     std::int64_t weight = 0;
-    for (auto r : towers_->ratios()) weight += r;
-    const auto all = group_.all_gather(fmt::format("{} {}", weight, towers_->devices().size()), {.what = "worker devices"});
+    for (auto r : local.ratios()) weight += r;
+    const bool nccl = nccl_across_workers_unsupported(local.devices().front()).empty();
+    const auto all = group_.all_gather(fmt::format("{} {} {}", weight, local.devices().size(), nccl ? 1 : 0),
+                                       {.what = "worker devices"});
+    bool every_nccl = true;
     for (const auto& text : all) {
-      std::int64_t w = 0, n = 0;
-      std::sscanf(text.c_str(), "%ld %ld", &w, &n);
+      long long w = 0, n = 0;
+      int gpu = 0;
+      std::sscanf(text.c_str(), "%lld %lld %d", &w, &n, &gpu);
       weights_.push_back(w);
       replicas_ += static_cast<int>(n);
+      every_nccl = every_nccl && gpu == 1;
     }
+    transport_ = every_nccl && group_.size() > 1 ? WorkerTransport::nccl : WorkerTransport::mpi;
+    if (transport_ == WorkerTransport::nccl) join_nccl_workers(group_, local.devices().front());
+    towers_ = std::make_shared<Towers>(devices, mirrored(options), "MultiWorkerMirroredStrategy",
+                                       WorkerPart{.rank = group.rank(), .size = group.size(), .transport = transport_});
   }
 
   std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
@@ -199,6 +208,7 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
   }
 
   ProcessGroup& group() const { return group_; }
+  WorkerTransport transport() const { return transport_; }
   const std::vector<std::string>& devices() const { return towers_->devices(); }
 
  private:
@@ -240,6 +250,7 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
   std::shared_ptr<Towers> towers_;
   std::vector<std::int64_t> weights_;  // per worker: its share of a batch
   int replicas_ = 0;
+  WorkerTransport transport_ = WorkerTransport::mpi;
   mutable std::vector<std::int64_t> split_;
   mutable std::int64_t split_of_ = -1;
 };
@@ -328,6 +339,7 @@ int MultiWorkerMirroredStrategy::num_replicas_in_sync() const { return workers_-
 int MultiWorkerMirroredStrategy::worker_index() const { return workers_->group().rank(); }
 int MultiWorkerMirroredStrategy::num_workers() const { return workers_->group().size(); }
 const std::vector<std::string>& MultiWorkerMirroredStrategy::devices() const { return workers_->devices(); }
+bool MultiWorkerMirroredStrategy::uses_nccl() const { return workers_->transport() == WorkerTransport::nccl; }
 
 MultiWorkerMirroredStrategy::Scope::Scope(const MultiWorkerMirroredStrategy& strategy)
     : previous_(set_current_strategy(strategy.workers_)), weights_(strategy.devices().front()) {}

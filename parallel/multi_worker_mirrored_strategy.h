@@ -53,6 +53,9 @@ class MultiWorkerMirroredStrategy {
   bool is_chief() const { return worker_index() == 0; }
   // This worker's devices.
   const std::vector<std::string>& devices() const;
+  // Whether the gradient buckets cross the workers by NCCL, GPU to GPU (every worker's first device a
+  // physical GPU, and NCCL loads on every worker); otherwise through host memory and MPI.
+  bool uses_nccl() const;
 
   // While a Scope lives, models made or compiled on this thread train through this strategy, and new
   // layer weights are created on this worker's first device.

@@ -530,7 +530,7 @@ void check_root(int root, int size) {
 // Each collective: its description, then the data movement the communication thread runs after the
 // handshake (Job::move; none for a barrier, which the handshake is).
 
-void ProcessGroup::all_reduce_sum(Tensor& buffer, CollectiveLabel label) { finish_all_reduce(start_all_reduce(buffer, label)); }
+void ProcessGroup::all_reduce_sum(Tensor& buffer, CollectiveLabel label) { finish(start_all_reduce(buffer, label)); }
 
 std::uint64_t ProcessGroup::start_all_reduce(const Tensor& buffer, CollectiveLabel label) {
   check_floating(buffer, "start_all_reduce");
@@ -539,7 +539,19 @@ std::uint64_t ProcessGroup::start_all_reduce(const Tensor& buffer, CollectiveLab
       impl_->submit(Kind::all_reduce, label, static_cast<std::int64_t>(buffer.nbytes()), -1, sum_staging(*impl_), buffer));
 }
 
-void ProcessGroup::finish_all_reduce(std::uint64_t ticket) { impl_->wait(*impl_->forget(ticket)); }
+std::uint64_t ProcessGroup::start_collective(CollectiveLabel label, std::int64_t bytes, Move move) {
+  return impl_->remember(impl_->submit(Kind::all_reduce, label, bytes, -1,
+                                       [move = std::move(move)](Job& job, const Clock::time_point& deadline) {
+                                         try {
+                                           move(deadline);
+                                         } catch (const CollectiveError& e) {
+                                           throw CollectiveError(fmt::format("collective #{} ({}): {}", job.description.seq,
+                                                                             job.description.to_string(), e.what()));
+                                         }
+                                       }));
+}
+
+void ProcessGroup::finish(std::uint64_t ticket) { impl_->wait(*impl_->forget(ticket)); }
 
 void ProcessGroup::broadcast(Tensor& buffer, int root, CollectiveLabel label) {
   check_host(buffer, "broadcast");

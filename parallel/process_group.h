@@ -14,7 +14,9 @@
 // A build without MPI compiles this file; world() then raises an Error saying MPI was not built in.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,10 +82,16 @@ class ProcessGroup {
 
   // ---- the graph's asynchronous all-reduce (parallel/worker_ops.h) ----------------------------------
   // Queues the sum of `buffer` (float32 or float64, host), made in place, and returns at once; the
-  // caller leaves the buffer alone until finish_all_reduce has waited for the sum. Every start must be
+  // caller leaves the buffer alone until finish() has waited for the sum. Every start must be
   // finished, in any order.
   std::uint64_t start_all_reduce(const Tensor& buffer, CollectiveLabel label);
-  void finish_all_reduce(std::uint64_t ticket);
+  // A collective of the caller's own (NCCL between the workers' GPUs, parallel/worker_ops.h): compared
+  // across the workers as the others are, then `move` runs on the communication thread; it throws
+  // CollectiveError when `deadline` passes (the collective's description is added to its message).
+  using Move = std::function<void(const std::chrono::steady_clock::time_point& deadline)>;
+  std::uint64_t start_collective(CollectiveLabel label, std::int64_t bytes, Move move);
+  // Waits for a collective started above; rethrows its error.
+  void finish(std::uint64_t ticket);
 
   class Impl;
 

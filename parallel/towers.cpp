@@ -16,7 +16,6 @@
 #include "tower/optimizers/optimizer.h"
 #include "tower/parallel/process_group.h"
 #include "tower/parallel/tower_meter.h"
-#include "tower/parallel/worker_ops.h"
 
 namespace tower::parallel {
 
@@ -161,7 +160,10 @@ class Towers::Call : public ReplicatedCall {
         copies[r].push_back(copy);
       }
     AcrossWorkers across;
-    if (towers_.worker_) across = worker_all_reduce;
+    if (towers_.worker_)
+      across = [transport = towers_.worker_->transport](const SymbolicTensor& bucket, int index) {
+        return worker_all_reduce(bucket, index, transport);
+      };
     return apply_mirrored_gradients(graph_, replicas, copies, loss, optimizer, learning_rate, iteration,
                                     towers_.options_.cross_device_ops, across);
   }

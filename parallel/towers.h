@@ -18,6 +18,7 @@
 #include "tower/layers/engine/replication.h"
 #include "tower/parallel/mirrored_variables.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/worker_ops.h"
 
 namespace tower::parallel {
 
@@ -27,6 +28,7 @@ namespace tower::parallel {
 // across the workers too (worker_all_reduce), and the step's values are made whole across them.
 struct WorkerPart {
   int rank = 0, size = 1;
+  WorkerTransport transport = WorkerTransport::mpi;  // how the buckets cross (parallel/worker_ops.h)
 };
 
 class Towers : public Replication {

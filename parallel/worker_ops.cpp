@@ -37,8 +37,24 @@ std::vector<TensorSpec> finish_shape(const std::vector<TensorSpec>& in, const At
   return {in[1]};
 }
 void finish_kernel(KernelContext& ctx) {
-  ProcessGroup::world().finish_all_reduce(static_cast<std::uint64_t>(ctx.inputs[0].data<std::int64_t>()[0]));
+  ProcessGroup::world().finish(static_cast<std::uint64_t>(ctx.inputs[0].data<std::int64_t>()[0]));
 }
+
+}  // namespace
+
+#ifdef TOWER_WITH_CUDA
+// worker_ops_cuda.cpp: the kernels on GPUs (NCCL), and the communicator.
+void register_worker_cuda_kernels(const char* start, const char* finish);
+#else
+std::string nccl_across_workers_unsupported(const std::string& device_name) {
+  return fmt::format("its first device, {}, is not a GPU (tower was built without CUDA)", device(device_name).name());
+}
+void join_nccl_workers(ProcessGroup&, const std::string&) {
+  raise<Error>("join_nccl_workers: tower was built without CUDA, so its workers sum through MPI");
+}
+#endif
+
+namespace {
 
 void register_worker_ops() {
   static std::once_flag once;
@@ -47,15 +63,19 @@ void register_worker_ops() {
     register_op({.name = kFinish, .shape = finish_shape, .alias_input = 1, .alias_runs_kernel = true});
     register_kernel(kStart, DeviceKind::cpu, start_kernel);
     register_kernel(kFinish, DeviceKind::cpu, finish_kernel);
+#ifdef TOWER_WITH_CUDA
+    register_worker_cuda_kernels(kStart, kFinish);
+#endif
   });
 }
 
 }  // namespace
 
-SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index) {
+SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, WorkerTransport transport) {
   register_worker_ops();
   Graph& graph = bucket.graph();
-  Graph::DeviceScope on_host(graph, cpu_device().name());
+  // NCCL sums where the bucket is (its GPU); MPI on the host.
+  Graph::DeviceScope on(graph, transport == WorkerTransport::nccl ? bucket.node()->device() : cpu_device().name());
   // The sum is made in the bucket's memory: a view of a constant or a variable (a zero gradient) is
   // copied first, or the sum would outlive the step in it.
   const Node* root = bucket.node();

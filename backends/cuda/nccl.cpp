@@ -1,6 +1,7 @@
 // NCCL, loaded with dlopen, and the communicators of each list of GPUs.
 #include "tower/backends/cuda/nccl.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -26,6 +27,10 @@ struct NcclLibrary {
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
+  decltype(&ncclGetUniqueId) get_unique_id = nullptr;
+  decltype(&ncclCommInitRank) comm_init_rank = nullptr;
+  decltype(&ncclCommGetAsyncError) get_async_error = nullptr;
+  decltype(&ncclCommAbort) comm_abort = nullptr;
 
   NcclLibrary() {
     void* handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -46,6 +51,10 @@ struct NcclLibrary {
     load(comm_destroy, "ncclCommDestroy");
     load(all_reduce, "ncclAllReduce");
     load(error_string, "ncclGetErrorString");
+    load(get_unique_id, "ncclGetUniqueId");
+    load(comm_init_rank, "ncclCommInitRank");
+    load(get_async_error, "ncclCommGetAsyncError");
+    load(comm_abort, "ncclCommAbort");
   }
 
   void check(ncclResult_t status, const char* call) const {
@@ -111,6 +120,54 @@ void nccl_all_reduce_sum(const std::vector<int>& ordinals, int rank, const void*
                   "ncclAllReduce");
 }
 
+namespace {
+ncclComm_t g_workers = nullptr;  // the workers' communicator (one per process), never destroyed: NCCL's
+                                 // threads may outlive the static destructors
+const NcclLibrary& loaded(const char* what) {
+  if (!nccl_unavailable().empty()) raise<DeviceError>("{} across workers: {}", what, nccl_unavailable());
+  return library();
+}
+}  // namespace
+
+std::string nccl_unique_id() {
+  ncclUniqueId id;
+  loaded("NCCL").check(library().get_unique_id(&id), "ncclGetUniqueId");
+  return std::string(id.internal, sizeof id.internal);
+}
+
+void nccl_join_workers(const std::string& id, int size, int rank, int ordinal) {
+  const NcclLibrary& lib = loaded("NCCL");
+  if (g_workers) raise<ValueError>("nccl_join_workers: this process has joined its workers' communicator already");
+  ncclUniqueId unique;
+  if (id.size() != sizeof unique.internal)
+    raise<ValueError>("nccl_join_workers: an id of {} bytes, NCCL's have {}", id.size(), sizeof unique.internal);
+  std::copy(id.begin(), id.end(), unique.internal);
+  int current = 0;
+  CUDA_CHECK(cudaGetDevice(&current));
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  const ncclResult_t status = lib.comm_init_rank(&g_workers, size, unique, rank);
+  CUDA_CHECK(cudaSetDevice(current));
+  lib.check(status, "ncclCommInitRank");
+}
+
+void nccl_workers_all_reduce_in_place(void* buffer, std::size_t count, DType dtype, cudaStream_t stream) {
+  const NcclLibrary& lib = loaded("all_reduce");
+  if (!g_workers) raise<ValueError>("all_reduce across workers: no NCCL communicator (nccl_join_workers first)");
+  lib.check(lib.all_reduce(buffer, buffer, count, nccl_type(dtype), ncclSum, g_workers, stream), "ncclAllReduce");
+}
+
+std::string nccl_workers_error() {
+  if (!g_workers || !nccl_unavailable().empty()) return "";
+  ncclResult_t async = ncclSuccess;
+  if (library().get_async_error(g_workers, &async) != ncclSuccess || async == ncclSuccess) return "";
+  return library().error_string(async);
+}
+
+void nccl_workers_abort() {
+  if (g_workers && nccl_unavailable().empty()) library().comm_abort(g_workers);
+  g_workers = nullptr;
+}
+
 #else  // built without nccl.h
 
 const std::string& nccl_unavailable() {
@@ -123,6 +180,15 @@ const std::string& nccl_unavailable() {
 void nccl_all_reduce_sum(const std::vector<int>&, int, const void*, void*, std::size_t, DType, cudaStream_t) {
   raise<DeviceError>("all_reduce on GPUs: {}", nccl_unavailable());
 }
+std::string nccl_unique_id() { raise<DeviceError>("NCCL across workers: {}", nccl_unavailable()); }
+void nccl_join_workers(const std::string&, int, int, int) {
+  raise<DeviceError>("NCCL across workers: {}", nccl_unavailable());
+}
+void nccl_workers_all_reduce_in_place(void*, std::size_t, DType, cudaStream_t) {
+  raise<DeviceError>("all_reduce across workers: {}", nccl_unavailable());
+}
+std::string nccl_workers_error() { return ""; }
+void nccl_workers_abort() {}
 
 #endif
 

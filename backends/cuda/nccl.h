@@ -27,4 +27,19 @@ std::string nccl_all_reduce_unsupported(const std::vector<Device*>& gpus);
 void nccl_all_reduce_sum(const std::vector<int>& ordinals, int rank, const void* in, void* out, std::size_t count,
                          DType dtype, cudaStream_t stream);
 
+// ---- one rank per worker process (parallel::MultiWorkerMirroredStrategy) ----------------------------
+// A new communicator's id (ncclGetUniqueId), made by one process and sent to the others.
+std::string nccl_unique_id();
+// Joins this process to the communicator `id` names as rank `rank` of `size`, on physical GPU
+// `ordinal` (ncclCommInitRank; every rank calls it at the same time). One per process, kept for its
+// life; a second join is a ValueError.
+void nccl_join_workers(const std::string& id, int size, int rank, int ordinal);
+// buffer (count elements of dtype, on the joined GPU) becomes the sum over the workers, in place, queued
+// on `stream`.
+void nccl_workers_all_reduce_in_place(void* buffer, std::size_t count, DType dtype, cudaStream_t stream);
+// The workers' communicator's asynchronous error ("" when none: NCCL's own watchdog found nothing).
+std::string nccl_workers_error();
+// Aborts the workers' communicator (a deadline passed): its queued collectives end, the job cannot go on.
+void nccl_workers_abort();
+
 }  // namespace tower::cuda

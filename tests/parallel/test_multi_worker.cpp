@@ -19,6 +19,7 @@
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_worker_mirrored_strategy.h"
 #include "tower/parallel/process_group.h"
+#include "tower/parallel/worker_ops.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
@@ -84,6 +85,9 @@ TEST_CASE("MultiWorkerMirroredStrategy: 2 workers x 1 CPU device give one device
   CHECK(strategy.num_workers() == parallel::ProcessGroup::world().size());
   CHECK(strategy.num_replicas_in_sync() == strategy.num_workers());
   CHECK(strategy.is_chief() == (strategy.worker_index() == 0));
+  // CPU devices: the buckets cross through host memory and MPI, not NCCL.
+  CHECK_FALSE(strategy.uses_nccl());
+  CHECK(contains(parallel::nccl_across_workers_unsupported("cpu:0"), "cpu:0"));
   auto [x, y] = testing::tower_test_data(26);
 
   SUBCASE("a last partial batch (26 = 3 x 8 + 2), SGD, Dropout") {
