@@ -5,14 +5,19 @@
 
 namespace tower::parallel {
 
-namespace {
-
 std::vector<std::string> all_gpus_or_cpu() {
   std::vector<std::string> names;
   for (int i = 0; i < device_count(DeviceKind::cuda); ++i) names.push_back(fmt::format("cuda:{}", i));
   if (names.empty()) names.push_back("cpu:0");
   return names;
 }
+
+StrategyScope::StrategyScope(std::shared_ptr<const Replication> replication, const std::string& device)
+    : previous_(set_current_strategy(std::move(replication))), weights_(device) {}
+
+StrategyScope::~StrategyScope() { set_current_strategy(std::move(previous_)); }
+
+namespace {
 
 // A strategy's variables are always mirrored (its name says so).
 MultiGpuOptions mirrored(MultiGpuOptions options) {
@@ -29,10 +34,5 @@ MirroredStrategy::MirroredStrategy(const std::vector<std::string>& devices, cons
 
 int MirroredStrategy::num_replicas_in_sync() const { return towers_->num_replicas_in_sync(); }
 const std::vector<std::string>& MirroredStrategy::devices() const { return towers_->devices(); }
-
-MirroredStrategy::Scope::Scope(const MirroredStrategy& strategy)
-    : previous_(set_current_strategy(strategy.towers_)), weights_(strategy.towers_->devices().front()) {}
-
-MirroredStrategy::Scope::~Scope() { set_current_strategy(std::move(previous_)); }
 
 }  // namespace tower::parallel

@@ -27,6 +27,25 @@
 
 namespace tower::parallel {
 
+// Every visible GPU (logical GPUs count), or cpu:0 when there is none, as TensorFlow does: a strategy's
+// devices when none are given.
+std::vector<std::string> all_gpus_or_cpu();
+
+// A strategy's scope (MirroredStrategy, MultiWorkerMirroredStrategy): while it lives, models made or
+// compiled on this thread train through `replication`, and new layer weights are created on `device`.
+// Scopes nest; the innermost wins.
+class StrategyScope {
+ public:
+  StrategyScope(std::shared_ptr<const Replication> replication, const std::string& device);
+  ~StrategyScope();
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+ private:
+  std::shared_ptr<const Replication> previous_;
+  DefaultDeviceScope weights_;
+};
+
 class MirroredStrategy {
  public:
   // Every visible GPU (logical GPUs count), or cpu:0 when there is none, as TensorFlow does.
@@ -39,21 +58,10 @@ class MirroredStrategy {
   int num_replicas_in_sync() const;
   const std::vector<std::string>& devices() const;
 
-  // While a Scope lives, models made or compiled on this thread train through this strategy, and new
-  // layer weights are created on the first device. Scopes nest; the innermost wins.
-  class Scope {
-   public:
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-
-   private:
-    friend class MirroredStrategy;
-    explicit Scope(const MirroredStrategy& strategy);
-    std::shared_ptr<const Replication> previous_;
-    DefaultDeviceScope weights_;
-  };
-  Scope scope() const { return Scope(*this); }
+  // While the scope lives, models made or compiled on this thread train through this strategy, and new
+  // layer weights are created on the first device.
+  using Scope = StrategyScope;
+  Scope scope() const { return Scope(towers_, devices().front()); }
 
  private:
   std::shared_ptr<const Towers> towers_;  // the Replication the models hold

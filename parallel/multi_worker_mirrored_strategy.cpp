@@ -21,13 +21,6 @@ namespace tower::parallel {
 
 namespace {
 
-std::vector<std::string> all_gpus_or_cpu() {
-  std::vector<std::string> names;
-  for (int i = 0; i < device_count(DeviceKind::cuda); ++i) names.push_back(fmt::format("cuda:{}", i));
-  if (names.empty()) names.push_back("cpu:0");
-  return names;
-}
-
 // ---- state as bytes, for the chief's broadcast --------------------------------------------------------
 
 void put_bytes(std::string& out, const void* data, std::size_t n) { out.append(static_cast<const char*>(data), n); }
@@ -341,9 +334,8 @@ int MultiWorkerMirroredStrategy::num_workers() const { return workers_->group().
 const std::vector<std::string>& MultiWorkerMirroredStrategy::devices() const { return workers_->devices(); }
 bool MultiWorkerMirroredStrategy::uses_nccl() const { return workers_->transport() == WorkerTransport::nccl; }
 
-MultiWorkerMirroredStrategy::Scope::Scope(const MultiWorkerMirroredStrategy& strategy)
-    : previous_(set_current_strategy(strategy.workers_)), weights_(strategy.devices().front()) {}
-
-MultiWorkerMirroredStrategy::Scope::~Scope() { set_current_strategy(std::move(previous_)); }
+MultiWorkerMirroredStrategy::Scope MultiWorkerMirroredStrategy::scope() const {
+  return Scope(workers_, devices().front());
+}
 
 }  // namespace tower::parallel

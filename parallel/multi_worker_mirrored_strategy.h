@@ -29,6 +29,7 @@
 
 #include "tower/core/device.h"
 #include "tower/layers/engine/model.h"
+#include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tower/parallel/process_group.h"
 
@@ -57,21 +58,10 @@ class MultiWorkerMirroredStrategy {
   // physical GPU, and NCCL loads on every worker); otherwise through host memory and MPI.
   bool uses_nccl() const;
 
-  // While a Scope lives, models made or compiled on this thread train through this strategy, and new
+  // While the scope lives, models made or compiled on this thread train through this strategy, and new
   // layer weights are created on this worker's first device.
-  class Scope {
-   public:
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-
-   private:
-    friend class MultiWorkerMirroredStrategy;
-    explicit Scope(const MultiWorkerMirroredStrategy& strategy);
-    std::shared_ptr<const Replication> previous_;
-    DefaultDeviceScope weights_;
-  };
-  Scope scope() const { return Scope(*this); }
+  using Scope = StrategyScope;
+  Scope scope() const;
 
   class Workers;  // the Replication the models hold
 
