@@ -398,11 +398,53 @@ void rank_order_sum(T* buffer, std::int64_t n, int rank, int size, const Descrip
   wait_all(request, d, timeout, deadline, "all-gather");
 }
 
+// root's `bytes` bytes at `data` to every rank.
+void broadcast_bytes(void* data, std::int64_t bytes, int root, const Description& d, double timeout,
+                     const Clock::time_point& deadline) {
+  std::vector<MPI_Request> request(1);
+  MPI_Ibcast(data, byte_count(bytes, d.what), MPI_BYTE, root, MPI_COMM_WORLD, request.data());
+  wait_all(request, d, timeout, deadline, "broadcast");
+}
+
+// Every rank's `mine`, in rank order (their sizes first, then the bytes).
+std::vector<std::string> gather_strings(const std::string& mine, int size, const Description& d, double timeout,
+                                        const Clock::time_point& deadline) {
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(size));
+  std::int64_t my_size = static_cast<std::int64_t>(mine.size());
+  std::vector<MPI_Request> request(1);
+  MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD, request.data());
+  wait_all(request, d, timeout, deadline, "all-gather of the sizes");
+  std::vector<int> counts(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
+  std::int64_t total = 0;
+  for (int p = 0; p < size; ++p) {
+    counts[p] = byte_count(sizes[p], d.what);
+    offsets[p] = byte_count(total, d.what);
+    total += sizes[p];
+  }
+  std::string joined(static_cast<std::size_t>(byte_count(total, d.what)), '\0');
+  MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, joined.data(), counts.data(), offsets.data(),
+                  MPI_BYTE, MPI_COMM_WORLD, request.data());
+  wait_all(request, d, timeout, deadline, "all-gather");
+  std::vector<std::string> all;
+  for (int p = 0; p < size; ++p) all.push_back(joined.substr(offsets[p], counts[p]));
+  return all;
+}
+
 }  // namespace
 
-#else  // without MPI: world() refuses before an Impl exists
+#else  // without MPI: world() refuses before an Impl exists, so none of these runs
 
 void ProcessGroup::Impl::handshake(const Description&, const Clock::time_point&) {}
+
+namespace {
+[[noreturn]] void no_mpi() { raise<Error>("{}", ProcessGroup::unavailable()); }
+template <typename T>
+void rank_order_sum(T*, std::int64_t, int, int, const Description&, double, const Clock::time_point&) { no_mpi(); }
+void broadcast_bytes(void*, std::int64_t, int, const Description&, double, const Clock::time_point&) { no_mpi(); }
+std::vector<std::string> gather_strings(const std::string&, int, const Description&, double, const Clock::time_point&) {
+  no_mpi();
+}
+}  // namespace
 
 #endif
 
@@ -508,16 +550,12 @@ namespace {
 // The movement of an all-reduce: the job's staging tensor becomes the sum, in place.
 Job::Move sum_staging(const ProcessGroup::Impl& impl) {
   return [&impl](Job& job, const Clock::time_point& deadline) {
-#if TOWER_WITH_MPI
     if (impl.size_ == 1) return;
     Tensor& t = job.staging;
     if (t.dtype() == DType::float64)
       rank_order_sum(t.data<double>(), t.num_elements(), impl.rank_, impl.size_, job.description, impl.timeout(), deadline);
     else
       rank_order_sum(t.data<float>(), t.num_elements(), impl.rank_, impl.size_, job.description, impl.timeout(), deadline);
-#else
-    (void)job, (void)deadline;
-#endif
   };
 }
 
@@ -556,17 +594,12 @@ void ProcessGroup::finish(std::uint64_t ticket) { impl_->wait(*impl_->forget(tic
 void ProcessGroup::broadcast(Tensor& buffer, int root, CollectiveLabel label) {
   check_host(buffer, "broadcast");
   check_root(root, size_);
+  const Impl& impl = *impl_;
   auto job = impl_->submit(Kind::broadcast, label, static_cast<std::int64_t>(buffer.nbytes()), root,
-                           [this, root](Job& job, const Clock::time_point& deadline) {
-#if TOWER_WITH_MPI
-                             if (size_ == 1) return;
-                             std::vector<MPI_Request> request(1);
-                             MPI_Ibcast(job.staging.raw_data(), byte_count(job.description.bytes, job.description.what),
-                                        MPI_BYTE, root, MPI_COMM_WORLD, request.data());
-                             wait_all(request, job.description, impl_->timeout(), deadline, "broadcast");
-#else
-                             (void)job, (void)deadline, (void)root;
-#endif
+                           [&impl, root](Job& job, const Clock::time_point& deadline) {
+                             if (impl.size_ > 1)
+                               broadcast_bytes(job.staging.raw_data(), job.description.bytes, root, job.description,
+                                               impl.timeout(), deadline);
                            },
                            buffer);
   impl_->wait(*job);
@@ -574,52 +607,22 @@ void ProcessGroup::broadcast(Tensor& buffer, int root, CollectiveLabel label) {
 
 void ProcessGroup::broadcast(std::string& bytes, int root, CollectiveLabel label) {
   check_root(root, size_);
-  auto job = impl_->submit(Kind::broadcast, label, -1, root, [this, root, &bytes](Job& job, const Clock::time_point& deadline) {
-#if TOWER_WITH_MPI
-    if (size_ == 1) return;
+  const Impl& impl = *impl_;
+  auto job = impl_->submit(Kind::broadcast, label, -1, root, [&impl, root, &bytes](Job& job, const Clock::time_point& deadline) {
+    if (impl.size_ == 1) return;
     std::int64_t n = static_cast<std::int64_t>(bytes.size());
-    std::vector<MPI_Request> request(1);
-    MPI_Ibcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD, request.data());
-    wait_all(request, job.description, impl_->timeout(), deadline, "broadcast of the size");
+    broadcast_bytes(&n, sizeof n, root, job.description, impl.timeout(), deadline);
     bytes.resize(static_cast<std::size_t>(n));
-    MPI_Ibcast(bytes.data(), byte_count(n, job.description.what), MPI_BYTE, root, MPI_COMM_WORLD, request.data());
-    wait_all(request, job.description, impl_->timeout(), deadline, "broadcast");
-#else
-    (void)job, (void)deadline, (void)root, (void)bytes;
-#endif
+    broadcast_bytes(bytes.data(), n, root, job.description, impl.timeout(), deadline);
   });
   impl_->wait(*job);
 }
 
 std::vector<std::string> ProcessGroup::all_gather(const std::string& mine, CollectiveLabel label) {
-  std::vector<std::string> all(static_cast<std::size_t>(size_));
-  auto job = impl_->submit(Kind::all_gather, label, -1, -1, [this, &mine, &all](Job& job, const Clock::time_point& deadline) {
-#if TOWER_WITH_MPI
-    if (size_ == 1) {
-      all[0] = mine;
-      return;
-    }
-    std::vector<std::int64_t> sizes(static_cast<std::size_t>(size_));
-    std::int64_t my_size = static_cast<std::int64_t>(mine.size());
-    std::vector<MPI_Request> request(1);
-    MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD, request.data());
-    wait_all(request, job.description, impl_->timeout(), deadline, "all-gather of the sizes");
-    std::vector<int> counts(static_cast<std::size_t>(size_)), offsets(static_cast<std::size_t>(size_));
-    std::int64_t total = 0;
-    for (int p = 0; p < size_; ++p) {
-      counts[p] = byte_count(sizes[p], job.description.what);
-      offsets[p] = byte_count(total, job.description.what);
-      total += sizes[p];
-    }
-    std::string joined(static_cast<std::size_t>(byte_count(total, job.description.what)), '\0');
-    MPI_Iallgatherv(mine.data(), counts[rank_], MPI_BYTE, joined.data(), counts.data(), offsets.data(), MPI_BYTE,
-                    MPI_COMM_WORLD, request.data());
-    wait_all(request, job.description, impl_->timeout(), deadline, "all-gather");
-    for (int p = 0; p < size_; ++p) all[p] = joined.substr(offsets[p], counts[p]);
-#else
-    (void)job, (void)deadline;
-    all[0] = mine;
-#endif
+  std::vector<std::string> all{mine};
+  const Impl& impl = *impl_;
+  auto job = impl_->submit(Kind::all_gather, label, -1, -1, [&impl, &mine, &all](Job& job, const Clock::time_point& deadline) {
+    if (impl.size_ > 1) all = gather_strings(mine, impl.size_, job.description, impl.timeout(), deadline);
   });
   impl_->wait(*job);
   return all;
