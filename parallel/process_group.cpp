@@ -526,7 +526,12 @@ ProcessGroup::~ProcessGroup() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   std::signal(SIGTERM, g_previous_sigterm);  // from here on a SIGTERM is the launcher ending what this one asked
-  if (failed) MPI_Abort(MPI_COMM_WORLD, 1);  // the others may wait in a collective: the launcher ends them
+  if (failed) {
+    // The others may wait in a collective: the launcher ends them. First a moment for those that found
+    // the same failure (a mismatch is seen by both sides) to say so themselves.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   MPI_Finalize();
 #endif
 }
