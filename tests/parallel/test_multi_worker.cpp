@@ -1,5 +1,5 @@
 // parallel::MultiWorkerMirroredStrategy (label mpi): run by CTest under `mpirun -np 2`, every rank runs
-// every case. Each worker trains through the strategy and, on its own, the one-device (or one-worker)
+// every case (and the 2-device case once more under `mpirun -np 1`). Each worker trains through the strategy and, on its own, the one-device (or one-worker)
 // reference from the same initial weights, and compares: the workers must give one device's losses and
 // weights on the same global batch.
 #include <doctest/doctest.h>
@@ -136,7 +136,8 @@ TEST_CASE("MultiWorkerMirroredStrategy: W workers of one device give the bits of
   }
 }
 
-TEST_CASE("MultiWorkerMirroredStrategy: 2 workers x 2 CPU devices with 3:1 ratios give one device's result") {
+// Also run alone (CTest's test_multi_worker_one: mpirun -np 1), as 1 worker of 2 devices.
+TEST_CASE("MultiWorkerMirroredStrategy: workers of 2 CPU devices with 3:1 ratios give one device's result") {
   clear_session();
   parallel::MultiWorkerMirroredStrategy strategy({"cpu:0", "cpu:1"}, {.ratios = {3, 1}});
   CHECK(strategy.num_replicas_in_sync() == 2 * strategy.num_workers());
