@@ -73,8 +73,9 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
 void ModelCheckpoint::on_train_begin(const Logs&) {
   // The fields fill in the file name only at saving time; a file name with fields is checked as it
   // is written here (its directory, and that files can be created there). A directory with fields
-  // cannot be checked before the first save.
-  if (fs::path(filepath_).parent_path().string().find('{') == std::string::npos)
+  // cannot be checked before the first save. In a multi-worker job only the chief writes, so only it
+  // checks (the others may not even see the directory).
+  if (writes_files(model()) && fs::path(filepath_).parent_path().string().find('{') == std::string::npos)
     io::check_writable(filepath_, fmt::format("ModelCheckpoint: \"{}\"", filepath_));
   if (options_.save_best_only) higher_ = higher_is_better("ModelCheckpoint", options_.monitor, options_.mode);
   best_ = options_.initial_value_threshold;
