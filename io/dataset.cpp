@@ -85,6 +85,7 @@ Dataset Dataset::prefetch(std::int64_t buffer_size, HostAllocator allocator) con
 
 std::int64_t Dataset::cardinality() const { return stage_->cardinality(); }
 bool Dataset::batched() const { return stage_->batched(); }
+bool Dataset::sharded() const { return stage_->sharded(); }
 std::string Dataset::describe() const { return stage_->description(); }
 
 Dataset::Iterator::Iterator(std::unique_ptr<detail::StageIterator> it) : it_(std::move(it)) {}
@@ -117,6 +118,7 @@ class DatasetAdapter final : public DataAdapter {
   explicit DatasetAdapter(Dataset dataset) : dataset_(std::move(dataset)) {}
 
   std::int64_t steps_per_epoch() const override { return dataset_.cardinality(); }
+  bool own_batches() const override { return dataset_.sharded(); }
   void begin_epoch(int epoch, std::int64_t skip) override {
     iteration_.reset();  // stop the previous epoch's threads first
     iteration_.emplace(dataset_.iterate(epoch, skip));

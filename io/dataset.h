@@ -93,6 +93,9 @@ class Dataset : public DataSource {
   std::int64_t cardinality() const;
   // True after batch(): what fit, evaluate and predict need.
   bool batched() const;
+  // True after shard(): under a multi-worker strategy, each batch is then this worker's own part of
+  // the global batch (the workers' parts together make it), not the global batch itself.
+  bool sharded() const;
   // The pipeline, for messages: "from_tensor_slices(100 samples).shuffle(all).batch(32)".
   std::string describe() const;
 

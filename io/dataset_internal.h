@@ -17,17 +17,20 @@ namespace tower::io::detail {
 class Stage {
  public:
   Stage(std::shared_ptr<const Stage> input, std::string description, bool batched)
-      : input_(std::move(input)), description_(std::move(description)), batched_(batched) {}
+      : input_(std::move(input)), description_(std::move(description)), batched_(batched),
+        sharded_(input_ && input_->sharded_) {}
   virtual ~Stage() = default;
   virtual std::unique_ptr<StageIterator> iterate(int epoch) const = 0;
   virtual std::int64_t cardinality() const = 0;
   const std::string& description() const { return description_; }
   bool batched() const { return batched_; }
+  bool sharded() const { return sharded_; }  // a shard() stage is in the pipeline
 
  protected:
   std::shared_ptr<const Stage> input_;
   std::string description_;  // the whole pipeline up to this stage
   bool batched_;
+  bool sharded_;
 };
 
 class StageIterator {

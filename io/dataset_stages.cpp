@@ -201,7 +201,9 @@ class ShardStage final : public Stage {
  public:
   ShardStage(std::shared_ptr<const Stage> input, std::int64_t num_shards, std::int64_t index)
       : Stage(input, fmt::format("{}.shard({}, {})", input->description(), num_shards, index), input->batched()),
-        num_shards_(num_shards), index_(index) {}
+        num_shards_(num_shards), index_(index) {
+    sharded_ = true;
+  }
 
   std::unique_ptr<StageIterator> iterate(int epoch) const override {
     return std::make_unique<Iterator>(*this, input_->iterate(epoch));

@@ -139,13 +139,23 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
     return {std::make_shared<WorkerMeter>(*this)};
   }
 
-  Rows local_rows(std::int64_t rows) const override {
-    if (group_.size() == 1) return {0, rows};
+  Rows local_rows(std::int64_t rows, bool own) const override {
+    if (group_.size() == 1) return {0, rows, rows};
+    if (own) {  // a sharded pipeline: the workers' parts make the global batch, in rank order
+      const auto all = group_.all_gather(std::to_string(rows), {.what = "rows of the batch"});
+      Rows mine{.count = rows};
+      for (int w = 0; w < group_.size(); ++w) {
+        const std::int64_t n = std::stoll(all[static_cast<std::size_t>(w)]);
+        if (w < group_.rank()) mine.first += n;
+        mine.global += n;
+      }
+      return mine;
+    }
     if (rows != split_of_) {  // once per batch size: a steady step computes nothing here
       split_ = largest_remainder_split(rows, weights_);
       split_of_ = rows;
     }
-    Rows mine;
+    Rows mine{.global = rows};
     for (int w = 0; w < group_.rank(); ++w) mine.first += split_[static_cast<std::size_t>(w)];
     mine.count = split_[static_cast<std::size_t>(group_.rank())];
     return mine;
@@ -251,7 +261,8 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
 namespace {
 
 void WorkerMeter::on_train_batch_end(std::int64_t, const Logs&) {
-  samples_ += workers_.local_rows(model().last_batch_size(Model::Mode::train)).count;
+  // This worker's share of the global batch (for a sharded pipeline, the even share of it).
+  samples_ += workers_.local_rows(model().last_batch_size(Model::Mode::train), false).count;
 }
 
 void WorkerMeter::on_epoch_end(int, Logs&) {

@@ -35,6 +35,9 @@ class DataAdapter {
   virtual std::int64_t steps_per_epoch() const = 0;
   // Samples per epoch; -1 when not known in advance (predict then concatenates its batches).
   virtual std::int64_t num_samples() const { return -1; }
+  // Whether each batch is this process's own part of the global batch (a Dataset::shard'ed pipeline
+  // under a multi-worker strategy), rather than the global batch every process reads.
+  virtual bool own_batches() const { return false; }
   // Starts epoch `epoch` (0-based: a shuffled order depends on it) and skips its first `skip`
   // batches, which a resumed run trained before it was interrupted.
   virtual void begin_epoch(int epoch, std::int64_t skip = 0) = 0;

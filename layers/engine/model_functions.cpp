@@ -193,17 +193,17 @@ Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
 
 // ---- running them ----------------------------------------------------------------------------------
 
-std::vector<Tensor> Model::Function::run(const FeedMap& feeds, std::int64_t batch_size) {
+std::vector<Tensor> Model::Function::run(const FeedMap& feeds) {
   replicas->before_step();
   auto values = executor->run(feeds, fetches, targets);
-  last_batch_size = batch_size;
+  last_batch_size = global_rows;
   replicas->after_step();
   replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
   return values;
 }
 
 FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
-                               const Tensor& weights) const {
+                               const Tensor& weights) {
   // Sparse class ids outside [0, classes) are refused here, on the host, before a step runs: a GPU
   // kernel cannot stop to throw (it would give NaN), so every device gets the same clear error.
   for (std::size_t k = 0; k < y_batch.size() && k < classes.size(); ++k) {
@@ -228,40 +228,40 @@ FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::ve
   }
   // In a multi-worker job this process feeds its rows of the batch (views, no copy).
   const std::int64_t rows = x_batch.empty() ? 0 : x_batch[0].shape()[0];
-  const Replication::Rows mine = replication ? replication->local_rows(rows) : Replication::Rows{0, rows};
-  const bool all = mine.first == 0 && mine.count == rows;
+  const Replication::Rows mine = replication ? replication->local_rows(rows, own_batches) : Replication::Rows{0, rows, rows};
+  global_rows = mine.global;
+  const bool all = own_batches || mine.count == rows;  // an own batch is all this process's
   const auto part = [&](const Tensor& t) { return all ? t : engine::row_range(t, mine.first, mine.count); };
   FeedMap out;
   for (std::size_t i = 0; i < x_batch.size(); ++i) out.emplace_back(x[i], part(x_batch[i]));
   for (std::size_t i = 0; i < y_batch.size() && i < y.size(); ++i) out.emplace_back(y[i], part(y_batch[i]));
   if (sample_weight.defined()) out.emplace_back(sample_weight, part(weights));
-  replicas->add_feeds(out, rows, mine.first);
+  replicas->add_feeds(out, mine.global, mine.first);
   return out;
 }
 
 std::vector<double> Model::Function::test_step(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
-                                               const Tensor& weights, std::int64_t batch_size) {
+                                               const Tensor& weights) {
   std::vector<double> out;
-  for (const auto& v : run(feeds(x_batch, y_batch, weights), batch_size)) out.push_back(v.item());
+  for (const auto& v : run(feeds(x_batch, y_batch, weights))) out.push_back(v.item());
   return out;
 }
 
 std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer, const std::vector<Tensor>& x_batch,
-                                                const std::vector<Tensor>& y_batch, const Tensor& weights,
-                                                std::int64_t batch_size) {
+                                                const std::vector<Tensor>& y_batch, const Tensor& weights) {
   auto fed = feeds(x_batch, y_batch, weights);
   fed.emplace_back(learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
   fed.emplace_back(iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
   graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
   std::vector<double> out;
-  for (const auto& v : run(fed, batch_size)) out.push_back(v.item());
+  for (const auto& v : run(fed)) out.push_back(v.item());
   optimizer.finish_step();
   return out;
 }
 
-std::vector<Tensor> Model::Function::predict_step(const std::vector<Tensor>& x_batch, std::int64_t batch_size) {
+std::vector<Tensor> Model::Function::predict_step(const std::vector<Tensor>& x_batch) {
   std::vector<Tensor> out;
-  for (auto& t : run(feeds(x_batch, {}, Tensor()), batch_size)) out.push_back(t.to(cpu_device()));
+  for (auto& t : run(feeds(x_batch, {}, Tensor()))) out.push_back(t.to(cpu_device()));
   return out;
 }
 

@@ -102,11 +102,13 @@ class Replication {
   virtual std::vector<CallbackPtr> fit_callbacks() const { return {}; }
 
   // ---- a job of several worker processes (parallel::MultiWorkerMirroredStrategy) ----
-  // This process's rows of a global batch of `rows`: [first, first + count).
+  // This process's rows of a batch of `rows` that every process read: [first, first + count) of the
+  // `global` rows. With `own` the batch is this process's own part of the global batch (a sharded
+  // pipeline): all its rows, placed after the lower ranks' parts.
   struct Rows {
-    std::int64_t first = 0, count = 0;
+    std::int64_t first = 0, count = 0, global = 0;
   };
-  virtual Rows local_rows(std::int64_t rows) const { return {0, rows}; }
+  virtual Rows local_rows(std::int64_t rows, bool own = false) const { return {0, rows, rows}; }
   // Whether this process shows progress bars and writes checkpoints and model files (the chief).
   virtual bool is_chief() const { return true; }
   // The shuffle seed of fit on arrays, the same in every process (the chief's).

@@ -12,6 +12,8 @@
 #include "tower/core/device.h"
 #include "tower/core/executor.h"
 #include "tower/core/random.h"
+#include "tower/io/dataset.h"
+#include "tower/layers/engine/batches.h"
 #include "tower/layers/callbacks/callbacks.h"
 #include "tower/io/model_checkpoint.h"
 #include "tower/layers/layers.h"
@@ -227,4 +229,32 @@ TEST_CASE("MultiWorkerMirroredStrategy: a bucket's all-reduce starts while the b
   // and every start comes before the first finish.
   CHECK(std::count_if(matmuls.begin(), matmuls.end(), [&](std::size_t m) { return m > starts.front(); }) >= 2);
   CHECK(starts.back() < finishes.front());
+}
+
+TEST_CASE("MultiWorkerMirroredStrategy: a Dataset::shard'ed pipeline's batches are the workers' parts of the global "
+          "batch") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  const int workers = strategy.num_workers(), rank = strategy.worker_index();
+  auto [x, y] = testing::tower_test_data(32);
+  // Each worker reads every workers-th sample from its rank on, in batches of 4.
+  const auto sharded = io::Dataset::from_tensor_slices({x}, {y}).shard(workers, rank).batch(4);
+  CHECK(sharded.sharded());
+  // One device sees each global batch as the workers' parts one after the other.
+  std::vector<std::int64_t> order;
+  const std::int64_t per_worker = 32 / workers;
+  for (std::int64_t b = 0; b * 4 < per_worker; ++b)
+    for (int w = 0; w < workers; ++w)
+      for (std::int64_t k = b * 4; k < std::min<std::int64_t>(b * 4 + 4, per_worker); ++k) order.push_back(k * workers + w);
+  const Tensor x_ref = engine::take_rows(x, order.data(), static_cast<std::int64_t>(order.size()));
+  const Tensor y_ref = engine::take_rows(y, order.data(), static_cast<std::int64_t>(order.size()));
+  auto reference = make_model(12);
+  reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+  auto model = under(strategy, 12, optimizers::SGD(0.1));
+  const auto h1 = model.fit(sharded, {.epochs = 2, .verbose = 0});
+  const auto h2 = reference.fit(x_ref, y_ref, {.batch_size = 4 * workers, .epochs = 2, .verbose = 0, .shuffle = false});
+  check_same_training(h1, h2, model, reference, 1e-5);
+  // predict gathers every worker's rows of each batch, in rank order: the reference's order.
+  check_close(model.predict(io::Dataset::from_tensor_slices({x}).shard(workers, rank).batch(4), {.verbose = 0})[0],
+              reference.predict(x_ref, {.verbose = 0}), 1e-5, 1e-6);
 }
