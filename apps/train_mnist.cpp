@@ -283,6 +283,9 @@ int run(const Args& a) {
   Device& where = device(devices.front());  // the weights; with towers, also where outputs merge
   // Started as several processes (mpirun -np 2 train_mnist ...): each is a worker with these devices.
   std::optional<parallel::MultiWorkerMirroredStrategy> workers;
+  if (parallel::ProcessGroup::launched_size() > 1 && a.auto_ratios)
+    throw UsageError("--ratios auto balances the towers of one process; as several workers give the ratios (--ratios "
+                     "3 1), or run one process");
   if (parallel::ProcessGroup::launched_size() > 1)
     workers.emplace(devices, parallel::MultiGpuOptions{.ratios = a.ratios,
                                                        .cross_device_ops = apps::cross_device_ops(a.cross_device_ops)});

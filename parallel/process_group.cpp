@@ -453,11 +453,10 @@ std::vector<std::string> gather_strings(const std::string&, int, const Descripti
 namespace {
 ProcessGroup* g_world = nullptr;
 
+// At exit: stops the communication thread, then MPI ends (finalized, or aborted after a failure).
 void end_world() {
-  if (!g_world) return;
-#if TOWER_WITH_MPI
-  g_world->~ProcessGroup();  // stops the communication thread; then MPI ends, one way or the other
-#endif
+  delete g_world;
+  g_world = nullptr;
 }
 }  // namespace
 
@@ -484,11 +483,12 @@ ProcessGroup& ProcessGroup::world() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (const std::string why = unavailable(); !why.empty()) raise<Error>("{}", why);
-    static ProcessGroup* made = new ProcessGroup();  // ended by end_world at exit, never freed
-    g_world = made;
+    g_world = new ProcessGroup();
     std::atexit(end_world);
   });
-  if (!g_world) raise<Error>("{}", unavailable().empty() ? "ProcessGroup::world: MPI failed to start" : unavailable());
+  if (!g_world)
+    raise<Error>("{}", unavailable().empty() ? "ProcessGroup::world: the job's MPI has ended (the program is exiting)"
+                                             : unavailable());
   return *g_world;
 }
 
