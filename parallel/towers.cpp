@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "tower/core/checked.h"
@@ -51,6 +52,39 @@ struct TowerUpdate {
   std::size_t index;
   SymbolicTensor rows;  // scalar, float
 };
+
+// A variable that the towers' calls update (the moving statistics): their new values weighted by their
+// rows, and the rows.
+struct MovingSums {
+  const Variable* variable;
+  SymbolicTensor weighted, rows;
+};
+
+// In a multi-worker job: every worker's weighted values and rows summed across the workers, in one
+// all-reduce per dtype, so that every worker's moving statistics follow the global batch.
+void sum_across_workers(Graph& graph, std::vector<MovingSums>& sums, WorkerTransport transport) {
+  std::map<DType, std::vector<MovingSums*>> by_dtype;
+  for (auto& sum : sums) by_dtype[sum.weighted.dtype()].push_back(&sum);
+  int index = 0;
+  for (auto& [dtype, group] : by_dtype) {
+    Graph::DeviceScope on(graph, group.front()->variable->device().name());
+    std::vector<SymbolicTensor> parts;
+    std::vector<std::int64_t> sizes;
+    for (MovingSums* sum : group) {
+      parts.push_back(ops::reshape(sum->weighted, {-1}));
+      sizes.push_back(sum->weighted.shape().num_elements());
+      parts.push_back(ops::reshape(sum->rows, {1}));
+      sizes.push_back(1);
+    }
+    const SymbolicTensor total =
+        worker_all_reduce(ops::concat(parts, 0), index++, transport, "moving statistics");
+    const auto pieces = ops::split(total, 0, sizes);
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      group[k]->weighted = ops::reshape(pieces[2 * k], group[k]->weighted.shape().dims());
+      group[k]->rows = ops::reshape(pieces[2 * k + 1], group[k]->rows.shape().dims());
+    }
+  }
+}
 
 }  // namespace
 
@@ -258,27 +292,31 @@ void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate
     by_variable[primary.get()].push_back(&u);
     primary_of[primary.get()] = primary;
   }
+  std::vector<MovingSums> sums;
   std::set<std::size_t> replaced;
-  std::vector<Node*> merged;
   for (const auto& [variable, updates] : by_variable) {
-    const auto copies = copies_of(primary_of.at(variable));
-    if (updates.size() < 2 && copies.size() < 2) continue;
+    if (updates.size() < 2 && copies_of(primary_of.at(variable)).size() < 2 && !towers_.worker_) continue;
+    Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
+    MovingSums& sum = sums.emplace_back(MovingSums{variable, {}, {}});
+    for (const TowerUpdate* u : updates) {
+      const Node* update = (*ctx.updates)[u->index];
+      const SymbolicTensor& value = update->inputs()[1];
+      const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
+      const SymbolicTensor term = ops::multiply(value, share);
+      sum.weighted = sum.weighted.defined() ? ops::add(sum.weighted, term) : term;
+      sum.rows = sum.rows.defined() ? ops::add(sum.rows, share) : share;
+      replaced.insert(u->index);
+    }
+  }
+  if (towers_.worker_) sum_across_workers(ctx.graph, sums, towers_.worker_->transport);
+  std::vector<Node*> merged;
+  for (const MovingSums& sum : sums) {
     SymbolicTensor average;
     {
-      Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
-      SymbolicTensor weighted, rows;
-      for (const TowerUpdate* u : updates) {
-        const Node* update = (*ctx.updates)[u->index];
-        const SymbolicTensor& value = update->inputs()[1];
-        const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
-        const SymbolicTensor term = ops::multiply(value, share);
-        weighted = weighted.defined() ? ops::add(weighted, term) : term;
-        rows = rows.defined() ? ops::add(rows, share) : share;
-        replaced.insert(u->index);
-      }
-      average = ops::divide(weighted, rows);
+      Graph::DeviceScope on_variable(ctx.graph, sum.variable->device().name());
+      average = ops::divide(sum.weighted, sum.rows);
     }
-    for (const auto& copy : copies) {
+    for (const auto& copy : copies_of(primary_of.at(sum.variable))) {
       Graph::DeviceScope on_copy(ctx.graph, copy->device().name());
       merged.push_back(ops::assign(ctx.graph.variable(copy), average));
     }

@@ -26,7 +26,8 @@ std::vector<TensorSpec> start_shape(const std::vector<TensorSpec>& in, const Att
 }
 void start_kernel(KernelContext& ctx) {
   const auto bucket = static_cast<int>(ctx.attrs().get_int("bucket"));
-  const std::uint64_t ticket = ProcessGroup::world().start_all_reduce(ctx.inputs[0], {.what = "gradients", .bucket = bucket});
+  const std::uint64_t ticket = ProcessGroup::world().start_all_reduce(
+      ctx.inputs[0], {.what = ctx.attrs().get_string("what").c_str(), .bucket = bucket});
   ctx.outputs[0].data<std::int64_t>()[0] = static_cast<std::int64_t>(ticket);
 }
 
@@ -71,7 +72,8 @@ void register_worker_ops() {
 
 }  // namespace
 
-SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, WorkerTransport transport) {
+SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, WorkerTransport transport,
+                                 const std::string& what) {
   register_worker_ops();
   Graph& graph = bucket.graph();
   // NCCL sums where the bucket is (its GPU); MPI on the host.
@@ -81,7 +83,7 @@ SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, Worker
   const Node* root = bucket.node();
   while (root->def().alias_input >= 0) root = root->inputs()[static_cast<std::size_t>(root->def().alias_input)].node();
   const SymbolicTensor mine = root->def().source == OpSource::none ? bucket : ops::scale(bucket, 1.0);
-  const SymbolicTensor ticket = graph.add1(kStart, {mine}, {{"bucket", std::int64_t{index}}});
+  const SymbolicTensor ticket = graph.add1(kStart, {mine}, {{"bucket", std::int64_t{index}}, {"what", what}});
   return graph.add1(kFinish, {ticket, mine});
 }
 

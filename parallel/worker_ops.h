@@ -14,12 +14,13 @@ namespace tower::parallel {
 // With `mpi` both are placed on cpu:0 (a bucket on a GPU is copied over and back) and the sum is added
 // in rank order; with `nccl` on the bucket's GPU, NCCL's sum (the same bits on every worker). The sum
 // is made in the bucket's memory, so nothing else may read the bucket (all_reduce_sum's flat buckets).
-// `index` names the bucket in the collective's description and in errors.
+// `what` and `index` name the bucket in the collective's description and in errors.
 // How a worker's buckets cross the workers: through host memory and MPI (any devices), or with NCCL
 // between the workers' GPUs, device to device (every worker's first device a physical GPU, NCCL loading
 // on every worker).
 enum class WorkerTransport { mpi, nccl };
-SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, WorkerTransport transport = WorkerTransport::mpi);
+SymbolicTensor worker_all_reduce(const SymbolicTensor& bucket, int index, WorkerTransport transport = WorkerTransport::mpi,
+                                 const std::string& what = "gradients");
 
 // Why a worker whose first device is `device` cannot join NCCL across the workers ("" when it can).
 std::string nccl_across_workers_unsupported(const std::string& device);

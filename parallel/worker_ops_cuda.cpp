@@ -47,7 +47,7 @@ void start_kernel(KernelContext& ctx) {
   const Tensor bucket = ctx.inputs[0];  // shares its memory: kept while the sum runs
   const auto index = static_cast<int>(ctx.attrs().get_int("bucket"));
   const std::uint64_t ticket = ProcessGroup::world().start_collective(
-      {.what = "gradients", .bucket = index}, static_cast<std::int64_t>(bucket.nbytes()),
+      {.what = ctx.attrs().get_string("what").c_str(), .bucket = index}, static_cast<std::int64_t>(bucket.nbytes()),
       [bucket, ready](const std::chrono::steady_clock::time_point& deadline) {
         CUDA_CHECK(cudaSetDevice(g_ordinal));
         CUDA_CHECK(cudaStreamWaitEvent(g_stream, ready->event, 0));

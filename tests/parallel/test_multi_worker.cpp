@@ -258,3 +258,32 @@ TEST_CASE("MultiWorkerMirroredStrategy: a Dataset::shard'ed pipeline's batches a
   check_close(model.predict(io::Dataset::from_tensor_slices({x}).shard(workers, rank).batch(4), {.verbose = 0})[0],
               reference.predict(x_ref, {.verbose = 0}), 1e-5, 1e-6);
 }
+
+TEST_CASE("MultiWorkerMirroredStrategy: BatchNormalization's moving statistics follow the global batch on every "
+          "worker, as one worker's towers do") {
+  clear_session();
+  const int workers = parallel::ProcessGroup::world().size();
+  std::vector<std::string> devices;
+  for (int k = 0; k < workers; ++k) devices.push_back(fmt::format("cpu:{}", k));
+  parallel::MirroredStrategy one_worker(devices);
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  const auto make = [](const auto& s) {
+    auto scope = s.scope();
+    auto m = testing::tower_test_model(21, /*batch_normalization=*/true);
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
+    return m;
+  };
+  auto reference = make(one_worker);
+  auto model = make(strategy);
+  auto [x, y] = testing::tower_test_data(24);
+  const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+  check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-5);
+  // The moving mean and variance (non-trainable) moved, the same on every worker.
+  const LayerPtr bn = model.layers()[0];
+  REQUIRE(bn->weights().size() == 4);
+  const Tensor moving_mean = bn->weights()[2]->value();
+  Tensor gathered = moving_mean.clone();
+  parallel::ProcessGroup::world().broadcast(gathered, 0, {.what = "test"});
+  check_close(moving_mean, gathered, 0.0, 0.0);
+  CHECK(std::abs(moving_mean.to_vector<float>()[0]) > 0.0f);
+}
