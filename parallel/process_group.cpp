@@ -250,6 +250,9 @@ class ProcessGroup::Impl {
         std::lock_guard lock(mutex_);
         job->error = error;
         job->done = true;
+        // Let go of the job before the waiter can see it done: the waiter frees it, with the tensor it
+        // holds, on its own thread (a storage freed here could outlive its device at the process's exit).
+        job.reset();
       }
       changed_.notify_all();
     }

@@ -281,7 +281,9 @@ std::vector<VariablePtr> Towers::Call::copies_of(const VariablePtr& primary) con
 // of the variable: the moving mean then follows the global batch's mean, whatever the ratios, and a
 // tower with an empty share (whose statistics are 0 there) counts for nothing.
 void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates) {
-  std::map<const Variable*, std::vector<const TowerUpdate*>> by_variable;  // primary -> its towers' assigns
+  // primary -> its towers' assigns, in the order the calls made them: the same in every process (an
+  // order by address would differ between workers, whose sums must line up).
+  std::vector<std::pair<const Variable*, std::vector<const TowerUpdate*>>> by_variable;
   std::map<const Variable*, VariablePtr> primary_of;
   for (const auto& u : tower_updates) {
     Node* update = (*ctx.updates)[u.index];
@@ -289,8 +291,9 @@ void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate
     const VariablePtr& target = update->inputs()[0].node()->variable();
     if (!target) continue;
     const VariablePtr& primary = target->primary() ? target->primary() : target;
-    by_variable[primary.get()].push_back(&u);
-    primary_of[primary.get()] = primary;
+    if (primary_of.emplace(primary.get(), primary).second) by_variable.emplace_back(primary.get(), std::vector<const TowerUpdate*>{});
+    std::find_if(by_variable.begin(), by_variable.end(), [&](const auto& e) { return e.first == primary.get(); })
+        ->second.push_back(&u);
   }
   std::vector<MovingSums> sums;
   std::set<std::size_t> replaced;
