@@ -54,6 +54,18 @@ void check_same_training(const History& got, const History& want, const Model& m
   for (std::size_t i = 0; i < w1.size(); ++i) check_close(w1[i].to(cpu_device()), w2[i], tolerance, tolerance);
 }
 
+// Trains the model of `seed` under `strategy` and on one device alone, from the same initial weights,
+// and compares their losses and weights.
+template <typename Optimizer>
+void check_like_one_device(const parallel::MultiWorkerMirroredStrategy& strategy, std::uint64_t seed,
+                           const Optimizer& optimizer, const Tensor& x, const Tensor& y, const FitOptions& fit,
+                           double tolerance) {
+  auto reference = make_model(seed);
+  reference.compile(optimizer, "sparse_categorical_crossentropy", {"accuracy"});
+  auto model = under(strategy, seed, optimizer);
+  check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, tolerance);
+}
+
 }  // namespace
 
 TEST_CASE("ProcessGroup: sums in rank order, broadcasts, gathers, and every rank gets the same bits") {
@@ -105,17 +117,11 @@ TEST_CASE("MultiWorkerMirroredStrategy: 2 workers x 1 CPU device give one device
   SUBCASE("a global batch smaller than the replica count: batches of 1, a worker without rows each step") {
     const FitOptions fit{.batch_size = 1, .epochs = 2, .verbose = 0, .shuffle = false};
     auto [x5, y5] = testing::tower_test_data(5);
-    auto reference = make_model(6);
-    reference.compile(optimizers::SGD(0.05), "sparse_categorical_crossentropy", {"accuracy"});
-    auto model = under(strategy, 6, optimizers::SGD(0.05));
-    check_same_training(model.fit(x5, y5, fit), reference.fit(x5, y5, fit), model, reference, 1e-5);
+    check_like_one_device(strategy, 6, optimizers::SGD(0.05), x5, y5, fit, 1e-5);
   }
   SUBCASE("Adam, within a looser bound: it magnifies the rounding of a differently ordered sum") {
     const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
-    auto reference = make_model(8);
-    reference.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
-    auto model = under(strategy, 8, optimizers::Adam(0.01));
-    check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-4);
+    check_like_one_device(strategy, 8, optimizers::Adam(0.01), x, y, fit, 1e-4);
   }
 }
 
@@ -145,10 +151,7 @@ TEST_CASE("MultiWorkerMirroredStrategy: workers of 2 CPU devices with 3:1 ratios
   CHECK(strategy.num_replicas_in_sync() == 2 * strategy.num_workers());
   auto [x, y] = testing::tower_test_data(29);
   const FitOptions fit{.batch_size = 12, .epochs = 3, .verbose = 0, .shuffle = true, .seed = 2};
-  auto reference = make_model(5);
-  reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", {"accuracy"});
-  auto model = under(strategy, 5, optimizers::SGD(0.1));
-  check_same_training(model.fit(x, y, fit), reference.fit(x, y, fit), model, reference, 1e-5);
+  check_like_one_device(strategy, 5, optimizers::SGD(0.1), x, y, fit, 1e-5);
 }
 
 TEST_CASE("MultiWorkerMirroredStrategy: the chief's initial weights reach every worker, and only it writes files") {
