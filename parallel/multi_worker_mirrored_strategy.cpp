@@ -123,7 +123,8 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
       replicas_ += static_cast<int>(n);
       every_nccl = every_nccl && gpu == 1;
     }
-    transport_ = every_nccl && group_.size() > 1 ? WorkerTransport::nccl : WorkerTransport::mpi;
+    // Also for one worker alone: its sums are then NCCL's with one rank (how one GPU checks the path).
+    transport_ = every_nccl ? WorkerTransport::nccl : WorkerTransport::mpi;
     if (transport_ == WorkerTransport::nccl) join_nccl_workers(group_, local.devices().front());
     towers_ = std::make_shared<Towers>(devices, mirrored(options), "MultiWorkerMirroredStrategy",
                                        WorkerPart{.rank = group.rank(), .size = group.size(), .transport = transport_});
