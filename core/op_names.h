@@ -37,6 +37,7 @@ inline constexpr char bias_add_grad[] = "bias_add_grad";
 inline constexpr char negative[] = "negative";
 inline constexpr char exp[] = "exp";
 inline constexpr char log[] = "log";
+inline constexpr char erf[] = "erf";
 inline constexpr char sqrt[] = "sqrt";
 inline constexpr char square[] = "square";
 inline constexpr char abs[] = "abs";

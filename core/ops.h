@@ -51,6 +51,7 @@ SymbolicTensor broadcast_like(const SymbolicTensor& x, const SymbolicTensor& lik
 SymbolicTensor negative(const SymbolicTensor& x);
 SymbolicTensor exp(const SymbolicTensor& x);
 SymbolicTensor log(const SymbolicTensor& x);
+SymbolicTensor erf(const SymbolicTensor& x);  // the error function (gelu)
 SymbolicTensor sqrt(const SymbolicTensor& x);
 SymbolicTensor square(const SymbolicTensor& x);
 SymbolicTensor abs(const SymbolicTensor& x);

@@ -100,6 +100,9 @@ void exp_kernel(KernelContext& ctx) {
 void log_kernel(KernelContext& ctx) {
   map_float(ctx, op_names::log, [](auto x) { return std::log(x); });
 }
+void erf_kernel(KernelContext& ctx) {
+  map_float(ctx, op_names::erf, [](auto x) { return std::erf(x); });
+}
 void sqrt_kernel(KernelContext& ctx) {
   map_float(ctx, op_names::sqrt, [](auto x) { return std::sqrt(x); });
 }
@@ -285,6 +288,7 @@ void register_activation_kernels() {
   register_kernel(op_names::negative, cpu, negative_kernel);
   register_kernel(op_names::exp, cpu, exp_kernel);
   register_kernel(op_names::log, cpu, log_kernel);
+  register_kernel(op_names::erf, cpu, erf_kernel);
   register_kernel(op_names::sqrt, cpu, sqrt_kernel);
   register_kernel(op_names::square, cpu, square_kernel);
   register_kernel(op_names::abs, cpu, abs_kernel);

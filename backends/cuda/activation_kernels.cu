@@ -16,6 +16,7 @@ __device__ T apply_unary(T x, T alpha) {
   if constexpr (op == UnaryOp::negative) return -x;
   else if constexpr (op == UnaryOp::exp) return exp(x);
   else if constexpr (op == UnaryOp::log) return log(x);
+  else if constexpr (op == UnaryOp::erf) return erf(x);
   else if constexpr (op == UnaryOp::sqrt) return sqrt(x);
   else if constexpr (op == UnaryOp::square) return x * x;
   else if constexpr (op == UnaryOp::abs) return x < T(0) ? -x : x;
@@ -70,6 +71,7 @@ cudaError_t launch_unary(UnaryOp op, const T* x, T* y, std::int64_t n, T alpha, 
     case UnaryOp::negative: start_unary<UnaryOp::negative>(x, y, n, alpha, stream); break;
     case UnaryOp::exp: start_unary<UnaryOp::exp>(x, y, n, alpha, stream); break;
     case UnaryOp::log: start_unary<UnaryOp::log>(x, y, n, alpha, stream); break;
+    case UnaryOp::erf: start_unary<UnaryOp::erf>(x, y, n, alpha, stream); break;
     case UnaryOp::sqrt: start_unary<UnaryOp::sqrt>(x, y, n, alpha, stream); break;
     case UnaryOp::square: start_unary<UnaryOp::square>(x, y, n, alpha, stream); break;
     case UnaryOp::abs: start_unary<UnaryOp::abs>(x, y, n, alpha, stream); break;

@@ -10,7 +10,7 @@
 namespace tower::cuda {
 
 // y = f(x); alpha is leaky_relu's slope and elu's scale.
-enum class UnaryOp { negative, exp, log, sqrt, square, abs, sign, relu, leaky_relu, elu, sigmoid, tanh };
+enum class UnaryOp { negative, exp, log, erf, sqrt, square, abs, sign, relu, leaky_relu, elu, sigmoid, tanh };
 template <typename T>
 cudaError_t launch_unary(UnaryOp op, const T* x, T* y, std::int64_t n, T alpha, cudaStream_t stream);
 

@@ -73,6 +73,7 @@ void register_activation_kernels() {
   register_kernel(op_names::negative, cuda, unary_kernel<UnaryOp::negative>);
   register_kernel(op_names::exp, cuda, unary_kernel<UnaryOp::exp>);
   register_kernel(op_names::log, cuda, unary_kernel<UnaryOp::log>);
+  register_kernel(op_names::erf, cuda, unary_kernel<UnaryOp::erf>);
   register_kernel(op_names::sqrt, cuda, unary_kernel<UnaryOp::sqrt>);
   register_kernel(op_names::square, cuda, unary_kernel<UnaryOp::square>);
   register_kernel(op_names::abs, cuda, unary_kernel<UnaryOp::abs>);

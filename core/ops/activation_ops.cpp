@@ -15,6 +15,7 @@ namespace ops {
 SymbolicTensor negative(const SymbolicTensor& x) { return x.graph().add1(op_names::negative, {x}); }
 SymbolicTensor exp(const SymbolicTensor& x) { return x.graph().add1(op_names::exp, {x}); }
 SymbolicTensor log(const SymbolicTensor& x) { return x.graph().add1(op_names::log, {x}); }
+SymbolicTensor erf(const SymbolicTensor& x) { return x.graph().add1(op_names::erf, {x}); }
 SymbolicTensor sqrt(const SymbolicTensor& x) { return x.graph().add1(op_names::sqrt, {x}); }
 SymbolicTensor square(const SymbolicTensor& x) { return x.graph().add1(op_names::square, {x}); }
 SymbolicTensor abs(const SymbolicTensor& x) { return x.graph().add1(op_names::abs, {x}); }
@@ -137,6 +138,10 @@ void register_activation_ops() {
                }});
   register_op({.name = op_names::log, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {divide(dy[0], node.inputs()[0])};
+               }});
+  register_op({.name = op_names::erf, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 const SymbolicTensor& x = node.inputs()[0];  // d erf(x) = 2 / sqrt(pi) exp(-x^2)
+                 return {multiply(dy[0], scale(exp(negative(square(x))), 1.12837916709551257390))};
                }});
   register_op({.name = op_names::sqrt, .shape = unary_float_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  return {divide(dy[0], scale(node.output(0), 2.0))};  // 1 / (2 sqrt(x))

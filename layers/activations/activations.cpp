@@ -24,6 +24,12 @@ SymbolicTensor softplus(const SymbolicTensor& x) {
   return ops::add(ops::maximum(x, zero), tail);
 }
 
+// Keras's gelu (approximate=False, its default): 0.5 x (1 + erf(x / sqrt(2))).
+SymbolicTensor gelu(const SymbolicTensor& x) {
+  const auto cdf = ops::add(ops::ones_like(x), ops::erf(ops::scale(x, 0.70710678118654752440)));
+  return ops::scale(ops::multiply(x, cdf), 0.5);
+}
+
 // Keras 3's hard_sigmoid: relu6(x + 3) / 6.
 SymbolicTensor hard_sigmoid(const SymbolicTensor& x) {
   auto shifted = ops::relu(ops::add(x, ops::fill_like(x, 3.0)));
@@ -48,6 +54,7 @@ const std::map<std::string, Activation>& activations() {
       {"swish", [](const SymbolicTensor& x) { return ops::multiply(x, ops::sigmoid(x)); }},
       {"silu", [](const SymbolicTensor& x) { return ops::multiply(x, ops::sigmoid(x)); }},
       {"exponential", [](const SymbolicTensor& x) { return ops::exp(x); }},
+      {"gelu", gelu},
       {"leaky_relu", [](const SymbolicTensor& x) { return ops::leaky_relu(x, 0.2); }},  // keras.activations default
       {"hard_sigmoid", hard_sigmoid},
       {"hard_silu", [](const SymbolicTensor& x) { return ops::multiply(x, hard_sigmoid(x)); }},

@@ -11,7 +11,7 @@ namespace tower {
 
 // name: "" or "linear" (identity), "relu", "relu6", "sigmoid", "tanh", "softmax" (last axis),
 // "log_softmax", "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu"
-// (negative slope 0.2), "hard_sigmoid", "hard_silu"/"hard_swish". ("gelu" is not supported yet.)
+// (negative slope 0.2), "hard_sigmoid", "hard_silu"/"hard_swish", "gelu" (exact, Keras's default).
 // An unknown name throws ValueError listing the known ones.
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
 // Throws the same ValueError now (layers call it in their constructor to fail early).

@@ -119,6 +119,7 @@ TEST_CASE("activation: unary math forward values (float32 and float64)") {
   check_unary_both([](auto& x) { return ops::negative(x); }, [](double x) { return -x; }, kMixed);
   check_unary_both([](auto& x) { return ops::exp(x); }, [](double x) { return std::exp(x); }, kMixed);
   check_unary_both([](auto& x) { return ops::log(x); }, [](double x) { return std::log(x); }, kPositive);
+  check_unary_both([](auto& x) { return ops::erf(x); }, [](double x) { return std::erf(x); }, kMixed);
   check_unary_both([](auto& x) { return ops::sqrt(x); }, [](double x) { return std::sqrt(x); }, kPositive);
   check_unary_both([](auto& x) { return ops::square(x); }, [](double x) { return x * x; }, kMixed);
   check_unary_both([](auto& x) { return ops::abs(x); }, [](double x) { return std::fabs(x); }, kMixed);
@@ -182,6 +183,7 @@ TEST_CASE("activation: gradients of unary math and activations") {
   check_unary_gradients([](auto& x) { return ops::negative(x); });
   check_unary_gradients([](auto& x) { return ops::exp(x); });
   check_unary_gradients([](auto& x) { return ops::log(x); }, /*positive=*/true);
+  check_unary_gradients([](auto& x) { return ops::erf(x); });
   check_unary_gradients([](auto& x) { return ops::sqrt(x); }, /*positive=*/true);
   check_unary_gradients([](auto& x) { return ops::square(x); });
   check_unary_gradients([](auto& x) { return ops::abs(x); });

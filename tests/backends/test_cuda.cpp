@@ -129,6 +129,7 @@ TEST_CASE("cuda: unary math ops, activations and their gradients match the CPU")
       {"negative", [](auto& x) { return ops::negative(x); }},
       {"exp", [](auto& x) { return ops::exp(x); }},
       {"log", [](auto& x) { return ops::log(ops::abs(x)); }},
+      {"erf", [](auto& x) { return ops::erf(x); }},
       {"sqrt", [](auto& x) { return ops::sqrt(ops::abs(x)); }},
       {"square", [](auto& x) { return ops::square(x); }},
       {"sign", [](auto& x) { return ops::sign(x); }},

@@ -40,6 +40,8 @@ TEST_CASE("activations: values as Keras 3 computes them") {
        {-4.56541729, -2.56541705, -1.06541705, -0.56541705, -6.71470976, -6.01470995, -4.51470995, -0.01470994}},
       {"softmax", {0.01040554, 0.07688712, 0.34458411, 0.56812322, 0.00121294, 0.00244256, 0.01094678, 0.98539770}},
       {"relu", {0, 0, 0, 0, 0.3, 1, 2.5, 7}},
+      // 0.5 x (1 + erf(x / sqrt 2)), Keras's exact gelu (its default), from Python's math.erf.
+      {"gelu", {-0.00012668, -0.04550026, -0.15426877, 0.0, 0.18537343, 0.84134475, 2.48447584, 7.0}},
       {"linear", {-4, -2, -0.5, 0, 0.3, 1, 2.5, 7}},
       {"", {-4, -2, -0.5, 0, 0.3, 1, 2.5, 7}},
   };
@@ -56,12 +58,12 @@ TEST_CASE("activations: values as Keras 3 computes them") {
 }
 
 TEST_CASE("activations: gradients of the composed ones, and unknown names") {
-  for (const char* name : {"softplus", "selu", "softsign", "swish", "hard_sigmoid", "hard_silu", "relu6"}) {
+  for (const char* name : {"softplus", "selu", "softsign", "swish", "hard_sigmoid", "hard_silu", "relu6", "gelu"}) {
     CAPTURE(name);
     check_gradients({{3, 4}}, [&](const Inputs& xs) { return Inputs{apply_activation(name, ops::scale(xs[0], 2.0))}; });
   }
-  auto msg = message_of<ValueError>([] { check_activation_name("gelu"); });
-  CHECK(contains(msg, "unknown activation \"gelu\""));
+  auto msg = message_of<ValueError>([] { check_activation_name("gelu_new"); });
+  CHECK(contains(msg, "unknown activation \"gelu_new\""));
   CHECK(contains(msg, "relu"));
   CHECK(contains(message_of<ValueError>([] { layers::Dense(3, {.activation = "rleu"}); }), "rleu"));
 }
