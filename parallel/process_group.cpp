@@ -132,7 +132,7 @@ struct Job {
   using Move = std::function<void(Job& job, const std::chrono::steady_clock::time_point& deadline)>;
   Description description;
   Move move;  // the data movement (MPI), after the handshake; none for a barrier
-  Tensor staging;                                                // start_all_reduce: a copy of `in`, then the sum
+  Tensor staging;  // what an all-reduce sums in place, or a broadcast fills (shares the caller's memory)
   bool done = false;
   std::exception_ptr error;
 };
