@@ -239,11 +239,12 @@ class Towers::Call : public ReplicatedCall {
       return;
     }
     if (values.empty()) return;
-    Tensor sums = Tensor::zeros(Shape{static_cast<std::int64_t>(values.size())}, DType::float64);
-    for (std::size_t k = 0; k < values.size(); ++k) sums.data<double>()[k] = values[k].item();
-    group.all_reduce_sum(sums, {.what = "loss and metrics"});
+    if (!sums_.defined())  // made once, as the step's scalar feeds are
+      sums_ = Tensor::zeros(Shape{static_cast<std::int64_t>(values.size())}, DType::float64);
+    for (std::size_t k = 0; k < values.size(); ++k) sums_.data<double>()[k] = values[k].item();
+    group.all_reduce_sum(sums_, {.what = "loss and metrics"});
     for (std::size_t k = 0; k < values.size(); ++k)
-      values[k] = Tensor::scalar(sums.data<double>()[k], values[k].dtype());
+      values[k] = Tensor::scalar(sums_.data<double>()[k], values[k].dtype());
   }
 
   bool adds_weight_losses() const override { return !towers_.worker_ || towers_.worker_->rank == 0; }
@@ -265,6 +266,7 @@ class Towers::Call : public ReplicatedCall {
   // A worker of a multi-worker job: its first row and the global batch's rows, fed per step.
   SymbolicTensor worker_first_row_, global_rows_;  // () int64, () float32
   Tensor first_row_value_, global_rows_value_;
+  Tensor sums_;  // (fetches,) float64: the step's loss and metric parts, summed across the workers
 };
 
 std::vector<VariablePtr> Towers::Call::copies_of(const VariablePtr& primary) const {
@@ -285,15 +287,18 @@ void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate
   // order by address would differ between workers, whose sums must line up).
   std::vector<std::pair<const Variable*, std::vector<const TowerUpdate*>>> by_variable;
   std::map<const Variable*, VariablePtr> primary_of;
+  std::map<const Variable*, std::size_t> slot;  // primary -> its entry in by_variable
   for (const auto& u : tower_updates) {
     Node* update = (*ctx.updates)[u.index];
     if (update->op() != op_names::assign) continue;
     const VariablePtr& target = update->inputs()[0].node()->variable();
     if (!target) continue;
     const VariablePtr& primary = target->primary() ? target->primary() : target;
-    if (primary_of.emplace(primary.get(), primary).second) by_variable.emplace_back(primary.get(), std::vector<const TowerUpdate*>{});
-    std::find_if(by_variable.begin(), by_variable.end(), [&](const auto& e) { return e.first == primary.get(); })
-        ->second.push_back(&u);
+    if (slot.emplace(primary.get(), by_variable.size()).second) {
+      by_variable.emplace_back(primary.get(), std::vector<const TowerUpdate*>{});
+      primary_of[primary.get()] = primary;
+    }
+    by_variable[slot.at(primary.get())].second.push_back(&u);
   }
   std::vector<MovingSums> sums;
   std::set<std::size_t> replaced;

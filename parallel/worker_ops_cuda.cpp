@@ -76,7 +76,10 @@ void finish_kernel(KernelContext& ctx) {
   std::uint64_t ticket = 0;
   {
     std::lock_guard lock(g_mutex);
-    ticket = g_tickets.at(ctx.node.inputs()[0].node());
+    auto it = g_tickets.find(ctx.node.inputs()[0].node());
+    if (it == g_tickets.end()) raise<ValueError>("{}: its start has not run in this step", ctx.node.name());
+    ticket = it->second;
+    g_tickets.erase(it);  // the node may go with its graph: no entry outlives the step
   }
   ProcessGroup::world().finish(ticket);  // the sum is in the bucket: later kernels on the stream see it
 }

@@ -196,14 +196,13 @@ Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
 std::vector<Tensor> Model::Function::run(const FeedMap& feeds) {
   replicas->before_step();
   auto values = executor->run(feeds, fetches, targets);
-  last_batch_size = global_rows;
   replicas->after_step();
   replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
   return values;
 }
 
 FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
-                               const Tensor& weights) {
+                               const Tensor& weights, bool own_batches) {
   // Sparse class ids outside [0, classes) are refused here, on the host, before a step runs: a GPU
   // kernel cannot stop to throw (it would give NaN), so every device gets the same clear error.
   for (std::size_t k = 0; k < y_batch.size() && k < classes.size(); ++k) {
@@ -229,7 +228,7 @@ FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::ve
   // In a multi-worker job this process feeds its rows of the batch (views, no copy).
   const std::int64_t rows = x_batch.empty() ? 0 : x_batch[0].shape()[0];
   const Replication::Rows mine = replication ? replication->local_rows(rows, own_batches) : Replication::Rows{0, rows, rows};
-  global_rows = mine.global;
+  last_batch_size = mine.global;
   const bool all = own_batches || mine.count == rows;  // an own batch is all this process's
   const auto part = [&](const Tensor& t) { return all ? t : engine::row_range(t, mine.first, mine.count); };
   FeedMap out;
@@ -241,15 +240,16 @@ FeedMap Model::Function::feeds(const std::vector<Tensor>& x_batch, const std::ve
 }
 
 std::vector<double> Model::Function::test_step(const std::vector<Tensor>& x_batch, const std::vector<Tensor>& y_batch,
-                                               const Tensor& weights) {
+                                               const Tensor& weights, bool own_batches) {
   std::vector<double> out;
-  for (const auto& v : run(feeds(x_batch, y_batch, weights))) out.push_back(v.item());
+  for (const auto& v : run(feeds(x_batch, y_batch, weights, own_batches))) out.push_back(v.item());
   return out;
 }
 
 std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer, const std::vector<Tensor>& x_batch,
-                                                const std::vector<Tensor>& y_batch, const Tensor& weights) {
-  auto fed = feeds(x_batch, y_batch, weights);
+                                                const std::vector<Tensor>& y_batch, const Tensor& weights,
+                                                bool own_batches) {
+  auto fed = feeds(x_batch, y_batch, weights, own_batches);
   fed.emplace_back(learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
   fed.emplace_back(iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
   graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
@@ -259,9 +259,9 @@ std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer
   return out;
 }
 
-std::vector<Tensor> Model::Function::predict_step(const std::vector<Tensor>& x_batch) {
+std::vector<Tensor> Model::Function::predict_step(const std::vector<Tensor>& x_batch, bool own_batches) {
   std::vector<Tensor> out;
-  for (auto& t : run(feeds(x_batch, {}, Tensor()))) out.push_back(t.to(cpu_device()));
+  for (auto& t : run(feeds(x_batch, {}, Tensor(), own_batches))) out.push_back(t.to(cpu_device()));
   return out;
 }
 

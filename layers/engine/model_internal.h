@@ -28,26 +28,25 @@ struct Model::Function {
   std::unique_ptr<ReplicatedCall> replicas;  // the model called per replica (its hooks run around each step)
   std::shared_ptr<const Replication> replication;  // what made `replicas` (null: the model as it is)
   std::unique_ptr<Executor> executor;
-  std::int64_t last_batch_size = 0;  // the global batch's rows
-  // The batches are this process's own parts of the global batches (DataAdapter::own_batches); set by
-  // the loops before their steps.
-  bool own_batches = false;
+  std::int64_t last_batch_size = 0;  // the global batch's rows, of the batch feeds() made last
 
   // Runs the graph once (fetches and targets) on the batch feeds() made, with the replication's hooks
   // around it.
   std::vector<Tensor> run(const FeedMap& feeds);
   // The feeds of a batch (in a multi-worker job: this process's rows of it, and the step's scalars);
-  // sparse class ids out of range are refused first.
-  FeedMap feeds(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight);
-  std::int64_t global_rows = 0;  // of the batch feeds() made last
+  // sparse class ids out of range are refused first. own_batches: the batch is this process's own part
+  // of the global batch (DataAdapter::own_batches), not the global batch itself.
+  FeedMap feeds(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight,
+                bool own_batches);
   // One step on a batch: the loss and metric means (names order); train_step also feeds the learning
   // rate and the 1-based step number and counts the step. Random ops (Dropout) draw with counter =
   // the optimizer's step count, so step k's masks are the same in a run resumed from a checkpoint.
-  std::vector<double> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight);
+  std::vector<double> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const Tensor& sample_weight,
+                                bool own_batches = false);
   std::vector<double> train_step(optimizers::Optimizer& optimizer, const std::vector<Tensor>& x,
-                                 const std::vector<Tensor>& y, const Tensor& sample_weight);
+                                 const std::vector<Tensor>& y, const Tensor& sample_weight, bool own_batches = false);
   // The outputs on the host.
-  std::vector<Tensor> predict_step(const std::vector<Tensor>& x);
+  std::vector<Tensor> predict_step(const std::vector<Tensor>& x, bool own_batches = false);
 };
 
 struct Model::Data {

@@ -108,7 +108,7 @@ class Replication {
   struct Rows {
     std::int64_t first = 0, count = 0, global = 0;
   };
-  virtual Rows local_rows(std::int64_t rows, bool own = false) const { return {0, rows, rows}; }
+  virtual Rows local_rows(std::int64_t rows, bool own) const { return {0, rows, rows}; }
   // Whether this process shows progress bars and writes checkpoints and model files (the chief).
   virtual bool is_chief() const { return true; }
   // The shuffle seed of fit on arrays, the same in every process (the chief's).

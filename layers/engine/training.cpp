@@ -259,9 +259,9 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
       }
       auto batch = batches.make(element);
       Function& f = function(Mode::train, &batch.y);
-      f.own_batches = train.own_batches();
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
-      auto values = f.train_step(*d.compile_args.optimizer, batch.x, batch.y, batch.sample_weight);
+      auto values =
+          f.train_step(*d.compile_args.optimizer, batch.x, batch.y, batch.sample_weight, train.own_batches());
       averages.add(f.names, values, f.last_batch_size);  // the global batch's rows
       auto logs = averages.logs();
       callbacks.each([&](Callback& cb) { cb.on_train_batch_end(step, logs); });
@@ -323,9 +323,8 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
     }
     auto batch = batches.make(element);
     Function& f = function(Mode::test, &batch.y);
-    f.own_batches = data.own_batches();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
-    auto values = f.test_step(batch.x, batch.y, batch.sample_weight);
+    auto values = f.test_step(batch.x, batch.y, batch.sample_weight, data.own_batches());
     averages.add(f.names, values, f.last_batch_size);
     auto logs = averages.logs();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_end(step, logs); });
@@ -378,9 +377,8 @@ std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& 
   for (; data.next(element); ++step) {
     if (dataset) check_inputs(element.x, "predict");
     auto batch = batches.make(element);
-    f.own_batches = data.own_batches();
     callbacks.each([&](Callback& cb) { cb.on_predict_batch_begin(step, {}); });
-    auto outs = f.predict_step(batch.x);
+    auto outs = f.predict_step(batch.x, data.own_batches());
     const std::int64_t size = f.last_batch_size;  // every worker's rows of a sharded pipeline's batches
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const Tensor& out = outs[k];
@@ -435,7 +433,6 @@ Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tenso
                            const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "train_on_batch");
   Function& f = function(Mode::train, &a.y);
-  f.own_batches = false;
   return batch_logs(f.names, f.train_step(*data_->compile_args.optimizer, a.x, a.y, a.sample_weight));
 }
 
@@ -443,15 +440,12 @@ Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor
                           const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "test_on_batch");
   Function& f = function(Mode::test, &a.y);
-  f.own_batches = false;
   return batch_logs(f.names, f.test_step(a.x, a.y, a.sample_weight));
 }
 
 std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x) {
   auto a = prepare_arrays(x, nullptr, std::nullopt, 1, "predict_on_batch");
-  Function& f = function(Mode::predict, nullptr);
-  f.own_batches = false;
-  return f.predict_step(a.x);
+  return function(Mode::predict, nullptr).predict_step(a.x);
 }
 
 }  // namespace tower
