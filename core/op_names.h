@@ -104,6 +104,14 @@ inline constexpr char batch_norm_inference_grad[] = "batch_norm_inference_grad";
 // dropout: dropout (core/ops/dropout_ops.cpp)
 inline constexpr char dropout[] = "dropout";
 
+// recurrent: SimpleRNN, LSTM and GRU cells over whole sequences and their gradients (core/ops/recurrent_ops.cpp)
+inline constexpr char simple_rnn[] = "simple_rnn";
+inline constexpr char simple_rnn_grad[] = "simple_rnn_grad";
+inline constexpr char lstm[] = "lstm";
+inline constexpr char lstm_grad[] = "lstm_grad";
+inline constexpr char gru[] = "gru";
+inline constexpr char gru_grad[] = "gru_grad";
+
 // loss: losses (core/ops/loss_ops.cpp)
 inline constexpr char softmax_cross_entropy[] = "softmax_cross_entropy";
 inline constexpr char sparse_softmax_cross_entropy[] = "sparse_softmax_cross_entropy";

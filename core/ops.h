@@ -151,6 +151,44 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
 std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed,
                                     const SymbolicTensor& row_offset = {});
 
+// ---- recurrent cells over whole sequences (core/ops/recurrent_ops.cpp) ---------------------------
+// SimpleRNN, LSTM and GRU run each as one op over all time steps (one GEMM per step with the
+// recurrent kernel and a fused gate update; the whole sequence's input projection is one GEMM the
+// layer makes before). Time-major: x_proj (time, batch, k·units) is the input times the layer's
+// kernel plus its input bias. Step s reads x_proj[s] (x_proj[time - 1 - s] when go_backwards) and
+// writes states[s]: outputs are in step order, as Keras returns go_backwards sequences.
+// mask (batch, time), optional (x_proj's dtype, 0 = masked): a masked step leaves the row's state
+// as it was, so its states[s] repeats states[s - 1] (h0 at s = 0). Activations by Keras name:
+// linear, tanh, sigmoid, relu, softsign, hard_sigmoid (Keras 3's), hard_sigmoid_keras2
+// (core/gate_activation.h); anything else throws ValueError.
+struct RecurrentArgs {
+  std::string activation = "tanh";
+  std::string recurrent_activation = "sigmoid";  // the gates (LSTM, GRU)
+  bool go_backwards = false;
+  bool reset_after = true;  // GRU only
+};
+// h_s = activation(x_proj[s] + h_{s-1} · recurrent_kernel). x_proj (T, B, U), recurrent_kernel
+// (U, U), h0 (B, U) -> states (T, B, U).
+SymbolicTensor simple_rnn(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
+                          const SymbolicTensor& h0, const SymbolicTensor& mask, const RecurrentArgs& args);
+// Keras's gate order i, f, c, o: z = x_proj[s] + h_{s-1} · recurrent_kernel (B, 4U); i, f, o =
+// recurrent_activation(z_i, z_f, z_o), g = activation(z_c); c_s = f c_{s-1} + i g; h_s = o
+// activation(c_s). x_proj (T, B, 4U), recurrent_kernel (U, 4U), h0, c0 (B, U) -> {h states (T, B, U),
+// c states (T, B, U), gates (T, B, 4U): i, f, g, o as activated, kept for the gradient (which
+// passes nothing back through them)}.
+std::vector<SymbolicTensor> lstm(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
+                                 const SymbolicTensor& h0, const SymbolicTensor& c0, const SymbolicTensor& mask,
+                                 const RecurrentArgs& args);
+// Keras's gate order z, r, h; recurrent_bias (3U,) is added to the recurrent product. reset_after:
+// q = h_{s-1} · recurrent_kernel + recurrent_bias, z, r = recurrent_activation(x_z + q_z, x_r + q_r),
+// n = activation(x_h + r q_h). Otherwise z and r likewise from the first 2U columns and n =
+// activation(x_h + (r h_{s-1}) · recurrent_kernel[:, 2U:] + recurrent_bias[2U:]). Then h_s = z
+// h_{s-1} + (1 - z) n. x_proj (T, B, 3U), recurrent_kernel (U, 3U), h0 (B, U) -> {states (T, B, U),
+// gates (T, B, 4U): z, r, n and q_h (reset_after) or r h_{s-1}, kept for the gradient}.
+std::vector<SymbolicTensor> gru(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
+                                const SymbolicTensor& recurrent_bias, const SymbolicTensor& h0,
+                                const SymbolicTensor& mask, const RecurrentArgs& args);
+
 // ---- array manipulation (core/ops/array_ops.cpp) -------------------------------------------------
 // shape may hold one -1, inferred from the element count (Keras Reshape's (-1) or the batch).
 SymbolicTensor reshape(const SymbolicTensor& x, Ints shape);

@@ -71,6 +71,7 @@ void register_cpu_backend() {
   cpu::register_loss_kernels();
   cpu::register_optimizer_kernels();
   cpu::register_collective_kernels();
+  cpu::register_recurrent_kernels();
 }
 
 }  // namespace tower

@@ -17,6 +17,14 @@ void register_array_kernels();       // array_kernels.cpp
 void register_loss_kernels();        // loss_kernels.cpp
 void register_optimizer_kernels();   // optimizer_kernels.cpp
 void register_collective_kernels();  // collective_kernels.cpp: all_reduce
+void register_recurrent_kernels();   // recurrent_kernels.cpp: simple_rnn, lstm, gru and their gradients
+
+// Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through OpenBLAS on the
+// calling thread (math_kernels.cpp). Sizes are the caller's to check against int.
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+          float beta = 0.0f);
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc,
+          double beta = 0.0);
 
 // Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
 constexpr std::int64_t kElementwiseGrain = 1 << 15;

@@ -129,15 +129,6 @@ void broadcast_like_kernel(KernelContext& ctx) {
   });
 }
 
-void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
-              ldb, 0.0f, c, ldc);
-}
-void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
-              ldb, 0.0, c, ldc);
-}
-
 // y (m, n) = op(a) (m, k) x op(b) (k, n), then finish(rows lo..hi of y) while they are in cache. Row
 // blocks of y run on the pool's threads; OpenBLAS itself is single-threaded so that every CPU device
 // owns exactly its pool's threads.
@@ -217,6 +208,17 @@ void bias_add_grad_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+          float beta) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, beta, c, ldc);
+}
+void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc,
+          double beta) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
+              ldb, beta, c, ldc);
+}
 
 void register_math_kernels() {
   openblas_set_num_threads(1);  // parallelism comes from each CPU device's pool

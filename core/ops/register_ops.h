@@ -12,6 +12,7 @@ void register_pool_ops();
 void register_batch_norm_ops();
 void register_dropout_ops();
 void register_array_ops();
+void register_recurrent_ops();
 void register_loss_ops();
 void register_optimizer_ops();
 void register_collective_ops();
@@ -26,6 +27,7 @@ inline void register_all_ops() {
   register_batch_norm_ops();
   register_dropout_ops();
   register_array_ops();
+  register_recurrent_ops();
   register_loss_ops();
   register_optimizer_ops();
   register_collective_ops();

@@ -1,0 +1,442 @@
+// CPU kernels of the recurrent ops (core/ops.h, "recurrent cells"): SimpleRNN, LSTM and GRU over a
+// whole time-major sequence, forward and backward. A batch row's state depends on nothing but its
+// own row, so the pool's threads each take a block of rows and run every step for it (a GEMM with
+// the recurrent kernel, then the gate update) with no barrier between steps. The backward pass runs
+// the steps in reverse the same way; the weights' gradients are then GEMMs over all steps at once.
+#include <algorithm>
+#include <vector>
+
+#include "tower/backends/cpu/kernels.h"
+#include "tower/core/checked.h"
+#include "tower/core/gate_activation.h"
+#include "tower/core/op_names.h"
+
+namespace tower::cpu {
+
+namespace {
+
+// One run's sizes, step order and mask. Step s reads time t(s); kept(b, s): row b's step s updates
+// its state (no mask, or a nonzero mask entry).
+template <typename T>
+struct Steps {
+  std::int64_t time, batch, units;
+  bool backwards;
+  const T* mask;  // (batch, time) or null
+  GateActivation activation, recurrent_activation;
+
+  std::int64_t t(std::int64_t s) const { return backwards ? time - 1 - s : s; }
+  bool kept(std::int64_t b, std::int64_t s) const { return mask == nullptr || mask[b * time + t(s)] != T(0); }
+  T act(T x) const { return gate_activate(activation, x); }
+  T rec(T x) const { return gate_activate(recurrent_activation, x); }
+  T act_grad(T y) const { return gate_derivative(activation, y); }
+  T rec_grad(T y) const { return gate_derivative(recurrent_activation, y); }
+};
+
+// `mask_input`: the index the optional mask would have.
+template <typename T>
+Steps<T> steps_of(const KernelContext& ctx, const Tensor& sequence, std::int64_t units, std::size_t mask_input) {
+  const Attrs& attrs = ctx.attrs();
+  for (std::int64_t size : {sequence.shape()[0] * sequence.shape()[1], 4 * units})
+    (void)checked_int(size, "a recurrent op on the CPU: time·batch and 4·units", "OpenBLAS takes at most 2147483647");
+  return {.time = sequence.shape()[0],
+          .batch = sequence.shape()[1],
+          .units = units,
+          .backwards = attrs.get_bool("go_backwards"),
+          .mask = ctx.inputs.size() > mask_input ? ctx.inputs[mask_input].data<T>() : nullptr,
+          .activation = gate_activation_named(attrs.get_string("activation")),
+          .recurrent_activation = gate_activation_named(attrs.get_string("recurrent_activation"))};
+}
+
+// Runs fn(b0, b1) over blocks of batch rows on the pool (at least 8 rows a block).
+template <typename F>
+void for_row_blocks(KernelContext& ctx, std::int64_t batch, F&& fn) {
+  parallel_for(ctx, batch, 8, fn);
+}
+
+int as_int(std::int64_t v) { return static_cast<int>(v); }
+
+// Row block b0..b1 of step s's (batch, width) slice of a time-major (steps, batch, width) buffer.
+template <typename P>
+P at_step(P base, std::int64_t s, std::int64_t b0, std::int64_t batch, std::int64_t width) {
+  return base + (s * batch + b0) * width;
+}
+
+// The state before step s, rows from b0: h0 (or c0) at s = 0, else the states of step s - 1.
+template <typename T>
+const T* previous(const T* initial, const T* states, std::int64_t s, std::int64_t b0, const Steps<T>& q) {
+  return s == 0 ? initial + b0 * q.units : at_step(states, s - 1, b0, q.batch, q.units);
+}
+
+// dw (k, n) = sum over steps of prev_s^T (batch, k) · d_s (batch, n), where prev_0 = initial and
+// prev_s = states[s - 1]: two GEMMs over contiguous steps (initial with step 0, states[0..T-2] with
+// steps 1..T-1), split over dw's rows. d_s rows sit `ldd` apart; prev rows `ldp` apart.
+template <typename T>
+void weight_grad(KernelContext& ctx, const T* initial, const T* states, std::int64_t ldp, const T* d, std::int64_t ldd,
+                 std::int64_t time, std::int64_t batch, std::int64_t k, std::int64_t n, T* dw, std::int64_t lddw) {
+  parallel_for(ctx, k, 16, [&](std::int64_t r0, std::int64_t r1) {
+    const int rows = as_int(r1 - r0);
+    gemm(true, false, rows, as_int(n), as_int(batch), initial + r0, as_int(ldp), d, as_int(ldd), dw + r0 * lddw,
+         as_int(lddw));
+    if (time > 1)
+      gemm(true, false, rows, as_int(n), as_int((time - 1) * batch), states + r0, as_int(ldp), d + batch * ldd,
+           as_int(ldd), dw + r0 * lddw, as_int(lddw), T(1));
+  });
+}
+
+// Copies step-ordered (steps, batch, width) rows into time order (dx_proj) when the run went backwards.
+template <typename T>
+void to_time_order(const T* by_step, T* dx, const Steps<T>& q, std::int64_t width) {
+  const std::int64_t block = q.batch * width;
+  for (std::int64_t s = 0; s < q.time; ++s) std::copy_n(by_step + s * block, block, dx + q.t(s) * block);
+}
+
+// ---- SimpleRNN ----------------------------------------------------------------------------------
+
+// (x_proj, recurrent_kernel, h0[, mask]) -> states.
+void simple_rnn_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::simple_rnn, [&]<typename T>() {
+    const Tensor& x = ctx.inputs[0];
+    const Steps<T> q = steps_of<T>(ctx, x, ctx.inputs[1].shape()[0], 3);
+    const std::int64_t U = q.units;
+    const T* px = x.data<T>();
+    const T* kernel = ctx.inputs[1].data<T>();
+    const T* h0 = ctx.inputs[2].data<T>();
+    T* hs = ctx.outputs[0].data<T>();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      for (std::int64_t s = 0; s < q.time; ++s) {
+        const T* hp = previous(h0, hs, s, b0, q);
+        T* h = at_step(hs, s, b0, q.batch, U);
+        std::copy_n(at_step(px, q.t(s), b0, q.batch, U), nb * U, h);
+        gemm(false, false, as_int(nb), as_int(U), as_int(U), hp, as_int(U), kernel, as_int(U), h, as_int(U), T(1));
+        for (std::int64_t r = 0; r < nb; ++r)
+          for (std::int64_t j = 0; j < U; ++j)
+            h[r * U + j] = q.kept(b0 + r, s) ? q.act(h[r * U + j]) : hp[r * U + j];
+      }
+    });
+  });
+}
+
+// (d_states, recurrent_kernel, h0, states[, mask]) -> {dx_proj, drecurrent_kernel, dh0}.
+void simple_rnn_grad_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::simple_rnn_grad, [&]<typename T>() {
+    const Tensor& states = ctx.inputs[3];
+    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[1].shape()[0], 4);
+    const std::int64_t U = q.units;
+    const T* dstates = ctx.inputs[0].data<T>();
+    const T* kernel = ctx.inputs[1].data<T>();
+    const T* h0 = ctx.inputs[2].data<T>();
+    const T* hs = states.data<T>();
+    T* dx = ctx.outputs[0].data<T>();
+    std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * U) : 0);
+    T* dpre = q.backwards ? by_step.data() : dx;  // (steps, batch, U): d(x_proj[t(s)] + h_{s-1} · kernel)
+    T* dh0 = ctx.outputs[2].data<T>();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      T* carry = dh0 + b0 * U;  // d(h_{s}) from the steps after s; dh0 at the end
+      std::fill_n(carry, nb * U, T(0));
+      for (std::int64_t s = q.time - 1; s >= 0; --s) {
+        const T* h = at_step(hs, s, b0, q.batch, U);
+        const T* dh_out = at_step(dstates, s, b0, q.batch, U);
+        T* dp = at_step(dpre, s, b0, q.batch, U);
+        for (std::int64_t r = 0; r < nb; ++r) {
+          const bool kept = q.kept(b0 + r, s);
+          for (std::int64_t j = 0; j < U; ++j) {
+            const std::int64_t e = r * U + j;
+            const T dh = dh_out[e] + carry[e];
+            dp[e] = kept ? dh * q.act_grad(h[e]) : T(0);
+            carry[e] = kept ? T(0) : dh;  // a masked step passes its gradient straight to h_{s-1}
+          }
+        }
+        gemm(false, true, as_int(nb), as_int(U), as_int(U), dp, as_int(U), kernel, as_int(U), carry, as_int(U), T(1));
+      }
+    });
+    weight_grad<T>(ctx, h0, hs, U, dpre, U, q.time, q.batch, U, U, ctx.outputs[1].data<T>(), U);
+    if (q.backwards) to_time_order<T>(dpre, dx, q, U);
+  });
+}
+
+// ---- LSTM ---------------------------------------------------------------------------------------
+
+// (x_proj, recurrent_kernel, h0, c0[, mask]) -> {h states, c states, gates}.
+void lstm_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::lstm, [&]<typename T>() {
+    const Tensor& x = ctx.inputs[0];
+    const Steps<T> q = steps_of<T>(ctx, x, ctx.inputs[1].shape()[0], 4);
+    const std::int64_t U = q.units, G = 4 * U;
+    const T* px = x.data<T>();
+    const T* kernel = ctx.inputs[1].data<T>();
+    const T* h0 = ctx.inputs[2].data<T>();
+    const T* c0 = ctx.inputs[3].data<T>();
+    T* hs = ctx.outputs[0].data<T>();
+    T* cs = ctx.outputs[1].data<T>();
+    T* gates = ctx.outputs[2].data<T>();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      for (std::int64_t s = 0; s < q.time; ++s) {
+        const T* hp = previous(h0, hs, s, b0, q);
+        const T* cp = previous(c0, cs, s, b0, q);
+        T* g = at_step(gates, s, b0, q.batch, G);
+        T* h = at_step(hs, s, b0, q.batch, U);
+        T* c = at_step(cs, s, b0, q.batch, U);
+        std::copy_n(at_step(px, q.t(s), b0, q.batch, G), nb * G, g);
+        gemm(false, false, as_int(nb), as_int(G), as_int(U), hp, as_int(U), kernel, as_int(G), g, as_int(G), T(1));
+        for (std::int64_t r = 0; r < nb; ++r) {
+          T* gr = g + r * G;
+          if (!q.kept(b0 + r, s)) {
+            std::copy_n(hp + r * U, U, h + r * U);
+            std::copy_n(cp + r * U, U, c + r * U);
+            std::fill_n(gr, G, T(0));
+            continue;
+          }
+          for (std::int64_t j = 0; j < U; ++j) {
+            const T i = q.rec(gr[j]), f = q.rec(gr[U + j]), gg = q.act(gr[2 * U + j]), o = q.rec(gr[3 * U + j]);
+            gr[j] = i, gr[U + j] = f, gr[2 * U + j] = gg, gr[3 * U + j] = o;
+            const T cell = f * cp[r * U + j] + i * gg;
+            c[r * U + j] = cell;
+            h[r * U + j] = o * q.act(cell);
+          }
+        }
+      }
+    });
+  });
+}
+
+// (d_h, d_c, recurrent_kernel, h0, c0, h states, c states, gates[, mask]) -> {dx_proj, drecurrent_kernel, dh0, dc0}.
+void lstm_grad_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::lstm_grad, [&]<typename T>() {
+    const Tensor& hs_t = ctx.inputs[5];
+    const Steps<T> q = steps_of<T>(ctx, hs_t, ctx.inputs[2].shape()[0], 8);
+    const std::int64_t U = q.units, G = 4 * U;
+    const T* dhs = ctx.inputs[0].data<T>();
+    const T* dcs = ctx.inputs[1].data<T>();
+    const T* kernel = ctx.inputs[2].data<T>();
+    const T* h0 = ctx.inputs[3].data<T>();
+    const T* c0 = ctx.inputs[4].data<T>();
+    const T* hs = hs_t.data<T>();
+    const T* cs = ctx.inputs[6].data<T>();
+    const T* gates = ctx.inputs[7].data<T>();
+    T* dx = ctx.outputs[0].data<T>();
+    std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * G) : 0);
+    T* dg = q.backwards ? by_step.data() : dx;  // (steps, batch, 4U): d of the gates' inputs
+    T* dh0 = ctx.outputs[2].data<T>();
+    T* dc0 = ctx.outputs[3].data<T>();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      T* dh_carry = dh0 + b0 * U;  // d(h_s) and d(c_s) from the steps after s
+      T* dc_carry = dc0 + b0 * U;
+      std::fill_n(dh_carry, nb * U, T(0));
+      std::fill_n(dc_carry, nb * U, T(0));
+      for (std::int64_t s = q.time - 1; s >= 0; --s) {
+        const T* cp = previous(c0, cs, s, b0, q);
+        const T* c = at_step(cs, s, b0, q.batch, U);
+        const T* g = at_step(gates, s, b0, q.batch, G);
+        const T* dh_out = at_step(dhs, s, b0, q.batch, U);
+        const T* dc_out = at_step(dcs, s, b0, q.batch, U);
+        T* d = at_step(dg, s, b0, q.batch, G);
+        for (std::int64_t r = 0; r < nb; ++r) {
+          const bool kept = q.kept(b0 + r, s);
+          const T* gr = g + r * G;
+          T* dr = d + r * G;
+          for (std::int64_t j = 0; j < U; ++j) {
+            const std::int64_t e = r * U + j;
+            const T dh = dh_out[e] + dh_carry[e];
+            T dc = dc_out[e] + dc_carry[e];
+            if (!kept) {
+              dh_carry[e] = dh, dc_carry[e] = dc;
+              dr[j] = dr[U + j] = dr[2 * U + j] = dr[3 * U + j] = T(0);
+              continue;
+            }
+            const T i = gr[j], f = gr[U + j], gg = gr[2 * U + j], o = gr[3 * U + j];
+            const T tc = q.act(c[e]);
+            dc += dh * o * q.act_grad(tc);
+            dr[j] = dc * gg * q.rec_grad(i);
+            dr[U + j] = dc * cp[e] * q.rec_grad(f);
+            dr[2 * U + j] = dc * i * q.act_grad(gg);
+            dr[3 * U + j] = dh * tc * q.rec_grad(o);
+            dh_carry[e] = T(0);
+            dc_carry[e] = dc * f;
+          }
+        }
+        gemm(false, true, as_int(nb), as_int(U), as_int(G), d, as_int(G), kernel, as_int(G), dh_carry, as_int(U), T(1));
+      }
+    });
+    weight_grad<T>(ctx, h0, hs, U, dg, G, q.time, q.batch, U, G, ctx.outputs[1].data<T>(), G);
+    if (q.backwards) to_time_order<T>(dg, dx, q, G);
+  });
+}
+
+// ---- GRU ----------------------------------------------------------------------------------------
+
+// (x_proj, recurrent_kernel, recurrent_bias, h0[, mask]) -> {states, gates: z, r, n, q_h or r h_{s-1}}.
+void gru_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::gru, [&]<typename T>() {
+    const Tensor& x = ctx.inputs[0];
+    const Steps<T> q = steps_of<T>(ctx, x, ctx.inputs[1].shape()[0], 4);
+    const bool reset_after = ctx.attrs().get_bool("reset_after");
+    const std::int64_t U = q.units, X = 3 * U, G = 4 * U;
+    const T* px = x.data<T>();
+    const T* kernel = ctx.inputs[1].data<T>();
+    const T* bias = ctx.inputs[2].data<T>();
+    const T* h0 = ctx.inputs[3].data<T>();
+    T* hs = ctx.outputs[0].data<T>();
+    T* gates = ctx.outputs[1].data<T>();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      std::vector<T> product(static_cast<std::size_t>(nb * X));  // (nb, 3U): h_{s-1} · kernel (reset_after)
+      T* rec = product.data();
+      for (std::int64_t s = 0; s < q.time; ++s) {
+        const T* hp = previous(h0, hs, s, b0, q);
+        const T* xs = at_step(px, q.t(s), b0, q.batch, X);
+        T* g = at_step(gates, s, b0, q.batch, G);
+        T* h = at_step(hs, s, b0, q.batch, U);
+        // z and r need h_{s-1} · kernel[:, :2U]; reset_after needs the n columns too.
+        gemm(false, false, as_int(nb), as_int(reset_after ? X : 2 * U), as_int(U), hp, as_int(U), kernel, as_int(X),
+             rec, as_int(X));
+        for (std::int64_t r = 0; r < nb; ++r) {
+          T* gr = g + r * G;
+          const T* xr = xs + r * X;
+          const T* qr = rec + r * X;
+          for (std::int64_t j = 0; j < U; ++j) {
+            gr[j] = q.rec(xr[j] + qr[j] + bias[j]);                  // z
+            gr[U + j] = q.rec(xr[U + j] + qr[U + j] + bias[U + j]);  // r
+            // reset_after: q_h = (h_{s-1} · kernel)_h + bias_h; otherwise r h_{s-1}, multiplied below.
+            gr[3 * U + j] = reset_after ? qr[2 * U + j] + bias[2 * U + j] : gr[U + j] * hp[r * U + j];
+          }
+        }
+        if (!reset_after)  // rec[:, 2U:] = (r h_{s-1}) · kernel[:, 2U:]
+          gemm(false, false, as_int(nb), as_int(U), as_int(U), g + 3 * U, as_int(G), kernel + 2 * U, as_int(X),
+               rec + 2 * U, as_int(X));
+        for (std::int64_t r = 0; r < nb; ++r) {
+          T* gr = g + r * G;
+          const T* xr = xs + r * X;
+          const T* qr = rec + r * X;
+          if (!q.kept(b0 + r, s)) {
+            std::copy_n(hp + r * U, U, h + r * U);
+            std::fill_n(gr, G, T(0));
+            continue;
+          }
+          for (std::int64_t j = 0; j < U; ++j) {
+            const T z = gr[j];
+            const T n = reset_after ? q.act(xr[2 * U + j] + gr[U + j] * gr[3 * U + j])
+                                    : q.act(xr[2 * U + j] + qr[2 * U + j] + bias[2 * U + j]);
+            gr[2 * U + j] = n;
+            h[r * U + j] = z * hp[r * U + j] + (T(1) - z) * n;
+          }
+        }
+      }
+    });
+  });
+}
+
+// (d_states, recurrent_kernel, h0, states, gates[, mask]) -> {dx_proj, drecurrent_kernel, drecurrent_bias, dh0}.
+void gru_grad_kernel(KernelContext& ctx) {
+  dispatch_floating(ctx.inputs[0].dtype(), op_names::gru_grad, [&]<typename T>() {
+    const Tensor& states = ctx.inputs[3];
+    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[1].shape()[0], 5);
+    const bool reset_after = ctx.attrs().get_bool("reset_after");
+    const std::int64_t U = q.units, X = 3 * U, G = 4 * U;
+    const T* dhs = ctx.inputs[0].data<T>();
+    const T* kernel = ctx.inputs[1].data<T>();
+    const T* h0 = ctx.inputs[2].data<T>();
+    const T* hs = states.data<T>();
+    const T* gates = ctx.inputs[4].data<T>();
+    T* dx = ctx.outputs[0].data<T>();
+    T* dh0 = ctx.outputs[3].data<T>();
+    // (steps, batch, 3U): d of what the recurrent product feeds: z, r and q_h (reset_after) or n's input.
+    std::vector<T> drec_buffer(static_cast<std::size_t>(q.time * q.batch * X));
+    T* drec = drec_buffer.data();
+    for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
+      const std::int64_t nb = b1 - b0;
+      std::vector<T> drh_buffer(reset_after ? 0 : static_cast<std::size_t>(nb * U));  // d(r h_{s-1})
+      T* drh = drh_buffer.data();
+      T* carry = dh0 + b0 * U;
+      std::fill_n(carry, nb * U, T(0));
+      for (std::int64_t s = q.time - 1; s >= 0; --s) {
+        const T* hp = previous(h0, hs, s, b0, q);
+        const T* g = at_step(gates, s, b0, q.batch, G);
+        const T* dh_out = at_step(dhs, s, b0, q.batch, U);
+        T* d = at_step(drec, s, b0, q.batch, X);
+        T* dxs = at_step(dx, q.t(s), b0, q.batch, X);
+        // Pass 1: dz and d(n's input); the carry becomes d(h_{s-1}) through z alone (or all of dh when masked).
+        for (std::int64_t r = 0; r < nb; ++r) {
+          const bool kept = q.kept(b0 + r, s);
+          const T* gr = g + r * G;
+          T* dr = d + r * X;
+          for (std::int64_t j = 0; j < U; ++j) {
+            const std::int64_t e = r * U + j;
+            const T dh = dh_out[e] + carry[e];
+            if (!kept) {
+              carry[e] = dh;
+              dr[j] = dr[U + j] = dr[2 * U + j] = T(0);
+              continue;
+            }
+            const T z = gr[j], n = gr[2 * U + j];
+            dr[j] = dh * (hp[e] - n) * q.rec_grad(z);
+            dr[2 * U + j] = dh * (T(1) - z) * q.act_grad(n);  // d(n's input), for now
+            carry[e] = dh * z;
+          }
+        }
+        if (!reset_after)  // d(r h_{s-1}) = d(n's input) · kernel[:, 2U:]^T
+          gemm(false, true, as_int(nb), as_int(U), as_int(U), d + 2 * U, as_int(X), kernel + 2 * U, as_int(X), drh,
+               as_int(U));
+        // Pass 2: dr; dx_proj; the third column becomes d(q_h) when reset_after.
+        for (std::int64_t r = 0; r < nb; ++r) {
+          const bool kept = q.kept(b0 + r, s);
+          const T* gr = g + r * G;
+          T* dr = d + r * X;
+          T* dxr = dxs + r * X;
+          for (std::int64_t j = 0; j < U; ++j) {
+            const std::int64_t e = r * U + j;
+            const T rg = gr[U + j], dn_in = dr[2 * U + j];
+            if (kept) {
+              if (reset_after) {
+                dr[U + j] = dn_in * gr[3 * U + j] * q.rec_grad(rg);
+                dr[2 * U + j] = dn_in * rg;
+              } else {
+                dr[U + j] = drh[e] * hp[e] * q.rec_grad(rg);
+                carry[e] += drh[e] * rg;
+              }
+            }
+            dxr[j] = dr[j], dxr[U + j] = dr[U + j], dxr[2 * U + j] = dn_in;
+          }
+        }
+        // d(h_{s-1}) += d(rec) · kernel^T over the columns that h_{s-1} itself multiplies.
+        gemm(false, true, as_int(nb), as_int(U), as_int(reset_after ? X : 2 * U), d, as_int(X), kernel, as_int(X),
+             carry, as_int(U), T(1));
+      }
+    });
+    T* dkernel = ctx.outputs[1].data<T>();
+    if (reset_after) {
+      weight_grad<T>(ctx, h0, hs, U, drec, X, q.time, q.batch, U, X, dkernel, X);
+    } else {
+      weight_grad<T>(ctx, h0, hs, U, drec, X, q.time, q.batch, U, 2 * U, dkernel, X);
+      // n's columns multiply r h_{s-1}, kept in the gates' fourth slot: one GEMM over all steps.
+      parallel_for(ctx, U, 16, [&](std::int64_t r0, std::int64_t r1) {
+        gemm(true, false, as_int(r1 - r0), as_int(U), as_int(q.time * q.batch), gates + 3 * U + r0, as_int(G),
+             drec + 2 * U, as_int(X), dkernel + r0 * X + 2 * U, as_int(X));
+      });
+    }
+    T* dbias = ctx.outputs[2].data<T>();
+    parallel_for(ctx, X, 64, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t col = c0; col < c1; ++col) {
+        T sum = 0;
+        for (std::int64_t row = 0; row < q.time * q.batch; ++row) sum += drec[row * X + col];
+        dbias[col] = sum;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_recurrent_kernels() {
+  register_kernel(op_names::simple_rnn, DeviceKind::cpu, simple_rnn_kernel);
+  register_kernel(op_names::simple_rnn_grad, DeviceKind::cpu, simple_rnn_grad_kernel);
+  register_kernel(op_names::lstm, DeviceKind::cpu, lstm_kernel);
+  register_kernel(op_names::lstm_grad, DeviceKind::cpu, lstm_grad_kernel);
+  register_kernel(op_names::gru, DeviceKind::cpu, gru_kernel);
+  register_kernel(op_names::gru_grad, DeviceKind::cpu, gru_grad_kernel);
+}
+
+}  // namespace tower::cpu
