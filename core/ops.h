@@ -167,15 +167,17 @@ struct RecurrentArgs {
   bool go_backwards = false;
   bool reset_after = true;  // GRU only
 };
+// Each also returns the final state (B, U) on its own (the state after the last step, h0 when time
+// is 0), so that a layer needs no time length to take it; its gradient enters the last step.
 // h_s = activation(x_proj[s] + h_{s-1} · recurrent_kernel). x_proj (T, B, U), recurrent_kernel
-// (U, U), h0 (B, U) -> states (T, B, U).
-SymbolicTensor simple_rnn(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
-                          const SymbolicTensor& h0, const SymbolicTensor& mask, const RecurrentArgs& args);
+// (U, U), h0 (B, U) -> {states (T, B, U), final h (B, U)}.
+std::vector<SymbolicTensor> simple_rnn(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
+                                       const SymbolicTensor& h0, const SymbolicTensor& mask, const RecurrentArgs& args);
 // Keras's gate order i, f, c, o: z = x_proj[s] + h_{s-1} · recurrent_kernel (B, 4U); i, f, o =
 // recurrent_activation(z_i, z_f, z_o), g = activation(z_c); c_s = f c_{s-1} + i g; h_s = o
 // activation(c_s). x_proj (T, B, 4U), recurrent_kernel (U, 4U), h0, c0 (B, U) -> {h states (T, B, U),
 // c states (T, B, U), gates (T, B, 4U): i, f, g, o as activated, kept for the gradient (which
-// passes nothing back through them)}.
+// passes nothing back through them), final h (B, U), final c (B, U)}.
 std::vector<SymbolicTensor> lstm(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
                                  const SymbolicTensor& h0, const SymbolicTensor& c0, const SymbolicTensor& mask,
                                  const RecurrentArgs& args);
@@ -184,7 +186,7 @@ std::vector<SymbolicTensor> lstm(const SymbolicTensor& x_proj, const SymbolicTen
 // n = activation(x_h + r q_h). Otherwise z and r likewise from the first 2U columns and n =
 // activation(x_h + (r h_{s-1}) · recurrent_kernel[:, 2U:] + recurrent_bias[2U:]). Then h_s = z
 // h_{s-1} + (1 - z) n. x_proj (T, B, 3U), recurrent_kernel (U, 3U), h0 (B, U) -> {states (T, B, U),
-// gates (T, B, 4U): z, r, n and q_h (reset_after) or r h_{s-1}, kept for the gradient}.
+// gates (T, B, 4U): z, r, n and q_h (reset_after) or r h_{s-1}, kept for the gradient, final h (B, U)}.
 std::vector<SymbolicTensor> gru(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
                                 const SymbolicTensor& recurrent_bias, const SymbolicTensor& h0,
                                 const SymbolicTensor& mask, const RecurrentArgs& args);

@@ -67,6 +67,12 @@ const T* previous(const T* initial, const T* states, std::int64_t s, std::int64_
   return s == 0 ? initial + b0 * q.units : at_step(states, s - 1, b0, q.batch, q.units);
 }
 
+// The final state of rows b0..b1 (after the last step; the initial state when there are no steps).
+template <typename T>
+void copy_final(const T* initial, const T* states, std::int64_t b0, std::int64_t b1, const Steps<T>& q, T* final_state) {
+  std::copy_n(previous(initial, states, q.time, b0, q), (b1 - b0) * q.units, final_state + b0 * q.units);
+}
+
 // dw (k, n) = sum over steps of prev_s^T (batch, k) · d_s (batch, n), where prev_0 = initial and
 // prev_s = states[s - 1]: two GEMMs over contiguous steps (initial with step 0, states[0..T-2] with
 // steps 1..T-1), split over dw's rows. d_s rows sit `ldd` apart; prev rows `ldp` apart.
@@ -92,7 +98,7 @@ void to_time_order(const T* by_step, T* dx, const Steps<T>& q, std::int64_t widt
 
 // ---- SimpleRNN ----------------------------------------------------------------------------------
 
-// (x_proj, recurrent_kernel, h0[, mask]) -> states.
+// (x_proj, recurrent_kernel, h0[, mask]) -> {states, final h}.
 void simple_rnn_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::simple_rnn, [&]<typename T>() {
     const Tensor& x = ctx.inputs[0];
@@ -113,19 +119,21 @@ void simple_rnn_kernel(KernelContext& ctx) {
           for (std::int64_t j = 0; j < U; ++j)
             h[r * U + j] = q.kept(b0 + r, s) ? q.act(h[r * U + j]) : hp[r * U + j];
       }
+      copy_final(h0, hs, b0, b1, q, ctx.outputs[1].data<T>());
     });
   });
 }
 
-// (d_states, recurrent_kernel, h0, states[, mask]) -> {dx_proj, drecurrent_kernel, dh0}.
+// (d_states, d_final, recurrent_kernel, h0, states[, mask]) -> {dx_proj, drecurrent_kernel, dh0}.
 void simple_rnn_grad_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::simple_rnn_grad, [&]<typename T>() {
-    const Tensor& states = ctx.inputs[3];
-    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[1].shape()[0], 4);
+    const Tensor& states = ctx.inputs[4];
+    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[2].shape()[0], 5);
     const std::int64_t U = q.units;
     const T* dstates = ctx.inputs[0].data<T>();
-    const T* kernel = ctx.inputs[1].data<T>();
-    const T* h0 = ctx.inputs[2].data<T>();
+    const T* dfinal = ctx.inputs[1].data<T>();
+    const T* kernel = ctx.inputs[2].data<T>();
+    const T* h0 = ctx.inputs[3].data<T>();
     const T* hs = states.data<T>();
     T* dx = ctx.outputs[0].data<T>();
     std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * U) : 0);
@@ -133,8 +141,8 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
     T* dh0 = ctx.outputs[2].data<T>();
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
-      T* carry = dh0 + b0 * U;  // d(h_{s}) from the steps after s; dh0 at the end
-      std::fill_n(carry, nb * U, T(0));
+      T* carry = dh0 + b0 * U;  // d(h_s) from the steps after s (and the final state); dh0 at the end
+      std::copy_n(dfinal + b0 * U, nb * U, carry);
       for (std::int64_t s = q.time - 1; s >= 0; --s) {
         const T* h = at_step(hs, s, b0, q.batch, U);
         const T* dh_out = at_step(dstates, s, b0, q.batch, U);
@@ -158,7 +166,7 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
 
 // ---- LSTM ---------------------------------------------------------------------------------------
 
-// (x_proj, recurrent_kernel, h0, c0[, mask]) -> {h states, c states, gates}.
+// (x_proj, recurrent_kernel, h0, c0[, mask]) -> {h states, c states, gates, final h, final c}.
 void lstm_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::lstm, [&]<typename T>() {
     const Tensor& x = ctx.inputs[0];
@@ -198,24 +206,29 @@ void lstm_kernel(KernelContext& ctx) {
           }
         }
       }
+      copy_final(h0, hs, b0, b1, q, ctx.outputs[3].data<T>());
+      copy_final(c0, cs, b0, b1, q, ctx.outputs[4].data<T>());
     });
   });
 }
 
-// (d_h, d_c, recurrent_kernel, h0, c0, h states, c states, gates[, mask]) -> {dx_proj, drecurrent_kernel, dh0, dc0}.
+// (d_h, d_c, d_final_h, d_final_c, recurrent_kernel, h0, c0, h states, c states, gates[, mask])
+// -> {dx_proj, drecurrent_kernel, dh0, dc0}.
 void lstm_grad_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::lstm_grad, [&]<typename T>() {
-    const Tensor& hs_t = ctx.inputs[5];
-    const Steps<T> q = steps_of<T>(ctx, hs_t, ctx.inputs[2].shape()[0], 8);
+    const Tensor& hs_t = ctx.inputs[7];
+    const Steps<T> q = steps_of<T>(ctx, hs_t, ctx.inputs[4].shape()[0], 10);
     const std::int64_t U = q.units, G = 4 * U;
     const T* dhs = ctx.inputs[0].data<T>();
     const T* dcs = ctx.inputs[1].data<T>();
-    const T* kernel = ctx.inputs[2].data<T>();
-    const T* h0 = ctx.inputs[3].data<T>();
-    const T* c0 = ctx.inputs[4].data<T>();
+    const T* dfinal_h = ctx.inputs[2].data<T>();
+    const T* dfinal_c = ctx.inputs[3].data<T>();
+    const T* kernel = ctx.inputs[4].data<T>();
+    const T* h0 = ctx.inputs[5].data<T>();
+    const T* c0 = ctx.inputs[6].data<T>();
     const T* hs = hs_t.data<T>();
-    const T* cs = ctx.inputs[6].data<T>();
-    const T* gates = ctx.inputs[7].data<T>();
+    const T* cs = ctx.inputs[8].data<T>();
+    const T* gates = ctx.inputs[9].data<T>();
     T* dx = ctx.outputs[0].data<T>();
     std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * G) : 0);
     T* dg = q.backwards ? by_step.data() : dx;  // (steps, batch, 4U): d of the gates' inputs
@@ -223,10 +236,10 @@ void lstm_grad_kernel(KernelContext& ctx) {
     T* dc0 = ctx.outputs[3].data<T>();
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
-      T* dh_carry = dh0 + b0 * U;  // d(h_s) and d(c_s) from the steps after s
+      T* dh_carry = dh0 + b0 * U;  // d(h_s) and d(c_s) from the steps after s and the final state
       T* dc_carry = dc0 + b0 * U;
-      std::fill_n(dh_carry, nb * U, T(0));
-      std::fill_n(dc_carry, nb * U, T(0));
+      std::copy_n(dfinal_h + b0 * U, nb * U, dh_carry);
+      std::copy_n(dfinal_c + b0 * U, nb * U, dc_carry);
       for (std::int64_t s = q.time - 1; s >= 0; --s) {
         const T* cp = previous(c0, cs, s, b0, q);
         const T* c = at_step(cs, s, b0, q.batch, U);
@@ -268,7 +281,7 @@ void lstm_grad_kernel(KernelContext& ctx) {
 
 // ---- GRU ----------------------------------------------------------------------------------------
 
-// (x_proj, recurrent_kernel, recurrent_bias, h0[, mask]) -> {states, gates: z, r, n, q_h or r h_{s-1}}.
+// (x_proj, recurrent_kernel, recurrent_bias, h0[, mask]) -> {states, gates: z, r, n, q_h or r h_{s-1}, final h}.
 void gru_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::gru, [&]<typename T>() {
     const Tensor& x = ctx.inputs[0];
@@ -325,22 +338,25 @@ void gru_kernel(KernelContext& ctx) {
           }
         }
       }
+      copy_final(h0, hs, b0, b1, q, ctx.outputs[2].data<T>());
     });
   });
 }
 
-// (d_states, recurrent_kernel, h0, states, gates[, mask]) -> {dx_proj, drecurrent_kernel, drecurrent_bias, dh0}.
+// (d_states, d_final, recurrent_kernel, h0, states, gates[, mask]) -> {dx_proj, drecurrent_kernel,
+// drecurrent_bias, dh0}.
 void gru_grad_kernel(KernelContext& ctx) {
   dispatch_floating(ctx.inputs[0].dtype(), op_names::gru_grad, [&]<typename T>() {
-    const Tensor& states = ctx.inputs[3];
-    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[1].shape()[0], 5);
+    const Tensor& states = ctx.inputs[4];
+    const Steps<T> q = steps_of<T>(ctx, states, ctx.inputs[2].shape()[0], 6);
     const bool reset_after = ctx.attrs().get_bool("reset_after");
     const std::int64_t U = q.units, X = 3 * U, G = 4 * U;
     const T* dhs = ctx.inputs[0].data<T>();
-    const T* kernel = ctx.inputs[1].data<T>();
-    const T* h0 = ctx.inputs[2].data<T>();
+    const T* dfinal = ctx.inputs[1].data<T>();
+    const T* kernel = ctx.inputs[2].data<T>();
+    const T* h0 = ctx.inputs[3].data<T>();
     const T* hs = states.data<T>();
-    const T* gates = ctx.inputs[4].data<T>();
+    const T* gates = ctx.inputs[5].data<T>();
     T* dx = ctx.outputs[0].data<T>();
     T* dh0 = ctx.outputs[3].data<T>();
     // (steps, batch, 3U): d of what the recurrent product feeds: z, r and q_h (reset_after) or n's input.
@@ -350,8 +366,8 @@ void gru_grad_kernel(KernelContext& ctx) {
       const std::int64_t nb = b1 - b0;
       std::vector<T> drh_buffer(reset_after ? 0 : static_cast<std::size_t>(nb * U));  // d(r h_{s-1})
       T* drh = drh_buffer.data();
-      T* carry = dh0 + b0 * U;
-      std::fill_n(carry, nb * U, T(0));
+      T* carry = dh0 + b0 * U;  // d(h_s) from the steps after s and the final state
+      std::copy_n(dfinal + b0 * U, nb * U, carry);
       for (std::int64_t s = q.time - 1; s >= 0; --s) {
         const T* hp = previous(h0, hs, s, b0, q);
         const T* g = at_step(gates, s, b0, q.batch, G);

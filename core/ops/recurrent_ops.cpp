@@ -103,17 +103,18 @@ Specs simple_rnn_shape(const Specs& in, const Attrs& attrs) {  // (x_proj, recur
   const SequenceDims d = sequence_dims(in.at(0), in.at(1), 1);
   expect_mask(in, 3, d, op_names::simple_rnn);
   expect_state(in[2], in[0], d, "h0");
-  return {spec(in[0], {d.time, d.batch, d.units})};
+  return {spec(in[0], {d.time, d.batch, d.units}), in[2]};
 }
 
-// (d_states, recurrent_kernel, h0, states[, mask]) -> {dx_proj, drecurrent_kernel, dh0}.
+// (d_states, d_final, recurrent_kernel, h0, states[, mask]) -> {dx_proj, drecurrent_kernel, dh0}.
 Specs simple_rnn_grad_shape(const Specs& in, const Attrs& attrs) {
   check_attrs(attrs);
-  const SequenceDims d = sequence_dims(in.at(3), in.at(1), 1);
-  expect_mask(in, 4, d, op_names::simple_rnn_grad);
+  const SequenceDims d = sequence_dims(in.at(4), in.at(2), 1);
+  expect_mask(in, 5, d, op_names::simple_rnn_grad);
   expect_dims(in[0], {d.time, d.batch, d.units}, "d_states");
-  expect_state(in[2], in[3], d, "h0");
-  return {in[3], in[1], in[2]};
+  expect_state(in[1], in[4], d, "d_final");
+  expect_state(in[3], in[4], d, "h0");
+  return {in[4], in[2], in[3]};
 }
 
 // The node's optional mask (its input `count`), passed on to the gradient op.
@@ -133,7 +134,8 @@ SymbolicTensor or_zeros(const SymbolicTensor& grad, const SymbolicTensor& like) 
 
 Grads simple_rnn_grad_fn(Node& node, const Grads& g) {
   const auto& in = node.inputs();
-  std::vector<SymbolicTensor> inputs{g[0], in[1], in[2], node.output(0)};
+  std::vector<SymbolicTensor> inputs{or_zeros(g[0], node.output(0)), or_zeros(g[1], node.output(1)), in[1], in[2],
+                                     node.output(0)};
   add_mask(node, 3, inputs);
   return first_inputs(node, node.graph().add(op_names::simple_rnn_grad, inputs, node.attrs()));
 }
@@ -147,23 +149,27 @@ Specs lstm_shape(const Specs& in, const Attrs& attrs) {  // (x_proj, recurrent_k
   expect_state(in[2], in[0], d, "h0");
   expect_state(in[3], in[0], d, "c0");
   const TensorSpec states = spec(in[0], {d.time, d.batch, d.units});
-  return {states, states, spec(in[0], {d.time, d.batch, 4 * d.units})};
+  return {states, states, spec(in[0], {d.time, d.batch, 4 * d.units}), in[2], in[2]};
 }
 
-// (d_h, d_c, recurrent_kernel, h0, c0, h states, c states, gates[, mask]) -> {dx_proj, drecurrent_kernel, dh0, dc0}.
+// (d_h, d_c, d_final_h, d_final_c, recurrent_kernel, h0, c0, h states, c states, gates[, mask])
+// -> {dx_proj, drecurrent_kernel, dh0, dc0}.
 Specs lstm_grad_shape(const Specs& in, const Attrs& attrs) {
   check_attrs(attrs);
-  const SequenceDims d = sequence_dims(in.at(7), in.at(2), 4);
-  expect_mask(in, 8, d, op_names::lstm_grad);
-  for (std::size_t i : {0, 1, 5, 6}) expect_dims(in[i], {d.time, d.batch, d.units}, "d_h, d_c and the states");
-  expect_state(in[3], in[7], d, "h0");
-  expect_state(in[4], in[7], d, "c0");
-  return {in[7], in[2], in[3], in[4]};
+  const SequenceDims d = sequence_dims(in.at(9), in.at(4), 4);
+  expect_mask(in, 10, d, op_names::lstm_grad);
+  for (std::size_t i : {0, 1, 7, 8}) expect_dims(in[i], {d.time, d.batch, d.units}, "d_h, d_c and the states");
+  expect_state(in[2], in[9], d, "d_final_h");
+  expect_state(in[3], in[9], d, "d_final_c");
+  expect_state(in[5], in[9], d, "h0");
+  expect_state(in[6], in[9], d, "c0");
+  return {in[9], in[4], in[5], in[6]};
 }
 
 Grads lstm_grad_fn(Node& node, const Grads& g) {
   const auto& in = node.inputs();
   std::vector<SymbolicTensor> inputs{or_zeros(g[0], node.output(0)), or_zeros(g[1], node.output(1)),
+                                     or_zeros(g[3], node.output(3)), or_zeros(g[4], node.output(4)),
                                      in[1], in[2], in[3], node.output(0), node.output(1), node.output(2)};
   add_mask(node, 4, inputs);
   return first_inputs(node, node.graph().add(op_names::lstm_grad, inputs, node.attrs()));
@@ -178,30 +184,32 @@ Specs gru_shape(const Specs& in, const Attrs& attrs) {  // (x_proj, recurrent_ke
   expect_same_dtype(in[0], in[2], "x_proj", "recurrent_bias");
   expect_dims(in[2], {3 * d.units}, "recurrent_bias (3·units,)");
   expect_state(in[3], in[0], d, "h0");
-  return {spec(in[0], {d.time, d.batch, d.units}), spec(in[0], {d.time, d.batch, 4 * d.units})};
+  return {spec(in[0], {d.time, d.batch, d.units}), spec(in[0], {d.time, d.batch, 4 * d.units}), in[3]};
 }
 
-// (d_states, recurrent_kernel, h0, states, gates[, mask]) -> {dx_proj, drecurrent_kernel, drecurrent_bias, dh0}.
+// (d_states, d_final, recurrent_kernel, h0, states, gates[, mask]) -> {dx_proj, drecurrent_kernel,
+// drecurrent_bias, dh0}.
 Specs gru_grad_shape(const Specs& in, const Attrs& attrs) {
   check_attrs(attrs);
   expect_rank(in.at(0), 3, "d_states (time, batch, units)");
   expect_floating(in[0], "d_states");
-  expect_rank(in.at(1), 2, "recurrent_kernel (units, 3·units)");
-  const SequenceDims d{in[0].shape[0], in[0].shape[1], in[1].shape[0]};
-  if (d.units < 0) raise<ShapeError>("recurrent_kernel needs a known shape, got {}", in[1].shape.to_string());
-  expect_mask(in, 5, d, op_names::gru_grad);
+  expect_rank(in.at(2), 2, "recurrent_kernel (units, 3·units)");
+  const SequenceDims d{in[0].shape[0], in[0].shape[1], in[2].shape[0]};
+  if (d.units < 0) raise<ShapeError>("recurrent_kernel needs a known shape, got {}", in[2].shape.to_string());
+  expect_mask(in, 6, d, op_names::gru_grad);
   const std::int64_t u3 = 3 * d.units;
-  expect_dims(in[1], {d.units, u3}, "recurrent_kernel (units, 3·units)");
-  expect_dims(in[0], {d.time, d.batch, d.units}, "d_states");
-  expect_dims(in[3], {d.time, d.batch, d.units}, "states");
-  expect_dims(in[4], {d.time, d.batch, 4 * d.units}, "gates");
-  expect_state(in[2], in[0], d, "h0");
-  return {spec(in[0], {d.time, d.batch, u3}), in[1], spec(in[0], {u3}), in[2]};
+  expect_dims(in[2], {d.units, u3}, "recurrent_kernel (units, 3·units)");
+  expect_dims(in[4], {d.time, d.batch, d.units}, "states");
+  expect_dims(in[5], {d.time, d.batch, 4 * d.units}, "gates");
+  expect_state(in[1], in[0], d, "d_final");
+  expect_state(in[3], in[0], d, "h0");
+  return {spec(in[0], {d.time, d.batch, u3}), in[2], spec(in[0], {u3}), in[3]};
 }
 
 Grads gru_grad_fn(Node& node, const Grads& g) {
   const auto& in = node.inputs();
-  std::vector<SymbolicTensor> inputs{or_zeros(g[0], node.output(0)), in[1], in[3], node.output(0), node.output(1)};
+  std::vector<SymbolicTensor> inputs{or_zeros(g[0], node.output(0)), or_zeros(g[2], node.output(2)), in[1], in[3],
+                                     node.output(0), node.output(1)};
   add_mask(node, 4, inputs);
   return first_inputs(node, node.graph().add(op_names::gru_grad, inputs, node.attrs()));
 }
@@ -215,10 +223,10 @@ std::vector<SymbolicTensor> with_mask(std::vector<SymbolicTensor> inputs, const 
 
 namespace ops {
 
-SymbolicTensor simple_rnn(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
-                          const SymbolicTensor& h0, const SymbolicTensor& mask, const RecurrentArgs& args) {
-  return x_proj.graph().add1(op_names::simple_rnn, with_mask({x_proj, recurrent_kernel, h0}, mask),
-                             recurrent_attrs(args));
+std::vector<SymbolicTensor> simple_rnn(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,
+                                       const SymbolicTensor& h0, const SymbolicTensor& mask, const RecurrentArgs& args) {
+  return x_proj.graph().add(op_names::simple_rnn, with_mask({x_proj, recurrent_kernel, h0}, mask),
+                            recurrent_attrs(args));
 }
 
 std::vector<SymbolicTensor> lstm(const SymbolicTensor& x_proj, const SymbolicTensor& recurrent_kernel,

@@ -35,10 +35,11 @@ Fn reference(const std::string& name) {
   return [name](const SymbolicTensor& x) { return apply_activation(name, x); };
 }
 
-// Unrolls a cell: step(x_s (B, k), state) -> new state (its first entry is h). Returns the h of
-// every step (T, B, U) and of every state entry in step order.
+// Unrolls a cell: step(x_s (B, k), state) -> new state (its first entry is h). Returns every state
+// entry of every step (T, B, U), in step order, then every entry's final value (B, U): the fused
+// op's outputs without the gates.
 struct Unrolled {
-  std::vector<SymbolicTensor> states;  // one (T, B, U) per state entry
+  std::vector<SymbolicTensor> outputs;
 };
 
 using Step = std::function<std::vector<SymbolicTensor>(const SymbolicTensor&, const std::vector<SymbolicTensor>&)>;
@@ -64,7 +65,8 @@ Unrolled unroll(const SymbolicTensor& x_proj, std::vector<SymbolicTensor> state,
     }
   }
   Unrolled out;
-  for (auto& entries : per_entry) out.states.push_back(ops::concat(entries, 0));
+  for (auto& entries : per_entry) out.outputs.push_back(ops::concat(entries, 0));
+  for (auto& final_state : state) out.outputs.push_back(final_state);
   return out;
 }
 
@@ -125,16 +127,19 @@ std::vector<Shape> input_shapes(Cell cell, std::int64_t T, std::int64_t B, std::
   return {};
 }
 
-// The fused op's differentiable outputs (states; LSTM's c states too).
+// The fused op's differentiable outputs: the states (LSTM's c states too), then the final states.
 std::vector<SymbolicTensor> fused(Cell cell, const std::vector<SymbolicTensor>& v, const SymbolicTensor& mask,
                                   const ops::RecurrentArgs& a) {
   switch (cell) {
-    case Cell::simple_rnn: return {ops::simple_rnn(v[0], v[1], v[2], mask, a)};
+    case Cell::simple_rnn: return ops::simple_rnn(v[0], v[1], v[2], mask, a);
     case Cell::lstm: {
       auto r = ops::lstm(v[0], v[1], v[2], v[3], mask, a);
-      return {r[0], r[1]};
+      return {r[0], r[1], r[3], r[4]};
     }
-    case Cell::gru: return {ops::gru(v[0], v[1], v[2], v[3], mask, a)[0]};
+    case Cell::gru: {
+      auto r = ops::gru(v[0], v[1], v[2], v[3], mask, a);
+      return {r[0], r[2]};
+    }
   }
   return {};
 }
@@ -142,9 +147,9 @@ std::vector<SymbolicTensor> fused(Cell cell, const std::vector<SymbolicTensor>& 
 std::vector<SymbolicTensor> unrolled(Cell cell, const std::vector<SymbolicTensor>& v, const SymbolicTensor& mask,
                                      const ops::RecurrentArgs& a) {
   switch (cell) {
-    case Cell::simple_rnn: return simple_rnn_reference(v, mask, a).states;
-    case Cell::lstm: return lstm_reference(v, mask, a).states;
-    case Cell::gru: return gru_reference(v, mask, a).states;
+    case Cell::simple_rnn: return simple_rnn_reference(v, mask, a).outputs;
+    case Cell::lstm: return lstm_reference(v, mask, a).outputs;
+    case Cell::gru: return gru_reference(v, mask, a).outputs;
   }
   return {};
 }
@@ -243,4 +248,15 @@ TEST_CASE("recurrent ops: bad input is named") {
                        doctest::Contains("mask"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::simple_rnn(g.placeholder({5, 2, 3}), g.placeholder({3, 3}), g.placeholder({3, 3}), {}, {}),
                        doctest::Contains("h0"), ShapeError);
+}
+
+TEST_CASE("recurrent ops: an empty sequence returns the initial state") {
+  Graph g;
+  auto h0 = g.constant(random_tensor({2, 3}, 5));
+  auto c0 = g.constant(random_tensor({2, 3}, 6));
+  auto r = ops::lstm(g.constant(Tensor::zeros({0, 2, 12}, DType::float64)), g.constant(random_tensor({3, 12}, 7)), h0,
+                     c0, {}, {});
+  auto values = evaluate({r[3], r[4], h0, c0});
+  check_close(values[0], values[2], 0, 0);
+  check_close(values[1], values[3], 0, 0);
 }
