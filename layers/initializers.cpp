@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,8 +45,8 @@ const std::map<std::string, std::string>& aliases() {
 
 constexpr const char* kKnownNames =
     "zeros, ones, constant, random_normal, random_uniform, truncated_normal, glorot_uniform, glorot_normal, "
-    "he_uniform, he_normal, lecun_uniform, lecun_normal, variance_scaling (and the aliases zero, one, uniform, "
-    "normal)";
+    "he_uniform, he_normal, lecun_uniform, lecun_normal, variance_scaling, orthogonal (and the aliases zero, one, "
+    "uniform, normal)";
 
 // Keras's compute_fans: (..., in, out) kernels count the receptive field in both fans.
 std::pair<double, double> compute_fans(const Shape& shape) {
@@ -57,7 +58,49 @@ std::pair<double, double> compute_fans(const Shape& shape) {
   return {static_cast<double>(shape[rank - 2]) * receptive, static_cast<double>(shape[rank - 1]) * receptive};
 }
 
+// Keras's Orthogonal: a (rows, cols) = (prod(shape[:-1]), shape[-1]) matrix with orthonormal columns
+// (rows >= cols) or rows, from the QR decomposition of a standard normal matrix with R's diagonal made
+// positive (here Gram-Schmidt, which gives that Q directly), times gain.
+Tensor orthogonal(const Shape& shape, double gain, std::uint64_t seed, DType dtype) {
+  if (shape.rank() < 2)
+    raise<ValueError>("orthogonal initializer: needs a shape of rank 2 or more, got {}", shape.to_string());
+  const std::int64_t cols = shape.dim(-1), rows = cols == 0 ? 0 : shape.num_elements() / cols;
+  const std::int64_t n = std::max(rows, cols), k = std::min(rows, cols);
+  // a (n, k), column j at a[i * k + j]: orthonormalised column by column (modified Gram-Schmidt, twice
+  // for accuracy).
+  Tensor normal = tower::random_normal(Shape{n, k}, 0.0, 1.0, seed, DType::float64);
+  std::vector<double> a(normal.data<double>(), normal.data<double>() + n * k);
+  for (std::int64_t j = 0; j < k; ++j) {
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::int64_t p = 0; p < j; ++p) {
+        double dot = 0.0;
+        for (std::int64_t i = 0; i < n; ++i) dot += a[i * k + p] * a[i * k + j];
+        for (std::int64_t i = 0; i < n; ++i) a[i * k + j] -= dot * a[i * k + p];
+      }
+    double norm = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) norm += a[i * k + j] * a[i * k + j];
+    norm = std::sqrt(norm);
+    for (std::int64_t i = 0; i < n; ++i) a[i * k + j] /= norm;
+  }
+  // q (rows, cols), or q^T when rows < cols.
+  auto fill = [&]<typename T>() {
+    std::vector<T> out(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        out[r * cols + c] = static_cast<T>(gain * (rows >= cols ? a[r * k + c] : a[c * k + r]));
+    return Tensor::from_vector<T>(shape, out);
+  };
+  return dtype == DType::float64 ? fill.template operator()<double>() : fill.template operator()<float>();
+}
+
 }  // namespace
+
+Initializer Initializer::orthogonal(double gain) {
+  Initializer init;
+  init.name_ = "orthogonal";
+  init.a_ = gain;
+  return init;
+}
 
 Initializer::Initializer(const std::string& name) {
   std::string key = to_snake_case(name);  // "GlorotUniform" -> "glorot_uniform"
@@ -74,6 +117,8 @@ Initializer::Initializer(const std::string& name) {
     *this = random_uniform();
   } else if (key == "truncated_normal") {
     *this = truncated_normal();
+  } else if (key == "orthogonal") {
+    *this = orthogonal();
   } else if (auto vs = variance_scaling_names().find(key); vs != variance_scaling_names().end()) {
     *this = variance_scaling(vs->second.scale, vs->second.mode, vs->second.distribution);
     name_ = key;
@@ -138,6 +183,7 @@ Tensor Initializer::operator()(const Shape& shape, DType dtype, std::uint64_t se
   if (name_ == "random_normal") return tower::random_normal(shape, a_, b_, seed, dtype);
   if (name_ == "random_uniform") return tower::random_uniform(shape, a_, b_, seed, dtype);
   if (name_ == "truncated_normal") return tower::truncated_normal(shape, a_, b_, seed, dtype);
+  if (name_ == "orthogonal") return tower::orthogonal(shape, a_, seed, dtype);
 
   // Variance scaling (also every glorot_*, he_*, lecun_*), as Keras's VarianceScaling.
   auto [fan_in, fan_out] = compute_fans(shape);
@@ -191,6 +237,9 @@ nlohmann::json Initializer::get_config() const {
   } else if (name_ == "random_uniform") {
     class_name = "RandomUniform";
     config = {{"minval", a_}, {"maxval", b_}, {"seed", seed}};
+  } else if (name_ == "orthogonal") {
+    class_name = "Orthogonal";
+    config = {{"gain", a_}, {"seed", seed}};
   } else if (auto it = seeded_class_names().find(name_); it != seeded_class_names().end()) {
     class_name = it->second;
     config = {{"seed", seed}};
@@ -221,6 +270,8 @@ Initializer Initializer::from_config(const nlohmann::json& value) {
     init = truncated_normal(num("mean", 0.0), num("stddev", 0.05));
   } else if (key == "random_uniform" || key == "uniform") {
     init = random_uniform(num("minval", -0.05), num("maxval", 0.05));
+  } else if (key == "orthogonal") {
+    init = orthogonal(num("gain", 1.0));
   } else if (key == "variance_scaling") {
     std::string mode = config.value("mode", "fan_in");
     std::string distribution = config.value("distribution", "truncated_normal");
@@ -231,7 +282,7 @@ Initializer Initializer::from_config(const nlohmann::json& value) {
   } else {
     raise<ValueError>("initializer \"{}\" is not supported; supported: Zeros, Ones, Constant, RandomNormal, "
                       "RandomUniform, TruncatedNormal, VarianceScaling, GlorotUniform, GlorotNormal, HeUniform, "
-                      "HeNormal, LecunUniform, LecunNormal",
+                      "HeNormal, LecunUniform, LecunNormal, Orthogonal",
                       class_name);
   }
   if (config.is_object() && config.contains("seed") && config["seed"].is_number_integer())

@@ -13,7 +13,7 @@ namespace tower {
 
 // Keras names: zeros, ones, constant, random_normal, random_uniform, truncated_normal,
 // glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal,
-// variance_scaling. CamelCase spellings ("GlorotUniform") are accepted too. An unknown name throws
+// variance_scaling, orthogonal (gain 1). CamelCase spellings ("GlorotUniform") are accepted too. An unknown name throws
 // ValueError listing the known ones. Fan-in/fan-out follow Keras: for a kernel of shape
 // (kh, kw, in, out) fan_in = kh*kw*in and fan_out = kh*kw*out; for (in, out) they are in and out.
 class Initializer {
@@ -29,6 +29,9 @@ class Initializer {
   // mode: "fan_in", "fan_out", "fan_avg"; distribution: "truncated_normal", "untruncated_normal", "uniform".
   static Initializer variance_scaling(double scale = 1.0, const std::string& mode = "fan_in",
                                       const std::string& distribution = "truncated_normal");
+  // Keras's Orthogonal: orthonormal rows or columns of the kernel flattened to (prod(shape[:-1]),
+  // shape[-1]), times gain (the recurrent layers' recurrent_initializer).
+  static Initializer orthogonal(double gain = 1.0);
 
   const std::string& name() const { return name_; }
   // A fresh value; seed 0 uses the initializer's own seed (set_seed, or a config's "seed"), else draws
@@ -45,7 +48,7 @@ class Initializer {
   // Every Keras version's form: a name ("glorot_uniform", Keras 1), {"class_name": "VarianceScaling",
   // "config": {...}} (Keras 2.0-2.2, with glorot_* written as VarianceScaling), tf.keras's
   // {"class_name": "GlorotUniform", ...} and Keras 3's (with "module"/"registered_name"). Unknown
-  // classes (Orthogonal, Identity, ...) throw ValueError naming them.
+  // classes (Identity, ...) throw ValueError naming them.
   static Initializer from_config(const nlohmann::json& config);
 
  private:

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "tower/core/ops.h"
 #include "tower/layers/layers.h"
 #include "tests/layers/layer_testing.h"
@@ -86,4 +88,32 @@ TEST_CASE("Initializer: bad names and arguments") {
   CHECK(contains(message_of<ValueError>([] { Initializer::variance_scaling(1.0, "fan_in", "normal"); }), "normal"));
   CHECK(contains(message_of<ValueError>([] { Initializer::variance_scaling(0.0); }), "scale"));
   CHECK(contains(message_of<ValueError>([] { Initializer::random_uniform(1.0, 1.0); }), "minval"));
+}
+
+TEST_CASE("Initializer: orthogonal gives orthonormal rows or columns, times gain") {
+  // (rows, cols) = (prod(shape[:-1]), shape[-1]): the smaller side's vectors are orthonormal.
+  for (const Shape& shape : {Shape{6, 3}, Shape{3, 12}, Shape{2, 3, 4}, Shape{5, 5}}) {
+    CAPTURE(shape.to_string());
+    const double gain = 1.5;
+    const Tensor q = Initializer::orthogonal(gain)(shape, DType::float64, 7);
+    CHECK(q.shape() == shape);
+    const std::int64_t cols = shape.dim(-1), rows = shape.num_elements() / cols;
+    const bool by_columns = rows >= cols;
+    const std::int64_t n = by_columns ? cols : rows, len = by_columns ? rows : cols;
+    auto at = [&](std::int64_t vec, std::int64_t i) {
+      return by_columns ? q.data<double>()[i * cols + vec] : q.data<double>()[vec * cols + i];
+    };
+    for (std::int64_t a = 0; a < n; ++a)
+      for (std::int64_t b = 0; b < n; ++b) {
+        double dot = 0;
+        for (std::int64_t i = 0; i < len; ++i) dot += at(a, i) * at(b, i);
+        CHECK(dot == doctest::Approx(a == b ? gain * gain : 0.0).epsilon(1e-12));
+      }
+  }
+  // Seeded: the same values every time; the config as tf.keras 2 writes it.
+  Initializer seeded = Initializer("orthogonal").set_seed(3);
+  CHECK(seeded({4, 8}).to_vector<float>() == seeded({4, 8}).to_vector<float>());
+  CHECK(Initializer::orthogonal(2.0).get_config()["class_name"] == "Orthogonal");
+  CHECK(Initializer::orthogonal(2.0).get_config()["config"]["gain"] == 2.0);
+  CHECK(contains(message_of<ValueError>([] { Initializer("orthogonal")({4}); }), "rank 2"));
 }

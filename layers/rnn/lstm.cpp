@@ -1,0 +1,39 @@
+// LSTM.
+#include "tower/layers/rnn/lstm.h"
+
+#include <algorithm>
+
+#include "tower/layers/layer_config.h"
+
+namespace tower::layers {
+
+LSTM::LSTM(std::int64_t units, const LSTMOptions& options)
+    : Recurrent("LSTM", units, options, /*gates=*/4, /*states=*/2, true, true, false) {}
+
+std::vector<SymbolicTensor> LSTM::run(CallContext& ctx, const SymbolicTensor& x_proj,
+                                      const std::vector<SymbolicTensor>& initial_states) {
+  auto r = ops::lstm(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), initial_states[0], initial_states[1],
+                     {}, op_args());
+  return {r[0], r[3], r[4]};  // h states, final h, final c
+}
+
+// Keras: with unit_forget_bias, bias_initializer for i, ones for f, bias_initializer for c and o.
+Tensor LSTM::initial_bias() const {
+  if (!*options_.unit_forget_bias) return Recurrent::initial_bias();
+  const Tensor i = options_.bias_initializer(Shape{units_});
+  const Tensor co = options_.bias_initializer(Shape{2 * units_});
+  std::vector<float> value(static_cast<std::size_t>(4 * units_), 1.0f);
+  std::copy_n(i.data<float>(), units_, value.begin());
+  std::copy_n(co.data<float>(), 2 * units_, value.begin() + 2 * units_);
+  return Tensor::from_vector<float>(Shape{4 * units_}, value);
+}
+
+LayerPtr LSTM::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "LSTM");
+  LSTMOptions options = options_from_config(r);
+  options.recurrent_activation = r.has("recurrent_activation") ? r.activation("recurrent_activation") : "sigmoid";
+  options.unit_forget_bias = r.boolean("unit_forget_bias", true);
+  return r.finish(LSTM(r.integer("units"), options));
+}
+
+}  // namespace tower::layers
