@@ -291,10 +291,58 @@ def case_dropout():
                 description="Dropout(0.5): inference only (training draws differ from TensorFlow's RNG)")
 
 
+def case_lstm():
+    rng = rng_for("lstm")
+    model = keras.Sequential([
+        keras.Input((5, 3), name="in"),
+        L.LSTM(4, return_sequences=True, name="lstm1"),
+        L.LSTM(3, go_backwards=True, recurrent_activation="hard_sigmoid", name="lstm2"),
+        L.Dense(2, name="out"),
+    ], name="lstm")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3))], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="LSTM return_sequences, LSTM go_backwards with Keras 3's hard_sigmoid gates, Dense; mse")
+
+
+def case_gru():
+    rng = rng_for("gru")
+    model = keras.Sequential([
+        keras.Input((5, 3), name="in"),
+        L.GRU(4, return_sequences=True, name="gru1"),
+        L.GRU(4, return_sequences=True, reset_after=False, go_backwards=True, name="gru2"),
+        L.GRU(3, use_bias=False, activation="relu", name="gru3"),
+        L.Dense(2, name="out"),
+    ], name="gru")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3))], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "rmsprop"],
+                description="GRU reset_after (bias (2, 3u)), GRU reset_after=False go_backwards (bias (3u,)), "
+                            "GRU without bias with relu; mse")
+
+
+def case_rnn_states():
+    rng = rng_for("rnn_states")
+    seq_in = keras.Input((5, 3), name="seq")
+    ctx_in = keras.Input((2,), name="ctx")
+    h0 = L.Dense(4, activation="tanh", name="h0")(ctx_in)
+    c0 = L.Dense(4, name="c0")(ctx_in)
+    seq, h = L.SimpleRNN(4, return_sequences=True, return_state=True, name="rnn")(seq_in, initial_state=[h0])
+    out, fh, fc = L.LSTM(4, return_state=True, name="lstm")(seq, initial_state=[h, c0])
+    cat = L.Concatenate(name="cat")([out, fh, fc])
+    y = L.Dense(2, name="out")(cat)
+    model = keras.Model([seq_in, ctx_in], y, name="rnn_states")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3)), normal(rng, (BATCH, 2))],
+                y=[normal(rng, (BATCH, 2))], loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="SimpleRNN with initial_state from a Dense, return_state; LSTM with initial_state "
+                            "[h, c], return_state; Concatenate of the final states; mse")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
-    "dropout": case_dropout,
+    "dropout": case_dropout, "lstm": case_lstm, "gru": case_gru, "rnn_states": case_rnn_states,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------
@@ -564,13 +612,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--from-cpp", action="store_true",
                         help="read files/cpp_<case>.h5 and record Keras's predictions with those weights")
+    parser.add_argument("--cases", nargs="*", help="only these cases (and not losses, metrics, schedules)")
     args = parser.parse_args()
     os.makedirs(FILES, exist_ok=True)
     if args.from_cpp:
         read_cpp_files()
         return
     for name, build in CASES.items():
-        print("wrote", write_case(name, build))
+        if not args.cases or name in args.cases:
+            print("wrote", write_case(name, build))
+    if args.cases:
+        return
     write_losses()
     write_metrics()
     write_schedules()

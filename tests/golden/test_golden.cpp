@@ -113,10 +113,12 @@ class Golden {
   io::hdf5::File file_;
 };
 
-// "d1/kernel:0" -> "d1/kernel", the names the golden files use.
+// "d1/kernel:0" -> "d1/kernel", "lstm1/lstm_cell/kernel:0" -> "lstm1/kernel": the names the golden
+// files use (a layer's name, then its weight's).
 std::string golden_name(const VariablePtr& v) {
   std::string n = v->name();
   if (n.size() > 2 && n.compare(n.size() - 2, 2, ":0") == 0) n.resize(n.size() - 2);
+  if (auto cell = n.find("_cell/"); cell != std::string::npos) n.erase(n.find('/') + 1, cell + 6 - n.find('/') - 1);
   return n;
 }
 
@@ -295,6 +297,41 @@ ModelPtr dropout() {
       "dropout");
 }
 
+ModelPtr lstm() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({5, 3}, {.name = "in"}),
+          L::LSTM(4, {.return_sequences = true, .name = "lstm1"}),
+          L::LSTM(3, {.recurrent_activation = "hard_sigmoid", .go_backwards = true, .name = "lstm2"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "lstm");
+}
+
+ModelPtr gru() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({5, 3}, {.name = "in"}),
+          L::GRU(4, {.return_sequences = true, .name = "gru1"}),
+          L::GRU(4, {.reset_after = false, .return_sequences = true, .go_backwards = true, .name = "gru2"}),
+          L::GRU(3, {.activation = "relu", .use_bias = false, .name = "gru3"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "gru");
+}
+
+ModelPtr rnn_states() {
+  auto seq_in = L::Input({5, 3}, {.name = "seq"});
+  auto ctx_in = L::Input({2}, {.name = "ctx"});
+  auto h0 = L::Dense(4, {.activation = "tanh", .name = "h0"})(ctx_in);
+  auto c0 = L::Dense(4, {.name = "c0"})(ctx_in);
+  auto rnn = L::SimpleRNN(4, {.return_sequences = true, .return_state = true, .name = "rnn"}).call_multi({seq_in, h0});
+  auto lstm = L::LSTM(4, {.return_state = true, .name = "lstm"}).call_multi({rnn[0], rnn[1], c0});
+  auto cat = L::Concatenate({.name = "cat"})({lstm[0], lstm[1], lstm[2]});
+  auto out = L::Dense(2, {.name = "out"})(cat);
+  return std::make_shared<Model>(std::vector<KerasTensor>{seq_in, ctx_in}, std::vector<KerasTensor>{out}, "rnn_states");
+}
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"mlp", mlp, losses::CategoricalCrossentropy(),
@@ -312,6 +349,9 @@ const std::vector<Case>& cases() {
        [] { return std::vector<Metric>{"accuracy"}; }},
       {"regression", regression, losses::MeanAbsoluteError(), [] { return std::vector<Metric>{"mse"}; }},
       {"dropout", dropout, losses::CategoricalCrossentropy(), [] { return std::vector<Metric>{"accuracy"}; }},
+      {"lstm", lstm, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"gru", gru, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"rnn_states", rnn_states, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -531,6 +571,11 @@ TEST_CASE("golden: embedding (Embedding, Reshape; sparse crossentropy from logit
 }
 TEST_CASE("golden: regression (Reshape, Dense on rank 3, Flatten; mae)") { check_case(find_case("regression")); }
 TEST_CASE("golden: dropout (inference only)") { check_case(find_case("dropout")); }
+TEST_CASE("golden: lstm (return_sequences, go_backwards, hard_sigmoid gates)") { check_case(find_case("lstm")); }
+TEST_CASE("golden: gru (reset_after both ways, go_backwards, no bias)") { check_case(find_case("gru")); }
+TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
+  check_case(find_case("rnn_states"));
+}
 
 TEST_CASE("golden: per-sample losses") {
   Golden g(kFiles + "losses.h5");
