@@ -79,6 +79,10 @@ void copy_final(const T* initial, const T* states, std::int64_t b0, std::int64_t
 template <typename T>
 void weight_grad(KernelContext& ctx, const T* initial, const T* states, std::int64_t ldp, const T* d, std::int64_t ldd,
                  std::int64_t time, std::int64_t batch, std::int64_t k, std::int64_t n, T* dw, std::int64_t lddw) {
+  if (time == 0) {  // no steps: no gradient (and no step 0 to read)
+    for (std::int64_t r = 0; r < k; ++r) std::fill_n(dw + r * lddw, n, T(0));
+    return;
+  }
   parallel_for(ctx, k, 16, [&](std::int64_t r0, std::int64_t r1) {
     const int rows = as_int(r1 - r0);
     gemm(true, false, rows, as_int(n), as_int(batch), initial + r0, as_int(ldp), d, as_int(ldd), dw + r0 * lddw,

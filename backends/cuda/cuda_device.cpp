@@ -247,6 +247,7 @@ void register_cuda_backend() {
   cuda::register_conv_kernels();
   cuda::register_pool_kernels();
   cuda::register_batch_norm_kernels();
+  cuda::register_recurrent_kernels();
   cuda::register_collective_kernels();
 }
 

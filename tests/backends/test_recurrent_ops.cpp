@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tower/core/autodiff.h"
 #include "tower/core/error.h"
 #include "tower/core/graph.h"
 #include "tower/core/ops.h"
@@ -25,13 +26,8 @@ namespace {
 
 using Fn = std::function<SymbolicTensor(const SymbolicTensor&)>;
 
-// The activation a reference cell applies, composed from ops (Keras 2's hard sigmoid by hand).
+// The activation a reference cell applies, composed from ops (layers/activations).
 Fn reference(const std::string& name) {
-  if (name == "hard_sigmoid_keras2")
-    return [](const SymbolicTensor& x) {
-      auto y = ops::add(ops::scale(x, 0.2), ops::fill_like(x, 0.5));
-      return ops::minimum(ops::maximum(y, ops::zeros_like(y)), ops::ones_like(y));
-    };
   return [name](const SymbolicTensor& x) { return apply_activation(name, x); };
 }
 
@@ -204,7 +200,7 @@ TEST_CASE("recurrent ops: other activations, float32, and batches split over the
   for (Cell cell : {Cell::simple_rnn, Cell::lstm, Cell::gru}) {
     CAPTURE(name_of(cell));
     for (const auto& [act, rec] : std::vector<std::pair<std::string, std::string>>{
-             {"relu", "hard_sigmoid"}, {"softsign", "hard_sigmoid_keras2"}, {"linear", "tanh"}}) {
+             {"relu", "hard_sigmoid"}, {"softsign", "hard_sigmoid_keras3"}, {"linear", "tanh"}}) {
       CAPTURE(act);
       check_against_unrolled(cell, {.activation = act, .recurrent_activation = rec}, true);
     }
@@ -250,7 +246,7 @@ TEST_CASE("recurrent ops: bad input is named") {
                        doctest::Contains("h0"), ShapeError);
 }
 
-TEST_CASE("recurrent ops: an empty sequence returns the initial state") {
+TEST_CASE("recurrent ops: an empty sequence returns the initial state, and no gradient but the final state's") {
   Graph g;
   auto h0 = g.constant(random_tensor({2, 3}, 5));
   auto c0 = g.constant(random_tensor({2, 3}, 6));
@@ -259,4 +255,15 @@ TEST_CASE("recurrent ops: an empty sequence returns the initial state") {
   auto values = evaluate({r[3], r[4], h0, c0});
   check_close(values[0], values[2], 0, 0);
   check_close(values[1], values[3], 0, 0);
+  for (bool backwards : {false, true}) {
+    Graph gg;
+    auto x = gg.constant(Tensor::zeros({0, 2, 8}, DType::float64));
+    auto kernel = gg.constant(random_tensor({2, 8}, 8));
+    auto h = gg.constant(random_tensor({2, 2}, 9));
+    auto out = ops::lstm(x, kernel, h, h, {}, {.go_backwards = backwards});
+    auto grads = gradients(ops::reduce_sum(out[3]), {x, kernel, h});
+    auto got = evaluate({grads[1], grads[2]});
+    check_close(got[0], Tensor::zeros({2, 8}, DType::float64), 0, 0);
+    check_close(got[1], Tensor::full({2, 2}, 1.0, DType::float64), 0, 0);
+  }
 }
