@@ -17,9 +17,9 @@
 
 namespace tower {
 
-// Keras's names: linear, tanh, sigmoid, relu, softsign; hard_sigmoid is Keras 3's relu6(x + 3) / 6
-// and hard_sigmoid_keras2 Keras 2's clip(0.2 x + 0.5, 0, 1) (core/ops.h, recurrent ops).
-enum class GateActivation : int { linear, tanh, sigmoid, relu, softsign, hard_sigmoid, hard_sigmoid_keras2 };
+// Keras's names: linear, tanh, sigmoid, relu, softsign; hard_sigmoid is Keras 2's clip(0.2 x + 0.5,
+// 0, 1) and hard_sigmoid_keras3 Keras 3's relu6(x + 3) / 6 (layers/activations/activations.h).
+enum class GateActivation : int { linear, tanh, sigmoid, relu, softsign, hard_sigmoid, hard_sigmoid_keras3 };
 
 template <typename T>
 TOWER_HOST_DEVICE inline T gate_activate(GateActivation f, T x) {
@@ -30,11 +30,11 @@ TOWER_HOST_DEVICE inline T gate_activate(GateActivation f, T x) {
     case GateActivation::relu: return x > T(0) ? x : T(0);
     case GateActivation::softsign: return x / (T(1) + std::fabs(x));
     case GateActivation::hard_sigmoid: {
-      const T y = x / T(6) + T(0.5);
+      const T y = T(0.2) * x + T(0.5);
       return y < T(0) ? T(0) : (y > T(1) ? T(1) : y);
     }
-    case GateActivation::hard_sigmoid_keras2: {
-      const T y = T(0.2) * x + T(0.5);
+    case GateActivation::hard_sigmoid_keras3: {
+      const T y = x / T(6) + T(0.5);
       return y < T(0) ? T(0) : (y > T(1) ? T(1) : y);
     }
   }
@@ -54,8 +54,8 @@ TOWER_HOST_DEVICE inline T gate_derivative(GateActivation f, T y) {
       const T s = T(1) - std::fabs(y);  // 1 / (1 + |x|)
       return s * s;
     }
-    case GateActivation::hard_sigmoid: return y > T(0) && y < T(1) ? T(1) / T(6) : T(0);
-    case GateActivation::hard_sigmoid_keras2: return y > T(0) && y < T(1) ? T(0.2) : T(0);
+    case GateActivation::hard_sigmoid: return y > T(0) && y < T(1) ? T(0.2) : T(0);
+    case GateActivation::hard_sigmoid_keras3: return y > T(0) && y < T(1) ? T(1) / T(6) : T(0);
   }
   return T(1);
 }

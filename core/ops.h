@@ -159,7 +159,7 @@ std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::u
 // writes states[s]: outputs are in step order, as Keras returns go_backwards sequences.
 // mask (batch, time), optional (x_proj's dtype, 0 = masked): a masked step leaves the row's state
 // as it was, so its states[s] repeats states[s - 1] (h0 at s = 0). Activations by Keras name:
-// linear, tanh, sigmoid, relu, softsign, hard_sigmoid (Keras 3's), hard_sigmoid_keras2
+// linear, tanh, sigmoid, relu, softsign, hard_sigmoid (Keras 2's), hard_sigmoid_keras3
 // (core/gate_activation.h); anything else throws ValueError.
 struct RecurrentArgs {
   std::string activation = "tanh";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "tower/io/keras_weights.h"
@@ -13,6 +14,7 @@
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/layers/engine/replication.h"
+#include "tower/layers/layer_config.h"
 
 namespace tower::io {
 namespace {
@@ -346,6 +348,8 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
       raise<FileError>("{}: model_config is not valid JSON: {}", what, e.what());
     }
     const json* tmpl = multi_gpu_template(config);
+    std::optional<layers::KerasVersionScope> version;
+    if (file.has_attr("keras_version")) version.emplace(file.read_string_attr("keras_version"));
     Model model = model_from_config(tmpl ? json{{"class_name", tmpl->at("class_name")}, {"config", tmpl->at("config")}}
                                          : config);
     if (!file.is_group("model_weights"))

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tower/core/error.h"
@@ -406,6 +407,9 @@ Model model_from_config(const json& config) {
                       class_name);
   if (!config.contains("config"))
     raise<ValueError>("model_config of a {}: \"config\" is missing", class_name);
+  std::optional<layers::KerasVersionScope> version;  // model.to_json()'s root names the Keras that wrote it
+  if (config.contains("keras_version") && config["keras_version"].is_string())
+    version.emplace(config["keras_version"].get<std::string>());
   auto model = std::dynamic_pointer_cast<Model>(layers::layer_from_config(config));
   // A Sequential whose config gives no input shape builds on its first data, which only the
   // Sequential object itself can do: not the Model this function returns.

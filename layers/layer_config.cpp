@@ -157,10 +157,34 @@ Regularizer ConfigReader::regularizer(const char* key) const {
   }
 }
 
+namespace {
+
+thread_local int t_keras_major = 0;  // 0: unknown
+
+}  // namespace
+
+KerasVersionScope::KerasVersionScope(const std::string& keras_version) : previous_(t_keras_major) {
+  int major = 0;
+  for (char c : keras_version) {
+    if (c < '0' || c > '9') break;
+    major = major * 10 + (c - '0');
+  }
+  t_keras_major = major;
+}
+
+KerasVersionScope::~KerasVersionScope() { t_keras_major = previous_; }
+
+int ConfigReader::keras_version_major() const {
+  if (t_keras_major > 0) return t_keras_major;
+  return has("dtype") && config_["dtype"].is_object() ? 3 : 2;
+}
+
 std::string ConfigReader::activation(const char* key) const {
   if (!has(key)) return "";
   try {
-    return activation_from_config(config_[key]);
+    std::string name = activation_from_config(config_[key]);
+    if (name == "hard_sigmoid" && keras_version_major() >= 3) name = "hard_sigmoid_keras3";
+    return name;
   } catch (const ValueError& e) {
     fail(fmt::format("field \"{}\": {}", key, e.what()));
   }

@@ -40,7 +40,12 @@ class ConfigReader {
   std::vector<std::int64_t> shape(const char* key) const;
   Initializer initializer(const char* key, const Initializer& fallback) const;
   Regularizer regularizer(const char* key) const;
-  std::string activation(const char* key) const;  // "" (linear) when absent
+  // "" (linear) when absent. "hard_sigmoid" in a Keras 3 config (keras_version_major() >= 3) is
+  // tower's "hard_sigmoid_keras3": Keras 3 changed what the name computes.
+  std::string activation(const char* key) const;
+  // The major Keras version of this config: the KerasVersionScope's, else 3 when its dtype is a
+  // Keras 3 DTypePolicy, else 2.
+  int keras_version_major() const;
 
   // Throws ValueError ("... is not supported") unless `key` is absent, null, or equal to `allowed`.
   void expect(const char* key, const nlohmann::json& allowed, const char* why) const;
@@ -64,6 +69,20 @@ class ConfigReader {
   const nlohmann::json& at(const char* key) const;
   const nlohmann::json& config_;
   std::string class_name_;
+};
+
+// The Keras version that wrote the configs read on this thread while it lives: io sets it from a
+// file's or JSON's "keras_version" ("2.2.4", "2.15.0", "3.6.0"; "" or unparsable: unknown) while it
+// rebuilds a model, for the names whose meaning changed between versions (ConfigReader::activation).
+class KerasVersionScope {
+ public:
+  explicit KerasVersionScope(const std::string& keras_version);
+  ~KerasVersionScope();
+  KerasVersionScope(const KerasVersionScope&) = delete;
+  KerasVersionScope& operator=(const KerasVersionScope&) = delete;
+
+ private:
+  int previous_;
 };
 
 // "float32", "int32", ... -> DType (an InputLayer's dtype); throws naming the layer for others.

@@ -20,14 +20,14 @@ GateActivation gate_activation_named(std::string_view name) {
       {"relu", GateActivation::relu},
       {"softsign", GateActivation::softsign},
       {"hard_sigmoid", GateActivation::hard_sigmoid},
-      {"hard_sigmoid_keras2", GateActivation::hard_sigmoid_keras2},
+      {"hard_sigmoid_keras3", GateActivation::hard_sigmoid_keras3},
   };
   if (name.empty()) return GateActivation::linear;
   for (const auto& [known, value] : kNames)
     if (known == name) return value;
   raise<ValueError>(
       "activation \"{}\" cannot run inside a recurrent cell; tower's fused recurrent ops take linear, tanh, "
-      "sigmoid, relu, softsign, hard_sigmoid and hard_sigmoid_keras2",
+      "sigmoid, relu, softsign, hard_sigmoid and hard_sigmoid_keras3",
       name);
 }
 

@@ -1,4 +1,5 @@
-// Activation functions by Keras name, composed from core ops with Keras 3's definitions.
+// Activation functions by Keras name, composed from core ops with Keras's definitions (hard_sigmoid:
+// Keras 2's, as tf.keras writes it; Keras 3's is hard_sigmoid_keras3).
 #include "tower/layers/activations/activations.h"
 
 #include <functional>
@@ -30,11 +31,12 @@ SymbolicTensor gelu(const SymbolicTensor& x) {
   return ops::scale(ops::multiply(x, cdf), 0.5);
 }
 
-// Keras 3's hard_sigmoid: relu6(x + 3) / 6.
-SymbolicTensor hard_sigmoid(const SymbolicTensor& x) {
-  auto shifted = ops::relu(ops::add(x, ops::fill_like(x, 3.0)));
-  return ops::scale(ops::minimum(shifted, ops::fill_like(x, 6.0)), 1.0 / 6.0);
+// clip(slope x + 0.5, 0, 1): Keras 2's hard_sigmoid (slope 0.2), Keras 3's (slope 1/6, relu6(x + 3) / 6).
+SymbolicTensor clipped_line(const SymbolicTensor& x, double slope) {
+  auto y = ops::add(ops::scale(x, slope), ops::fill_like(x, 0.5));
+  return ops::minimum(ops::relu(y), ops::ones_like(x));
 }
+SymbolicTensor hard_sigmoid_keras3(const SymbolicTensor& x) { return clipped_line(x, 1.0 / 6.0); }
 
 const std::map<std::string, Activation>& activations() {
   static const std::map<std::string, Activation> table{
@@ -56,9 +58,10 @@ const std::map<std::string, Activation>& activations() {
       {"exponential", [](const SymbolicTensor& x) { return ops::exp(x); }},
       {"gelu", gelu},
       {"leaky_relu", [](const SymbolicTensor& x) { return ops::leaky_relu(x, 0.2); }},  // keras.activations default
-      {"hard_sigmoid", hard_sigmoid},
-      {"hard_silu", [](const SymbolicTensor& x) { return ops::multiply(x, hard_sigmoid(x)); }},
-      {"hard_swish", [](const SymbolicTensor& x) { return ops::multiply(x, hard_sigmoid(x)); }},
+      {"hard_sigmoid", [](const SymbolicTensor& x) { return clipped_line(x, 0.2); }},
+      {"hard_sigmoid_keras3", hard_sigmoid_keras3},
+      {"hard_silu", [](const SymbolicTensor& x) { return ops::multiply(x, hard_sigmoid_keras3(x)); }},
+      {"hard_swish", [](const SymbolicTensor& x) { return ops::multiply(x, hard_sigmoid_keras3(x)); }},
   };
   return table;
 }

@@ -11,8 +11,10 @@ namespace tower {
 
 // name: "" or "linear" (identity), "relu", "relu6", "sigmoid", "tanh", "softmax" (last axis),
 // "log_softmax", "elu", "selu", "softplus", "softsign", "swish"/"silu", "exponential", "leaky_relu"
-// (negative slope 0.2), "hard_sigmoid", "hard_silu"/"hard_swish", "gelu" (exact, Keras's default).
-// An unknown name throws ValueError listing the known ones.
+// (negative slope 0.2), "hard_sigmoid" (Keras 2's clip(0.2 x + 0.5, 0, 1), the one tf.keras reads
+// from tower's files), "hard_sigmoid_keras3" (Keras 3's relu6(x + 3) / 6, which Keras 3 files mean by
+// "hard_sigmoid": ConfigReader::activation maps it), "hard_silu"/"hard_swish" (x hard_sigmoid_keras3(x),
+// Keras 3 only), "gelu" (exact, Keras's default). An unknown name throws ValueError listing the known ones.
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
 // Throws the same ValueError now (layers call it in their constructor to fail early).
 void check_activation_name(const std::string& name);

@@ -302,7 +302,7 @@ ModelPtr lstm() {
       std::vector<LayerRef>{
           L::Input({5, 3}, {.name = "in"}),
           L::LSTM(4, {.return_sequences = true, .name = "lstm1"}),
-          L::LSTM(3, {.recurrent_activation = "hard_sigmoid", .go_backwards = true, .name = "lstm2"}),
+          L::LSTM(3, {.recurrent_activation = "hard_sigmoid_keras3", .go_backwards = true, .name = "lstm2"}),
           L::Dense(2, {.name = "out"}),
       },
       "lstm");

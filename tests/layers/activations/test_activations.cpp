@@ -26,7 +26,10 @@ TEST_CASE("activations: values as Keras 3 computes them") {
   const std::vector<float> x{-4.f, -2.f, -0.5f, 0.f, 0.3f, 1.f, 2.5f, 7.f};
   // Printed by keras.activations.get(name)(x.reshape(2, 4)) with Keras 3.15.
   const std::vector<std::pair<std::string, std::vector<double>>> expected{
-      {"hard_sigmoid", {0.0, 0.16666667, 0.41666666, 0.5, 0.55, 0.66666669, 0.91666669, 1.0}},
+      // Keras 3's hard_sigmoid, tower's hard_sigmoid_keras3.
+      {"hard_sigmoid_keras3", {0.0, 0.16666667, 0.41666666, 0.5, 0.55, 0.66666669, 0.91666669, 1.0}},
+      // Keras 2's, clip(0.2 x + 0.5, 0, 1) as tf.keras 2's backend.hard_sigmoid defines it.
+      {"hard_sigmoid", {0.0, 0.1, 0.4, 0.5, 0.56, 0.7, 1.0, 1.0}},
       {"selu", {-1.72589862, -1.52016652, -0.69175816, 0.0, 0.31521031, 1.05070102, 2.62675261, 7.35490704}},
       {"softplus", {0.01814993, 0.12692800, 0.47407699, 0.69314718, 0.85435522, 1.31326163, 2.57888985, 7.00091171}},
       {"softsign", {-0.8, -0.66666669, -0.33333334, 0.0, 0.23076925, 0.5, 0.71428573, 0.875}},
@@ -58,7 +61,7 @@ TEST_CASE("activations: values as Keras 3 computes them") {
 }
 
 TEST_CASE("activations: gradients of the composed ones, and unknown names") {
-  for (const char* name : {"softplus", "selu", "softsign", "swish", "hard_sigmoid", "hard_silu", "relu6", "gelu"}) {
+  for (const char* name : {"softplus", "selu", "softsign", "swish", "hard_sigmoid", "hard_sigmoid_keras3", "hard_silu", "relu6", "gelu"}) {
     CAPTURE(name);
     check_gradients({{3, 4}}, [&](const Inputs& xs) { return Inputs{apply_activation(name, ops::scale(xs[0], 2.0))}; });
   }
