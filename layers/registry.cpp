@@ -23,6 +23,7 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Average", &Average::from_config},
       {"AveragePooling2D", &AveragePooling2D::from_config},
       {"BatchNormalization", &BatchNormalization::from_config},
+      {"Bidirectional", &Bidirectional::from_config},
       {"Concatenate", &Concatenate::from_config},
       {"Conv2D", &Conv2D::from_config},
       {"Dense", &Dense::from_config},
@@ -42,12 +43,15 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Maximum", &Maximum::from_config},
       {"Model", &Model::from_config},
       {"Multiply", &Multiply::from_config},
+      {"Permute", &Permute::from_config},
       {"ReLU", &ReLU::from_config},
+      {"RepeatVector", &RepeatVector::from_config},
       {"Reshape", &Reshape::from_config},
       {"Sequential", &Sequential::from_config},
       {"SimpleRNN", &SimpleRNN::from_config},
       {"Softmax", &Softmax::from_config},
       {"Subtract", &Subtract::from_config},
+      {"TimeDistributed", &TimeDistributed::from_config},
       {"ZeroPadding2D", &ZeroPadding2D::from_config},
   };
   return table;

@@ -41,6 +41,11 @@ std::vector<Sample> samples() {
                           .gamma_initializer = Initializer::random_normal(1.0, 0.1),
                           .gamma_regularizer = regularizers::l2(0.5), .name = "bn"}),
       {{3, 3, 4}});
+  add(Bidirectional(GRU(2, {.return_sequences = true, .name = "bi_gru"}),
+                    {.merge_mode = "sum", .backward_layer = LSTM(2, {.return_sequences = true, .go_backwards = true,
+                                                                     .name = "bi_lstm"}),
+                     .name = "bi"}),
+      {{4, 3}});
   add(Concatenate({.axis = 1, .name = "cat"}), {{2, 3}, {4, 3}});
   add(Conv2D(3, {3, 2}, {.strides = {2, 1}, .padding = "same", .dilation_rate = {1, 1}, .activation = "relu",
                          .use_bias = false, .kernel_initializer = "he_normal",
@@ -61,10 +66,13 @@ std::vector<Sample> samples() {
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
   add(Multiply({.name = "mul"}), {{4}, {4}});
+  add(Permute({3, 1, 2}, {.name = "permute"}), {{2, 3, 4}});
   add(ReLU({.max_value = 6.0, .negative_slope = 0.1, .threshold = 0.5, .name = "relu"}), {{5}});
+  add(RepeatVector(3, {.name = "repeat"}), {{4}});
   add(Reshape({3, -1}, {.name = "reshape"}), {{6}});
   add(Softmax({.axis = 1, .name = "softmax"}), {{3, 4}});
   add(Subtract({.name = "sub"}), {{4}, {4}});
+  add(TimeDistributed(Dense(3, {.activation = "relu", .name = "td_dense"}), {.name = "td"}), {{5, 4}});
   add(ZeroPadding2D(std::vector<std::vector<std::int64_t>>{{1, 2}, {0, 3}}, {.name = "pad"}), {{3, 3, 1}});
   return out;
 }
