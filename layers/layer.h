@@ -70,7 +70,8 @@ struct CallContext {
   Graph& graph;
   bool training = false;
   // Ops to run with every training step besides the optimizer's (BatchNormalization's moving
-  // statistics). Layers append here only when training.
+  // statistics, only when training) and with every inference step too (a stateful recurrent layer's
+  // states).
   std::vector<Node*>* updates = nullptr;
   // Scalar losses added by layers (regularizers), summed into the training loss.
   std::vector<SymbolicTensor>* losses = nullptr;
@@ -127,6 +128,10 @@ class Layer {
   // Weight values in weights() order; set_weights checks count and shapes and names the layer.
   std::vector<Tensor> get_weights() const;
   void set_weights(const std::vector<Tensor>& values);
+
+  // Keras's reset_states(): a stateful layer (LSTM(stateful=True)) forgets its states; models reset
+  // every layer. Nothing for other layers.
+  virtual void reset_states() {}
 
   // Regularization terms of this layer's weights (scalars in ctx.graph); models collect their layers'.
   virtual std::vector<SymbolicTensor> regularization_losses(Graph& graph) const;

@@ -154,6 +154,10 @@ std::vector<LayerPtr> Model::layers() const {
   return out;
 }
 
+void Model::reset_states() {
+  for (const auto& layer : layers()) layer->reset_states();
+}
+
 std::string Model::class_name() const { return data_->sequential ? "Sequential" : "Functional"; }
 
 void Model::mark_sequential() { data_->sequential = true; }

@@ -128,6 +128,8 @@ class Model : public Layer {
 
   // ---- Layer -------------------------------------------------------------------------------------
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  // Every layer's (stateful recurrent layers forget their states).
+  void reset_states() override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Model>(*this); }
   std::string class_name() const override;
   std::vector<VariablePtr> trainable_weights() const override;

@@ -92,6 +92,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   f.replicas = replication.call(*this, ctx, f.x);
   const auto& outputs = f.replicas->outputs();
   f.executor = std::make_unique<Executor>(compute_device(*this));  // every node without a device of its own
+  f.targets = updates;  // in inference only a stateful layer's new states; in training also BatchNormalization's
   if (!y) {  // predict
     f.fetches = outputs;
     return;
@@ -163,8 +164,8 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     raise<ValueError>("Model \"{}\": has no trainable weights (are all its layers frozen?)", name());
   f.learning_rate = f.graph.placeholder({}, DType::float32, "learning_rate");
   f.iteration = f.graph.placeholder({}, DType::float32, "iteration");
-  f.targets = f.replicas->apply_gradients(total, variables, *d.compile_args.optimizer, f.learning_rate, f.iteration);
-  f.targets.insert(f.targets.end(), updates.begin(), updates.end());
+  auto applied = f.replicas->apply_gradients(total, variables, *d.compile_args.optimizer, f.learning_rate, f.iteration);
+  f.targets.insert(f.targets.begin(), applied.begin(), applied.end());
 }
 
 namespace {

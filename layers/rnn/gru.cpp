@@ -30,6 +30,26 @@ std::vector<SymbolicTensor> GRU::run(CallContext& ctx, const SymbolicTensor& x_p
   return {r[0], r[2]};  // states, final h
 }
 
+// Keras's implementation 1: z, r and the candidate each multiply their own dropped copy of h_{t-1};
+// the update mixes the undropped one.
+std::vector<SymbolicTensor> GRU::step(CallContext& ctx, const SymbolicTensor& x_t,
+                                      const std::vector<SymbolicTensor>& states,
+                                      const std::vector<SymbolicTensor>& recurrent_masks) {
+  const SymbolicTensor& h = states[0];
+  const SymbolicTensor recurrent_kernel = read(ctx, weight(weight_name("recurrent_kernel")));
+  const bool bias = options_.use_bias && *options_.reset_after;  // the recurrent bias row
+  auto q = [&](int g, const SymbolicTensor& hg) {  // hg · recurrent_kernel_g (+ recurrent bias_g)
+    SymbolicTensor product = ops::matmul(hg, gate_columns(recurrent_kernel, g));
+    return bias ? ops::add(product, ops::slice(bias_row(ctx, 1), {g * units_}, {units_})) : product;
+  };
+  auto dropped = [&](int g) { return ops::multiply(h, recurrent_masks[static_cast<std::size_t>(g)]); };
+  const SymbolicTensor z = activate_gate(ops::add(gate_columns(x_t, 0), q(0, dropped(0))));
+  const SymbolicTensor r = activate_gate(ops::add(gate_columns(x_t, 1), q(1, dropped(1))));
+  const SymbolicTensor candidate = *options_.reset_after ? ops::multiply(r, q(2, dropped(2))) : q(2, ops::multiply(r, dropped(2)));
+  const SymbolicTensor n = activate(ops::add(gate_columns(x_t, 2), candidate));
+  return {ops::add(ops::multiply(z, h), ops::multiply(ops::subtract(ops::ones_like(z), z), n))};
+}
+
 LayerPtr GRU::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GRU");
   GRUOptions options = options_from_config(r);

@@ -17,6 +17,20 @@ std::vector<SymbolicTensor> LSTM::run(CallContext& ctx, const SymbolicTensor& x_
   return {r[0], r[3], r[4]};  // h states, final h, final c
 }
 
+// Keras's implementation 1: each gate multiplies its own dropped copy of h_{t-1}.
+std::vector<SymbolicTensor> LSTM::step(CallContext& ctx, const SymbolicTensor& x_t,
+                                       const std::vector<SymbolicTensor>& states,
+                                       const std::vector<SymbolicTensor>& recurrent_masks) {
+  const SymbolicTensor recurrent_kernel = read(ctx, weight(weight_name("recurrent_kernel")));
+  auto z = [&](int g) {  // x_g + (h m_g) · recurrent_kernel_g
+    return ops::add(gate_columns(x_t, g), ops::matmul(ops::multiply(states[0], recurrent_masks[g]),
+                                                      gate_columns(recurrent_kernel, g)));
+  };
+  const SymbolicTensor i = activate_gate(z(0)), f = activate_gate(z(1)), g = activate(z(2)), o = activate_gate(z(3));
+  const SymbolicTensor c = ops::add(ops::multiply(f, states[1]), ops::multiply(i, g));
+  return {ops::multiply(o, activate(c)), c};
+}
+
 // Keras: with unit_forget_bias, bias_initializer for i, ones for f, bias_initializer for c and o.
 Tensor LSTM::initial_bias() const {
   if (!*options_.unit_forget_bias) return Recurrent::initial_bias();

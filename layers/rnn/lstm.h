@@ -21,6 +21,8 @@ class LSTM : public Recurrent {
  protected:
   std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,
                                   const std::vector<SymbolicTensor>& initial_states) override;
+  std::vector<SymbolicTensor> step(CallContext& ctx, const SymbolicTensor& x_t, const std::vector<SymbolicTensor>& states,
+                                   const std::vector<SymbolicTensor>& recurrent_masks) override;
   Tensor initial_bias() const override;
 };
 

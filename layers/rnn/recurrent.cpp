@@ -1,7 +1,11 @@
 // Recurrent: what SimpleRNN, LSTM and GRU share.
 #include "tower/layers/rnn/recurrent.h"
 
+#include <fmt/format.h>
+
 #include "tower/core/error.h"
+#include "tower/core/random.h"
+#include "tower/layers/engine/replication.h"
 #include "tower/core/gate_activation.h"
 #include "tower/layers/activations/activations.h"
 #include "tower/layers/layer_config.h"
@@ -17,8 +21,13 @@ Recurrent::Recurrent(std::string class_name, std::int64_t units, const Recurrent
       gates_(gates),
       states_(states),
       class_name_(std::move(class_name)),
-      cell_name_(to_snake_case(class_name_) + "_cell") {
+      cell_name_(to_snake_case(class_name_) + "_cell"),
+      seed_(options.seed ? *options.seed : next_seed()),
+      seed_given_(options.seed.has_value()) {
   if (units <= 0) raise<ValueError>("{}: units must be positive, got {}", describe(*this), units);
+  for (const auto& [rate, what] : {std::pair{options.dropout, "dropout"}, {options.recurrent_dropout, "recurrent_dropout"}})
+    if (!(rate >= 0.0 && rate < 1.0))
+      raise<ValueError>("{}: {} must be in [0, 1) (the fraction dropped), got {}", describe(*this), what, rate);
   // Resolves an option this layer has to its default; refuses one it has not.
   auto resolve = [&](auto& field, bool has, auto fallback, const char* what, const char* owners) {
     if (has && !field) field = fallback;
@@ -66,10 +75,103 @@ ops::RecurrentArgs Recurrent::op_args() const {
           .reset_after = options_.reset_after.value_or(true)};
 }
 
+SymbolicTensor Recurrent::activate(const SymbolicTensor& x) const {
+  return apply_activation(op_args().activation, x);
+}
+
+SymbolicTensor Recurrent::activate_gate(const SymbolicTensor& x) const {
+  return apply_activation(op_args().recurrent_activation, x);
+}
+
+SymbolicTensor Recurrent::gate_columns(const SymbolicTensor& x, std::int64_t gate) const {
+  return ops::slice(x, {0, gate * units_}, {-1, units_});
+}
+
+std::vector<SymbolicTensor> Recurrent::dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate,
+                                                     int count, int first) const {
+  std::vector<SymbolicTensor> masks;
+  const SymbolicTensor first_row = ctx.replica ? ctx.replica->first_row : SymbolicTensor();
+  for (int k = 0; k < count; ++k)
+    masks.push_back(ops::dropout(ones, rate, seed_ + static_cast<std::uint64_t>(first + k), first_row)[1]);
+  return masks;
+}
+
+SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std::int64_t time) {
+  const SymbolicTensor kernel = read(ctx, weight(weight_name("kernel")));  // (features, gates·units)
+  const std::int64_t features = kernel.shape()[0], width = gates_ * units_;
+  const SymbolicTensor bias = input_bias(ctx);
+  // (time·batch, features) · kernel + bias, time-major rows.
+  auto rows_times = [&](const SymbolicTensor& xin, const SymbolicTensor& k, const SymbolicTensor& b) {
+    const SymbolicTensor rows = ops::reshape(ops::transpose(xin, {1, 0, 2}), {-1, features});
+    return b.defined() ? ops::dense(rows, k, b, "linear") : ops::matmul(rows, k);
+  };
+  SymbolicTensor projected;
+  if (ctx.training && options_.dropout > 0.0) {
+    // One mask (batch, features) per sequence, or one per gate with recurrent dropout (Keras's
+    // implementation 1), broadcast over the steps.
+    const SymbolicTensor ones = ops::ones_like(ops::reshape(ops::slice(x, {0, 0, 0}, {-1, 1, -1}), {-1, features}));
+    const bool per_gate = options_.recurrent_dropout > 0.0;
+    const auto masks = dropout_masks(ctx, ones, options_.dropout, per_gate ? gates_ : 1, 0);
+    auto dropped = [&](const SymbolicTensor& mask) { return ops::multiply(x, ops::reshape(mask, {-1, 1, features})); };
+    if (!per_gate) {
+      projected = rows_times(dropped(masks[0]), kernel, bias);
+    } else {
+      std::vector<SymbolicTensor> parts;
+      for (int g = 0; g < gates_; ++g)
+        parts.push_back(rows_times(dropped(masks[static_cast<std::size_t>(g)]), gate_columns(kernel, g),
+                                   bias.defined() ? ops::slice(bias, {g * units_}, {units_}) : SymbolicTensor()));
+      projected = ops::concat(parts, 1);
+    }
+  } else {
+    projected = rows_times(x, kernel, bias);
+  }
+  return ops::reshape(projected, {time, -1, width});  // (time, batch, gates·units)
+}
+
+std::vector<SymbolicTensor> Recurrent::run_unrolled(CallContext& ctx, const SymbolicTensor& x_proj,
+                                                    std::vector<SymbolicTensor> states,
+                                                    const std::vector<SymbolicTensor>& recurrent_masks,
+                                                    std::int64_t time) {
+  const std::int64_t width = gates_ * units_;
+  std::vector<SymbolicTensor> sequence;
+  for (std::int64_t s = 0; s < time; ++s) {
+    const std::int64_t t = options_.go_backwards ? time - 1 - s : s;
+    const SymbolicTensor x_t = ops::reshape(ops::slice(x_proj, {t, 0, 0}, {1, -1, -1}), {-1, width});
+    states = step(ctx, x_t, states, recurrent_masks);
+    sequence.push_back(ops::reshape(states[0], {1, -1, units_}));
+  }
+  std::vector<SymbolicTensor> out{ops::concat(sequence, 0)};
+  out.insert(out.end(), states.begin(), states.end());
+  return out;
+}
+
+std::vector<SymbolicTensor> Recurrent::stateful_initial(CallContext& ctx, const SymbolicTensor& x) {
+  if (state_variables_->empty()) {
+    const std::int64_t batch = build_input_specs().empty() ? -1 : build_input_specs()[0].shape.dim(0);
+    if (batch <= 0)
+      raise<ValueError>("{}: a stateful layer needs a fixed batch size, for its states (batch, {}); give the Input "
+                        "one (Input(shape, {{.batch_size = ...}}), Keras's batch_shape)",
+                        describe(*this), units_);
+    for (int i = 0; i < states_; ++i)
+      state_variables_->push_back(make_variable(fmt::format("{}/state_{}:0", name(), i),
+                                                Tensor::zeros(Shape{batch, units_}, x.dtype(), default_device()),
+                                                /*trainable=*/false));
+  }
+  if (ctx.replica)
+    raise<ValueError>("{}: a stateful layer runs on one device; its states cannot be split between replicas",
+                      describe(*this));
+  std::vector<SymbolicTensor> initial;
+  for (const auto& v : *state_variables_) initial.push_back(ctx.graph.variable(v));
+  return initial;
+}
+
+void Recurrent::reset_states() {
+  for (const auto& v : *state_variables_) v->assign(Tensor::zeros(v->shape(), v->dtype()));
+}
+
 std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, time, features)
-  const VariablePtr kernel = weight(weight_name("kernel"));
-  const std::int64_t features = kernel->shape()[0], time = x.shape().dim(1), width = gates_ * units_;
+  const std::int64_t features = weight(weight_name("kernel"))->shape()[0], time = x.shape().dim(1);
   if (x.rank() != 3 || x.shape().dim(2) != features)
     raise<ShapeError>("{}: expected input (batch, time, {}), got {}", describe(*this), features, x.shape().to_string());
   if (time < 0)
@@ -81,13 +183,7 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
     raise<ValueError>("{}: initial_state needs {} tensor{} of shape (batch, {}), got {}", describe(*this), states_,
                       states_ == 1 ? "" : "s (h, c)", units_, given);
 
-  // The input projection of every step at once, time-major: (time·batch, features) · kernel + bias.
-  const SymbolicTensor rows = ops::reshape(ops::transpose(x, {1, 0, 2}), {-1, features});
-  const SymbolicTensor bias = input_bias(ctx);
-  const SymbolicTensor projected = bias.defined() ? ops::dense(rows, read(ctx, kernel), bias, "linear")
-                                                  : ops::matmul(rows, read(ctx, kernel));
-  const SymbolicTensor x_proj = ops::reshape(projected, {time, -1, width});  // (time, batch, gates·units)
-
+  const SymbolicTensor x_proj = project(ctx, x, time);  // (time, batch, gates·units)
   std::vector<SymbolicTensor> initial;
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].rank() != 2 || inputs[i].shape().dim(1) != units_)
@@ -95,13 +191,24 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
                         inputs[i].shape().to_string(), units_);
     initial.push_back(inputs[i]);
   }
+  if (initial.empty() && options_.stateful) initial = stateful_initial(ctx, x);
   if (initial.empty()) {  // zeros (batch, units), the batch taken from x_proj's first step
     const SymbolicTensor zeros =
         ops::zeros_like(ops::reshape(ops::slice(x_proj, {0, 0, 0}, {1, -1, units_}), {-1, units_}));
     initial.assign(static_cast<std::size_t>(states_), zeros);
   }
 
-  const std::vector<SymbolicTensor> ran = run(ctx, x_proj, initial);  // {states (time, batch, units), finals...}
+  std::vector<SymbolicTensor> ran;  // {states (time, batch, units), final states...}
+  if (ctx.training && options_.recurrent_dropout > 0.0) {
+    const auto masks = dropout_masks(ctx, ops::ones_like(initial[0]), options_.recurrent_dropout, gates_, gates_);
+    ran = run_unrolled(ctx, x_proj, initial, masks, time);
+  } else {
+    ran = run(ctx, x_proj, initial);
+  }
+  if (options_.stateful && ctx.updates)
+    for (std::size_t i = 0; i < state_variables_->size(); ++i)
+      ctx.updates->push_back(ops::assign(ctx.graph.variable((*state_variables_)[i]), ran[i + 1]));
+
   std::vector<SymbolicTensor> outputs{options_.return_sequences ? ops::transpose(ran[0], {1, 0, 2}) : ran[1]};
   if (options_.return_state) outputs.insert(outputs.end(), ran.begin() + 1, ran.end());
   return outputs;
@@ -111,7 +218,7 @@ nlohmann::json Recurrent::get_config() const {
   nlohmann::json fields{{"return_sequences", options_.return_sequences},
                         {"return_state", options_.return_state},
                         {"go_backwards", options_.go_backwards},
-                        {"stateful", false},
+                        {"stateful", options_.stateful},
                         {"unroll", options_.unroll},
                         {"time_major", false},
                         {"units", units_},
@@ -129,8 +236,9 @@ nlohmann::json Recurrent::get_config() const {
                  {"kernel_constraint", nullptr},
                  {"recurrent_constraint", nullptr},
                  {"bias_constraint", nullptr},
-                 {"dropout", 0.0},
-                 {"recurrent_dropout", 0.0}});
+                 {"dropout", options_.dropout},
+                 {"recurrent_dropout", options_.recurrent_dropout}});
+  if (seed_given_) fields["seed"] = seed_;
   if (options_.recurrent_activation) fields["implementation"] = 2;
   if (options_.reset_after) fields["reset_after"] = *options_.reset_after;
   return layer_config(*this, fields);
@@ -138,10 +246,7 @@ nlohmann::json Recurrent::get_config() const {
 
 RecurrentOptions Recurrent::options_from_config(const ConfigReader& r) {
   r.check_common();
-  r.expect("stateful", false, "stateful recurrent layers");
   r.expect("time_major", false, "time-major inputs (transpose to (batch, time, features))");
-  r.expect("dropout", 0.0, "dropout inside recurrent layers");
-  r.expect("recurrent_dropout", 0.0, "recurrent dropout");
   r.expect("zero_output_for_mask", false, "zero_output_for_mask");
   RecurrentOptions options{.activation = r.has("activation") ? r.activation("activation") : "tanh",
                            .use_bias = r.boolean("use_bias", true),
@@ -155,7 +260,11 @@ RecurrentOptions Recurrent::options_from_config(const ConfigReader& r) {
                            .return_state = r.boolean("return_state", false),
                            .go_backwards = r.boolean("go_backwards", false),
                            .unroll = r.boolean("unroll", false),
+                           .dropout = r.number("dropout", 0.0),
+                           .recurrent_dropout = r.number("recurrent_dropout", 0.0),
+                           .stateful = r.boolean("stateful", false),
                            .name = r.name()};
+  if (r.has("seed")) options.seed = static_cast<std::uint64_t>(r.integer("seed"));
   return options;
 }
 

@@ -31,6 +31,16 @@ struct RecurrentOptions {
   bool return_state = false;      // the final states follow the output (LSTM: h then c)
   bool go_backwards = false;      // the sequence runs last step first (and return_sequences comes reversed)
   bool unroll = false;            // accepted for Keras configs; tower always runs the fused op
+  // Training only. dropout: the fraction of the input features dropped, one mask per sequence (one per
+  // gate with recurrent_dropout, as Keras). recurrent_dropout: the fraction of h_{t-1} dropped before
+  // the recurrent kernel, one mask per sequence and gate; the cell then runs step by step with
+  // ordinary ops instead of the fused op (slower, as in Keras, which leaves cuDNN for it).
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<std::uint64_t> seed;  // the dropout masks' (drawn from the global seed when unset)
+  // The final states of a batch are the next batch's initial states (Keras's stateful): needs a fixed
+  // batch size (Input's batch_size); reset_states() zeroes them. The states are not weights.
+  bool stateful = false;
   std::string name;
 };
 using SimpleRNNOptions = RecurrentOptions;
@@ -52,6 +62,10 @@ class Recurrent : public Layer {
 
   std::int64_t units() const { return units_; }
   const RecurrentOptions& options() const { return options_; }
+  // Keras's layer.states of a stateful layer (h, and c for LSTM; (batch, units) each), empty before
+  // it is built or when not stateful.
+  std::vector<VariablePtr> states() const { return *state_variables_; }
+  void reset_states() override;
 
  protected:
   // class_name "LSTM"; gates per unit (1, 4, 3); states carried (1, 2 for LSTM). Checks the options
@@ -63,6 +77,11 @@ class Recurrent : public Layer {
   // (batch, units) -> {states of every step (time, batch, units), final states...}.
   virtual std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,
                                           const std::vector<SymbolicTensor>& initial_states) = 0;
+  // One step of the cell with ordinary ops (recurrent dropout): x_t (batch, gates·units), the states
+  // before it, and h_{t-1}'s dropout mask per gate (batch, units) -> the states after it (h first).
+  virtual std::vector<SymbolicTensor> step(CallContext& ctx, const SymbolicTensor& x_t,
+                                           const std::vector<SymbolicTensor>& states,
+                                           const std::vector<SymbolicTensor>& recurrent_masks) = 0;
   // The bias the input projection adds (gates·units,) (GRU's first row); undefined without bias.
   virtual SymbolicTensor input_bias(CallContext& ctx);
   // The bias weight's shape and initial value (LSTM's unit_forget_bias: ones for the forget gate).
@@ -70,6 +89,11 @@ class Recurrent : public Layer {
   virtual Tensor initial_bias() const;
 
   ops::RecurrentArgs op_args() const;
+  // activation / recurrent_activation applied with ordinary ops (step()).
+  SymbolicTensor activate(const SymbolicTensor& x) const;
+  SymbolicTensor activate_gate(const SymbolicTensor& x) const;
+  // Column block `gate` (units wide) of a (rows, gates·units) tensor.
+  SymbolicTensor gate_columns(const SymbolicTensor& x, std::int64_t gate) const;
   std::string weight_name(const char* name) const { return cell_name_ + "/" + name; }
   // The options every recurrent config holds, read from `reader`.
   static RecurrentOptions options_from_config(const ConfigReader& reader);
@@ -79,7 +103,24 @@ class Recurrent : public Layer {
   int gates_, states_;
 
  private:
+  // x (batch, time, features) -> x_proj (time, batch, gates·units), with input dropout in training.
+  SymbolicTensor project(CallContext& ctx, const SymbolicTensor& x, std::int64_t time);
+  // `count` dropout masks (batch, width) of `rate`, 0 or 1 / (1 - rate), for ones like `ones`; the
+  // k-th mask of `first` on is seeded seed_ + first + k.
+  std::vector<SymbolicTensor> dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate, int count,
+                                            int first) const;
+  // The steps one by one with step().
+  std::vector<SymbolicTensor> run_unrolled(CallContext& ctx, const SymbolicTensor& x_proj,
+                                           std::vector<SymbolicTensor> states,
+                                           const std::vector<SymbolicTensor>& recurrent_masks, std::int64_t time);
+  // The initial states of a stateful layer: its state variables (made here on first use).
+  std::vector<SymbolicTensor> stateful_initial(CallContext& ctx, const SymbolicTensor& x);
+
   std::string class_name_, cell_name_;
+  std::uint64_t seed_;
+  bool seed_given_;
+  // Shared by every handle of the layer, as its weights are.
+  std::shared_ptr<std::vector<VariablePtr>> state_variables_ = std::make_shared<std::vector<VariablePtr>>();
 };
 
 }  // namespace tower::layers

@@ -13,6 +13,14 @@ std::vector<SymbolicTensor> SimpleRNN::run(CallContext& ctx, const SymbolicTenso
   return ops::simple_rnn(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), initial_states[0], {}, op_args());
 }
 
+// h_t = activation(x_t + (h_{t-1} m) · recurrent_kernel).
+std::vector<SymbolicTensor> SimpleRNN::step(CallContext& ctx, const SymbolicTensor& x_t,
+                                            const std::vector<SymbolicTensor>& states,
+                                            const std::vector<SymbolicTensor>& recurrent_masks) {
+  const SymbolicTensor recurrent_kernel = read(ctx, weight(weight_name("recurrent_kernel")));
+  return {activate(ops::add(x_t, ops::matmul(ops::multiply(states[0], recurrent_masks[0]), recurrent_kernel)))};
+}
+
 LayerPtr SimpleRNN::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "SimpleRNN");
   return r.finish(SimpleRNN(r.integer("units"), options_from_config(r)));

@@ -62,6 +62,11 @@ std::vector<Sample> samples() {
   add(GlobalAveragePooling2D({.keepdims = true, .name = "gap"}), {{4, 4, 3}});
   add(GlobalMaxPooling2D({.name = "gmp"}), {{4, 4, 3}});
   add(InputLayer(Shape({7, 2}), DType::int32, "input_x"), {});
+  add(GRU(3, {.recurrent_activation = "hard_sigmoid", .reset_after = false, .go_backwards = true, .name = "gru"}),
+      {{4, 2}});
+  add(LSTM(3, {.use_bias = false, .unit_forget_bias = false, .return_sequences = true, .return_state = true,
+               .dropout = 0.1, .recurrent_dropout = 0.2, .seed = 5, .name = "lstm"}),
+      {{4, 2}});
   add(LeakyReLU(0.15, "leaky"), {{5}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
@@ -70,6 +75,7 @@ std::vector<Sample> samples() {
   add(ReLU({.max_value = 6.0, .negative_slope = 0.1, .threshold = 0.5, .name = "relu"}), {{5}});
   add(RepeatVector(3, {.name = "repeat"}), {{4}});
   add(Reshape({3, -1}, {.name = "reshape"}), {{6}});
+  add(SimpleRNN(2, {.activation = "relu", .kernel_regularizer = regularizers::l2(0.01), .name = "rnn"}), {{4, 2}});
   add(Softmax({.axis = 1, .name = "softmax"}), {{3, 4}});
   add(Subtract({.name = "sub"}), {{4}, {4}});
   add(TimeDistributed(Dense(3, {.activation = "relu", .name = "td_dense"}), {.name = "td"}), {{5, 4}});
@@ -298,10 +304,10 @@ TEST_CASE("Keras 1 class names and argument names") {
 
 TEST_CASE("layer configs: errors name the class, the layer and the field") {
   auto unknown = message_of<NotFoundError>([] {
-    layer_from_config(json::parse(R"({"class_name": "LSTM", "config": {"name": "lstm_1", "units": 4}})"));
+    layer_from_config(json::parse(R"({"class_name": "Conv3D", "config": {"name": "conv3d_1", "filters": 4}})"));
   });
-  CHECK(contains(unknown, "\"LSTM\""));
-  CHECK(contains(unknown, "\"lstm_1\""));
+  CHECK(contains(unknown, "\"Conv3D\""));
+  CHECK(contains(unknown, "\"conv3d_1\""));
   CHECK(contains(unknown, "Dense"));  // the list of supported classes
 
   CHECK(contains(message_of<ValueError>([] { layer_from_config(json{{"config", {{"name", "x"}}}}); }), "class_name"));

@@ -124,12 +124,15 @@ TEST_CASE("recurrent layers: initial states, final states and go_backwards") {
 
 TEST_CASE("recurrent layers: configs round-trip in tf.keras 2's spelling") {
   LSTM lstm(3, {.recurrent_activation = "hard_sigmoid", .unit_forget_bias = false, .return_sequences = true,
-                .go_backwards = true, .name = "enc"});
+                .go_backwards = true, .dropout = 0.25, .recurrent_dropout = 0.5, .seed = 9, .name = "enc"});
   auto config = lstm.get_config();
   CHECK(config["units"] == 3);
   CHECK(config["recurrent_activation"] == "hard_sigmoid");
   CHECK(config["unit_forget_bias"] == false);
   CHECK(config["implementation"] == 2);
+  CHECK(config["dropout"] == 0.25);
+  CHECK(config["recurrent_dropout"] == 0.5);
+  CHECK(config["seed"] == 9);
   CHECK(config["recurrent_initializer"]["class_name"] == "Orthogonal");
   CHECK(!config.contains("reset_after"));
   auto back = layer_from_config({{"class_name", "LSTM"}, {"config", config}});
@@ -155,10 +158,96 @@ TEST_CASE("recurrent layers: bad arguments and input are named") {
   CHECK(contains(message_of<ShapeError>([] { LSTM(3)(Input({4})); }), "(batch, time, features)"));
   CHECK(contains(message_of<ShapeError>([] { LSTM(3)(Input({-1, 4})); }), "known number of time steps"));
   CHECK(contains(message_of<ValueError>([] { LSTM(3).call_multi({Input({5, 4}), Input({3})}); }), "initial_state"));
+  CHECK(contains(message_of<ValueError>([] { LSTM(2, {.recurrent_dropout = 1.0}); }), "recurrent_dropout"));
   CHECK(contains(message_of<ValueError>([] {
-          layer_from_config(json{{"class_name", "LSTM"}, {"config", {{"units", 2}, {"stateful", true}}}});
+          Sequential model({Input({5, 2}), LSTM(3, {.stateful = true})});
+          model.predict(Tensor::zeros({2, 5, 2}));
         }),
-        "stateful"));
+        "fixed batch size"));
+}
+
+TEST_CASE("recurrent layers: recurrent dropout runs the cell step by step, with the fused op's numbers") {
+  // Rates so small that every mask is 1 / (1 - rate) ~ 1: the step-by-step cell (training) must give
+  // the fused op's outputs (inference), for every cell and both GRU variants.
+  const Tensor x = float32_random({3, 4, 2}, 21);
+  const double tiny = 1e-7;
+  auto check = [&](Recurrent& dropped, Recurrent& plain) {
+    CAPTURE(dropped.class_name());
+    plain.ensure_built({{-1, 4, 2}});
+    dropped.ensure_built({{-1, 4, 2}});
+    dropped.set_weights(plain.get_weights());
+    auto trained = run_layer(dropped, {x}, /*training=*/true);
+    auto inferred = run_layer(plain, {x});
+    for (std::size_t i = 0; i < trained.size(); ++i) check_close(trained[i], inferred[i], 1e-5, 1e-6);
+  };
+  const RecurrentOptions all{.return_sequences = true, .return_state = true, .go_backwards = true};
+  RecurrentOptions with_dropout = all;
+  with_dropout.dropout = tiny;
+  with_dropout.recurrent_dropout = tiny;
+  SimpleRNN s1(3, with_dropout), s2(3, all);
+  check(s1, s2);
+  LSTM l1(3, with_dropout), l2(3, all);
+  check(l1, l2);
+  GRU g1(3, with_dropout), g2(3, all);
+  check(g1, g2);
+  with_dropout.reset_after = false;
+  RecurrentOptions before = all;
+  before.reset_after = false;
+  GRU g3(3, with_dropout), g4(3, before);
+  check(g3, g4);
+}
+
+TEST_CASE("recurrent layers: input dropout drops whole features of a sequence, in training only") {
+  // A linear SimpleRNN with kernel I and recurrent kernel 0 returns its (dropped) input.
+  const Tensor x = float32_random({8, 5, 4}, 31);
+  SimpleRNN rnn(4, {.activation = "linear", .use_bias = false, .return_sequences = true, .dropout = 0.5, .seed = 3});
+  rnn.ensure_built({{-1, 5, 4}});
+  std::vector<float> eye(16, 0.0f);
+  for (int i = 0; i < 4; ++i) eye[i * 5] = 1.0f;
+  rnn.set_weights({Tensor::from_vector<float>({4, 4}, eye), Tensor::zeros({4, 4})});
+  check_close(run_layer(rnn, {x})[0], x, 0, 0);
+  const auto y = run_layer(rnn, {x}, /*training=*/true)[0].to_vector<float>();
+  const auto xv = x.to_vector<float>();
+  int dropped = 0;
+  for (int b = 0; b < 8; ++b)
+    for (int f = 0; f < 4; ++f) {
+      const bool zero = y[(b * 5) * 4 + f] == 0.0f;
+      dropped += zero;
+      for (int t = 0; t < 5; ++t) {
+        const int e = (b * 5 + t) * 4 + f;
+        CHECK(y[e] == doctest::Approx(zero ? 0.0f : 2.0f * xv[e]));
+      }
+    }
+  CHECK(dropped > 4);
+  CHECK(dropped < 28);
+}
+
+TEST_CASE("recurrent layers: stateful layers carry their states from batch to batch") {
+  // Two halves of a sequence through a stateful LSTM give what the whole sequence gives.
+  const Tensor x = float32_random({2, 6, 3}, 41);
+  std::vector<float> first, second;
+  const auto xv = x.to_vector<float>();
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 6; ++t)
+      for (int f = 0; f < 3; ++f) (t < 3 ? first : second).push_back(xv[(b * 6 + t) * 3 + f]);
+  Sequential whole({Input({6, 3}), LSTM(4, {.name = "whole"})});
+  Sequential halves({Input({3, 3}, {.batch_size = 2}), LSTM(4, {.stateful = true, .name = "halves"})});
+  halves.set_weights(whole.get_weights());
+  const Tensor a = Tensor::from_vector<float>({2, 3, 3}, first), b = Tensor::from_vector<float>({2, 3, 3}, second);
+  const Tensor start = halves.predict(a, {.batch_size = 2});
+  check_close(halves.predict(b, {.batch_size = 2}), whole.predict(x), 1e-6, 1e-6);
+  auto& lstm = dynamic_cast<LSTM&>(*halves.get_layer("halves"));
+  REQUIRE(lstm.states().size() == 2);
+  CHECK(lstm.states()[0]->shape() == Shape{2, 4});
+  CHECK(lstm.weights().size() == 3);  // the states are not weights
+  halves.reset_states();
+  check_close(halves.predict(a, {.batch_size = 2}), start, 0, 0);
+  // Training carries them too, and the config says stateful.
+  halves.compile("sgd", "mse");
+  halves.reset_states();
+  halves.train_on_batch({a}, {Tensor::zeros({2, 4})});
+  CHECK(lstm.states()[0]->value().to_vector<float>() != std::vector<float>(8, 0.0f));
+  CHECK(lstm.get_config()["stateful"] == true);
 }
 
 TEST_CASE("recurrent layers: an LSTM learns to sum a sequence") {
