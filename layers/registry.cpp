@@ -21,11 +21,14 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Activation", &Activation::from_config},
       {"Add", &Add::from_config},
       {"Average", &Average::from_config},
+      {"AveragePooling1D", &AveragePooling1D::from_config},
       {"AveragePooling2D", &AveragePooling2D::from_config},
       {"BatchNormalization", &BatchNormalization::from_config},
       {"Bidirectional", &Bidirectional::from_config},
       {"Concatenate", &Concatenate::from_config},
+      {"Conv1D", &Conv1D::from_config},
       {"Conv2D", &Conv2D::from_config},
+      {"Cropping1D", &Cropping1D::from_config},
       {"Dense", &Dense::from_config},
       {"Dropout", &Dropout::from_config},
       {"ELU", &ELU::from_config},
@@ -33,12 +36,15 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Flatten", &Flatten::from_config},
       {"Functional", &Model::from_config},
       {"GRU", &GRU::from_config},
+      {"GlobalAveragePooling1D", &GlobalAveragePooling1D::from_config},
       {"GlobalAveragePooling2D", &GlobalAveragePooling2D::from_config},
+      {"GlobalMaxPooling1D", &GlobalMaxPooling1D::from_config},
       {"GlobalMaxPooling2D", &GlobalMaxPooling2D::from_config},
       {"InputLayer", &InputLayer::from_config},
       {"LSTM", &LSTM::from_config},
       {"Lambda", &Lambda::from_config},
       {"LeakyReLU", &LeakyReLU::from_config},
+      {"MaxPooling1D", &MaxPooling1D::from_config},
       {"MaxPooling2D", &MaxPooling2D::from_config},
       {"Maximum", &Maximum::from_config},
       {"Model", &Model::from_config},
@@ -50,7 +56,10 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Sequential", &Sequential::from_config},
       {"SimpleRNN", &SimpleRNN::from_config},
       {"Softmax", &Softmax::from_config},
+      {"SpatialDropout1D", &SpatialDropout1D::from_config},
       {"Subtract", &Subtract::from_config},
+      {"UpSampling1D", &UpSampling1D::from_config},
+      {"ZeroPadding1D", &ZeroPadding1D::from_config},
       {"TimeDistributed", &TimeDistributed::from_config},
       {"ZeroPadding2D", &ZeroPadding2D::from_config},
   };
@@ -65,6 +74,11 @@ const std::map<std::string, std::string>& aliases() {
       {"AvgPool2D", "AveragePooling2D"},
       {"GlobalAvgPool2D", "GlobalAveragePooling2D"},
       {"GlobalMaxPool2D", "GlobalMaxPooling2D"},
+      {"Convolution1D", "Conv1D"},
+      {"MaxPool1D", "MaxPooling1D"},
+      {"AvgPool1D", "AveragePooling1D"},
+      {"GlobalAvgPool1D", "GlobalAveragePooling1D"},
+      {"GlobalMaxPool1D", "GlobalMaxPooling1D"},
   };
   return table;
 }
@@ -105,6 +119,13 @@ void translate_keras1(const std::string& class_name, nlohmann::json& config) {
     config.erase("dim_ordering");
   }
   if (class_name == "Dropout") rename(config, "p", "rate");
+  // Keras 1's 1-D layers: Convolution1D(filter_length, subsample_length), pooling (pool_length, stride).
+  if (class_name == "SpatialDropout1D") rename(config, "p", "rate");
+  if (class_name == "Conv1D") rename(config, "filter_length", "kernel_size");
+  if (class_name == "Conv1D") rename(config, "subsample_length", "strides");
+  if (class_name == "MaxPooling1D" || class_name == "AveragePooling1D") rename(config, "pool_length", "pool_size");
+  if (class_name == "MaxPooling1D" || class_name == "AveragePooling1D") rename(config, "stride", "strides");
+  if (class_name == "UpSampling1D") rename(config, "length", "size");
 }
 
 // Keras 1's Merge layer -> the Keras 2 merge class of its mode.

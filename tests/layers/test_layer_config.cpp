@@ -36,6 +36,7 @@ std::vector<Sample> samples() {
   add(Activation("tanh", {.name = "act"}), {{5}});
   add(Add({.name = "add"}), {{4}, {4}});
   add(Average({.name = "avg"}), {{4}, {4}, {4}});
+  add(AveragePooling1D(3, {.strides = 1, .padding = "same", .name = "avg_pool1d"}), {{6, 2}});
   add(AveragePooling2D({3, 2}, {.strides = {1, 2}, .padding = "same", .name = "avg_pool"}), {{6, 6, 2}});
   add(BatchNormalization({.momentum = 0.9, .epsilon = 1e-4, .center = false,
                           .gamma_initializer = Initializer::random_normal(1.0, 0.1),
@@ -47,10 +48,14 @@ std::vector<Sample> samples() {
                      .name = "bi"}),
       {{4, 3}});
   add(Concatenate({.axis = 1, .name = "cat"}), {{2, 3}, {4, 3}});
+  add(Conv1D(3, 2, {.padding = "causal", .dilation_rate = 2, .activation = "relu",
+                    .kernel_regularizer = regularizers::l2(0.01), .name = "conv1d"}),
+      {{7, 2}});
   add(Conv2D(3, {3, 2}, {.strides = {2, 1}, .padding = "same", .dilation_rate = {1, 1}, .activation = "relu",
                          .use_bias = false, .kernel_initializer = "he_normal",
                          .kernel_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "conv"}),
       {{7, 7, 2}});
+  add(Cropping1D({1, 2}, {.name = "crop1d"}), {{6, 2}});
   add(Dense(6, {.activation = "softmax", .kernel_initializer = Initializer::variance_scaling(2.0, "fan_out", "uniform"),
                 .bias_initializer = Initializer::constant(0.25), .kernel_regularizer = regularizers::l2(0.01),
                 .bias_regularizer = regularizers::l1(0.003), .name = "dense"}),
@@ -59,7 +64,9 @@ std::vector<Sample> samples() {
   add(ELU(0.7, "elu"), {{5}});
   add(Embedding(11, 3, {.embeddings_initializer = Initializer::random_uniform(-0.1, 0.2), .name = "embed"}), {{4}});
   add(Flatten({.name = "flat"}), {{2, 3, 4}});
+  add(GlobalAveragePooling1D({.keepdims = true, .name = "gap1d"}), {{4, 3}});
   add(GlobalAveragePooling2D({.keepdims = true, .name = "gap"}), {{4, 4, 3}});
+  add(GlobalMaxPooling1D({.name = "gmp1d"}), {{4, 3}});
   add(GlobalMaxPooling2D({.name = "gmp"}), {{4, 4, 3}});
   add(InputLayer(Shape({7, 2}), DType::int32, "input_x"), {});
   add(GRU(3, {.recurrent_activation = "hard_sigmoid", .reset_after = false, .go_backwards = true, .name = "gru"}),
@@ -68,6 +75,7 @@ std::vector<Sample> samples() {
                .dropout = 0.1, .recurrent_dropout = 0.2, .seed = 5, .name = "lstm"}),
       {{4, 2}});
   add(LeakyReLU(0.15, "leaky"), {{5}});
+  add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
   add(Multiply({.name = "mul"}), {{4}, {4}});
@@ -77,8 +85,11 @@ std::vector<Sample> samples() {
   add(Reshape({3, -1}, {.name = "reshape"}), {{6}});
   add(SimpleRNN(2, {.activation = "relu", .kernel_regularizer = regularizers::l2(0.01), .name = "rnn"}), {{4, 2}});
   add(Softmax({.axis = 1, .name = "softmax"}), {{3, 4}});
+  add(SpatialDropout1D(0.3, {.seed = 42, .name = "sdrop1d"}), {{5, 2}});
   add(Subtract({.name = "sub"}), {{4}, {4}});
   add(TimeDistributed(Dense(3, {.activation = "relu", .name = "td_dense"}), {.name = "td"}), {{5, 4}});
+  add(UpSampling1D(3, {.name = "up1d"}), {{4, 2}});
+  add(ZeroPadding1D({2, 1}, {.name = "pad1d"}), {{3, 2}});
   add(ZeroPadding2D(std::vector<std::vector<std::int64_t>>{{1, 2}, {0, 3}}, {.name = "pad"}), {{3, 3, 1}});
   return out;
 }
@@ -115,6 +126,8 @@ TEST_CASE("layer configs: every registered layer survives get_config -> layer_fr
   for (const auto& name : registered_layer_names()) {
     static const std::set<std::string> elsewhere{"Sequential", "Functional", "Model", "Lambda", "Merge",
                                                  "Convolution2D", "MaxPool2D", "AvgPool2D", "GlobalAvgPool2D",
+                                                 "Convolution1D", "MaxPool1D", "AvgPool1D", "GlobalAvgPool1D",
+                                                 "GlobalMaxPool1D",
                                                  "GlobalMaxPool2D"};
     if (!elsewhere.count(name)) CHECK_MESSAGE(covered.count(name), "no round-trip sample for " << name);
   }

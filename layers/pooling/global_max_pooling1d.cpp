@@ -1,0 +1,19 @@
+// GlobalMaxPooling1D.
+#include "tower/layers/pooling/global_max_pooling1d.h"
+
+#include "tower/core/ops.h"
+#include "tower/layers/layer_config.h"
+
+namespace tower::layers {
+
+SymbolicTensor GlobalMaxPooling1D::reduce(const SymbolicTensor& x, bool keepdims) const {
+  return ops::reduce_max(x, {1}, keepdims);
+}
+
+LayerPtr GlobalMaxPooling1D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "GlobalMaxPooling1D");
+  r.check_common();
+  return r.finish(GlobalMaxPooling1D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+}
+
+}  // namespace tower::layers

@@ -1,0 +1,44 @@
+// SpatialDropout1D: while training, drops whole channels of each sample (the same for every step) with
+// probability `rate` and scales the rest by 1 / (1 - rate); the identity at inference. As Keras's
+// SpatialDropout1D.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tower/layers/layer.h"
+
+namespace tower::layers {
+
+struct SpatialDropout1DOptions {
+  // The mask's seed; unset draws one from tower::next_seed() when the layer is made (as Dropout).
+  std::optional<std::uint64_t> seed;
+  std::string name;
+};
+
+// x: (batch, steps, c) -> the same shape. No weights. One mask entry per (sample, channel): Keras's
+// noise_shape (batch, 1, channels).
+class SpatialDropout1D : public Layer {
+ public:
+  // rate: the fraction of channels to drop, in [0, 1).
+  explicit SpatialDropout1D(double rate, const SpatialDropout1DOptions& options = {});
+
+  void build(const std::vector<Shape>& input_shapes) override;
+  std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::shared_ptr<Layer> share() const override { return std::make_shared<SpatialDropout1D>(*this); }
+  // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
+  nlohmann::json get_config() const override;
+  static LayerPtr from_config(const nlohmann::json& config);
+  std::string class_name() const override { return "SpatialDropout1D"; }
+
+  double rate() const { return rate_; }
+  std::uint64_t seed() const { return seed_; }
+
+ private:
+  double rate_;
+  std::uint64_t seed_;
+  bool seed_given_ = false;  // the user's seed (written by get_config), not one drawn
+};
+
+}  // namespace tower::layers
