@@ -135,6 +135,25 @@ std::string tower_slot_name(const std::string& file_name, const std::string& opt
           best_length = suffix.size();
         }
       }
+  if (!best.empty()) return best;
+  // Keras 3 puts a wrapped layer's own name in its variables' paths ("time_distributed/dense/kernel"),
+  // tf.keras 2 and tower do not ("time_distributed/kernel"): the variable's last part must end the
+  // name and the rest of its path come before, with anything between; the longest such path wins.
+  for (const auto& [slot, spellings] : slot_spellings(optimizer))
+    for (const auto& spelled : spellings)
+      for (const auto& v : variables) {
+        const auto last_slash = v.rfind('/');
+        if (last_slash == std::string::npos) continue;
+        const std::string head = underscored(v.substr(0, last_slash)) + "_";
+        const std::string tail = "_" + underscored(v.substr(last_slash + 1)) + "_" + spelled;
+        if (!rest.ends_with(tail)) continue;
+        const std::string before = rest.substr(0, rest.size() - tail.size());
+        const bool found = before.starts_with(head) || before.find("_" + head) != std::string::npos;
+        if (found && v.size() > best_length) {
+          best = fmt::format("{}/{}/{}:0", optimizer, slot, v);
+          best_length = v.size();
+        }
+      }
   return best;
 }
 

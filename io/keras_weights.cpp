@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "tower/io/rnn_weights_internal.h"
 #include "tower/layers/engine/replication.h"
 
 namespace tower::io {
@@ -42,6 +43,13 @@ struct Assignment {
   std::string layer;    // the model's layer, for messages
   std::string dataset;  // relative to the weights group: "<group>/<weight name>"
   Shape file_shape;
+};
+
+// A layer whose file weights are in another layout (CuDNNLSTM, Keras 1's LSTM): all of them are read,
+// then converted to the layer's (rnn_weights_internal.h).
+struct ConvertedLayer {
+  LayerPtr layer;
+  std::vector<std::string> datasets;  // relative to the weights group, in the file's order
 };
 
 // The file index of each weight by name ("dense_1/kernel:0"), when every weight finds exactly one
@@ -97,7 +105,15 @@ std::string plan_weights(const std::vector<VariablePtr>& weights, const std::vec
 }
 
 // The assignments for one layer, or an error message (empty when it fits).
-std::string plan_layer(const Layer& layer, const WeightFileLayer& entry, std::vector<Assignment>& out) {
+std::string plan_layer(const LayerPtr& layer_ptr, const WeightFileLayer& entry, std::vector<Assignment>& out,
+                       std::vector<ConvertedLayer>& converted) {
+  const Layer& layer = *layer_ptr;
+  if (converts_rnn_weights(layer, entry.shapes)) {
+    ConvertedLayer c{layer_ptr, {}};
+    for (const auto& w : entry.weight_names) c.datasets.push_back(entry.name + "/" + w);
+    converted.push_back(std::move(c));
+    return "";
+  }
   const auto weights = layer.weights();
   return plan_weights(weights, std::vector<std::string>(weights.size(), layer.name()),
                       fmt::format("layer \"{}\"", layer.name()), dynamic_cast<const Model*>(&layer) != nullptr,
@@ -134,7 +150,7 @@ std::vector<LayerPtr> with_weights(const std::vector<LayerPtr>& layers) {
 }
 
 std::vector<Assignment> plan_by_position(const std::vector<LayerPtr>& layers, const std::vector<WeightFileLayer>& file,
-                                         const std::string& what) {
+                                         const std::string& what, std::vector<ConvertedLayer>& converted) {
   const auto model_layers = with_weights(layers);
   std::vector<WeightFileLayer> file_layers;
   std::copy_if(file.begin(), file.end(), std::back_inserter(file_layers),
@@ -151,21 +167,21 @@ std::vector<Assignment> plan_by_position(const std::vector<LayerPtr>& layers, co
   }
   std::vector<Assignment> plan;
   for (std::size_t i = 0; i < model_layers.size(); ++i) {
-    const std::string error = plan_layer(*model_layers[i], file_layers[i], plan);
+    const std::string error = plan_layer(model_layers[i], file_layers[i], plan, converted);
     if (!error.empty()) raise<ValueError>("{}: {}", what, error);
   }
   return plan;
 }
 
 std::vector<Assignment> plan_by_name(const std::vector<LayerPtr>& layers, const std::vector<WeightFileLayer>& file,
-                                     bool skip_mismatch, const std::string& what) {
+                                     bool skip_mismatch, const std::string& what, std::vector<ConvertedLayer>& converted) {
   std::vector<Assignment> plan;
   bool matched = false;
   for (const auto& layer : with_weights(layers)) {
     auto entry = std::find_if(file.begin(), file.end(), [&](const WeightFileLayer& l) { return l.name == layer->name(); });
     if (entry == file.end()) continue;
     matched = true;
-    const std::string error = plan_layer(*layer, *entry, plan);
+    const std::string error = plan_layer(layer, *entry, plan, converted);
     if (!error.empty() && !skip_mismatch)
       raise<ValueError>("{}: {} (skip_mismatch = true skips such layers)", what, error);
   }
@@ -219,11 +235,26 @@ void load_weights_from_group(const hdf5::Group& group, const std::vector<LayerPt
   if (options.skip_mismatch && !options.by_name)
     raise<ValueError>("{}: skip_mismatch needs by_name = true (as in Keras)", what);
   const auto file = read_weight_file_layers(group);
-  const auto plan = options.by_name ? plan_by_name(layers, file, options.skip_mismatch, what)
-                                    : plan_by_position(layers, file, what);
+  std::vector<ConvertedLayer> converted;
+  auto plan = options.by_name ? plan_by_name(layers, file, options.skip_mismatch, what, converted)
+                              : plan_by_position(layers, file, what, converted);
   // Read everything before assigning anything, so that a bad dataset leaves the model unchanged.
   std::vector<Tensor> values;
   for (const auto& a : plan) values.push_back(group.dataset(a.dataset).read(a.variable->dtype()));
+  for (const auto& c : converted) {
+    std::vector<Tensor> file_values;
+    for (const auto& d : c.datasets) file_values.push_back(group.dataset(d).read(DType::float32));
+    const auto weights = c.layer->weights();
+    const auto converted_values = convert_rnn_weights(*c.layer, file_values);
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (i >= converted_values.size() || converted_values[i].shape() != weights[i]->shape())
+        raise<ValueError>("{}: layer \"{}\": the file's weights ({}) do not fit its weights after conversion from "
+                          "another recurrent layout",
+                          what, c.layer->name(), join(c.datasets));
+      plan.push_back({weights[i], c.layer->name(), c.datasets.front(), converted_values[i].shape()});
+      values.push_back(converted_values[i]);
+    }
+  }
   for (std::size_t i = 0; i < plan.size(); ++i) plan[i].variable->assign(values[i]);
 }
 

@@ -143,6 +143,18 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
   return result;
 }
 
+namespace {
+thread_local std::string t_weight_scope;
+}  // namespace
+
+WeightNameScope::WeightNameScope(std::string scope) : previous_(std::move(t_weight_scope)) {
+  t_weight_scope = std::move(scope);
+}
+
+WeightNameScope::~WeightNameScope() { t_weight_scope = std::move(previous_); }
+
+const std::string& WeightNameScope::current() { return t_weight_scope; }
+
 VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                               const Regularizer& regularizer, bool trainable, DType dtype) {
   // A weight too large to count or to hold is refused before anything is drawn or allocated: unchecked,
@@ -153,7 +165,8 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   const char* fix = "use fewer units or filters, or a smaller input";
   const std::int64_t elements = checked_product(shape.dims(), what + ", its number of elements", fix);
   (void)checked_bytes(elements, dtype_size(dtype), what + ", its bytes", fix);
-  const std::string full_name = state_->name + "/" + name + ":0";
+  const std::string& scope = WeightNameScope::current();
+  const std::string full_name = (scope.empty() ? state_->name : scope) + "/" + name + ":0";
   Tensor value;
   try {
     value = initializer(shape, dtype);  // drawn on the host, the same numbers on every device
@@ -165,6 +178,7 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   }
   auto variable = make_variable(full_name, value, trainable);
   state_->weights.push_back(variable);
+  state_->weight_names.push_back(name);
   state_->regularizers.push_back(regularizer);
   return variable;
 }
@@ -177,9 +191,8 @@ SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight) {
 }
 
 VariablePtr Layer::weight(const std::string& name) const {
-  const std::string full = state_->name + "/" + name + ":0";
-  for (const auto& w : state_->weights)
-    if (w->name() == full) return w;
+  for (std::size_t i = 0; i < state_->weights.size(); ++i)
+    if (state_->weight_names[i] == name) return state_->weights[i];
   return nullptr;
 }
 

@@ -164,6 +164,7 @@ class Layer {
     bool trainable = true;
     bool built = false;
     std::vector<VariablePtr> weights;                 // creation order
+    std::vector<std::string> weight_names;            // add_weight's names ("kernel"), one per weight
     std::vector<Regularizer> regularizers;            // one per weight
     std::vector<std::weak_ptr<KerasNode>> nodes;      // calls, for summary()
     std::vector<TensorSpec> input_specs;              // of the first call
@@ -172,6 +173,21 @@ class Layer {
 };
 
 using LayerPtr = std::shared_ptr<Layer>;
+
+// While it lives, the weights layers create on this thread are named "<scope>/<weight>:0" instead of
+// "<layer>/<weight>:0": Keras's names for the weights of a layer a wrapper builds (TimeDistributed's
+// Dense: "time_distributed/kernel:0").
+class WeightNameScope {
+ public:
+  explicit WeightNameScope(std::string scope);
+  ~WeightNameScope();
+  WeightNameScope(const WeightNameScope&) = delete;
+  WeightNameScope& operator=(const WeightNameScope&) = delete;
+  static const std::string& current();
+
+ private:
+  std::string previous_;
+};
 
 // An entry of a Sequential's layer list: any layer, or an Input (its InputLayer).
 class LayerRef {

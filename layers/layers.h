@@ -43,7 +43,7 @@
 #include "tower/layers/activations/softmax.h"
 #include "tower/layers/regularization/spatial_dropout1d.h"
 #include "tower/layers/merging/subtract.h"
+#include "tower/layers/rnn/time_distributed.h"
 #include "tower/layers/reshaping/up_sampling1d.h"
 #include "tower/layers/reshaping/zero_padding1d.h"
-#include "tower/layers/rnn/time_distributed.h"
 #include "tower/layers/reshaping/zero_padding2d.h"

@@ -28,6 +28,8 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Concatenate", &Concatenate::from_config},
       {"Conv1D", &Conv1D::from_config},
       {"Conv2D", &Conv2D::from_config},
+      {"CuDNNGRU", &GRU::from_cudnn_config},
+      {"CuDNNLSTM", &LSTM::from_cudnn_config},
       {"Cropping1D", &Cropping1D::from_config},
       {"Dense", &Dense::from_config},
       {"Dropout", &Dropout::from_config},
@@ -58,9 +60,9 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Softmax", &Softmax::from_config},
       {"SpatialDropout1D", &SpatialDropout1D::from_config},
       {"Subtract", &Subtract::from_config},
+      {"TimeDistributed", &TimeDistributed::from_config},
       {"UpSampling1D", &UpSampling1D::from_config},
       {"ZeroPadding1D", &ZeroPadding1D::from_config},
-      {"TimeDistributed", &TimeDistributed::from_config},
       {"ZeroPadding2D", &ZeroPadding2D::from_config},
   };
   return table;
@@ -97,6 +99,19 @@ void translate_keras1(const std::string& class_name, nlohmann::json& config) {
     rename(config, "W_constraint", "embeddings_constraint");
   } else if (class_name == "Dense") {
     rename(config, "output_dim", "units");
+  } else if (class_name == "LSTM" || class_name == "GRU" || class_name == "SimpleRNN") {
+    rename(config, "output_dim", "units");
+    rename(config, "inner_activation", "recurrent_activation");
+    rename(config, "inner_init", "recurrent_initializer");
+    rename(config, "U_regularizer", "recurrent_regularizer");
+    rename(config, "U_constraint", "recurrent_constraint");
+    rename(config, "dropout_W", "dropout");
+    rename(config, "dropout_U", "recurrent_dropout");
+    if (config.contains("forget_bias_init")) {  // Keras 1 started the forget bias at one ("one") or not
+      if (!config.contains("unit_forget_bias")) config["unit_forget_bias"] = config["forget_bias_init"] == "one";
+      config.erase("forget_bias_init");
+    }
+    config.erase("consume_less");  // how Keras 1 split the work; no effect on the numbers
   }
   rename(config, "init", "kernel_initializer");
   rename(config, "W_regularizer", "kernel_regularizer");

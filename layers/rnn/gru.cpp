@@ -53,8 +53,17 @@ std::vector<SymbolicTensor> GRU::step(CallContext& ctx, const SymbolicTensor& x_
 LayerPtr GRU::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GRU");
   GRUOptions options = options_from_config(r);
-  options.recurrent_activation = r.has("recurrent_activation") ? r.activation("recurrent_activation") : "sigmoid";
-  options.reset_after = r.boolean("reset_after", true);
+  // Absent only in Keras 1 and 2.0-2.2 configs, whose defaults were hard_sigmoid and reset_after false.
+  options.recurrent_activation = r.has("recurrent_activation") ? r.activation("recurrent_activation") : "hard_sigmoid";
+  options.reset_after = r.boolean("reset_after", false);
+  return r.finish(GRU(r.integer("units"), options));
+}
+
+LayerPtr GRU::from_cudnn_config(const nlohmann::json& config) {
+  ConfigReader r(config, "CuDNNGRU");
+  GRUOptions options = options_from_config(r);
+  options.recurrent_activation = "sigmoid";
+  options.reset_after = true;
   return r.finish(GRU(r.integer("units"), options));
 }
 

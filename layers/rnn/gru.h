@@ -18,6 +18,9 @@ class GRU : public Recurrent {
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<GRU>(*this); }
   static LayerPtr from_config(const nlohmann::json& config);
+  // Keras 2's CuDNNGRU: a GRU with tanh, sigmoid gates and reset_after, whose files hold cuDNN's
+  // weight layout (load_weights converts it, io/rnn_weights.cpp). Saved again, it is a GRU.
+  static LayerPtr from_cudnn_config(const nlohmann::json& config);
 
  protected:
   std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,

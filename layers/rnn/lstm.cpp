@@ -45,7 +45,16 @@ Tensor LSTM::initial_bias() const {
 LayerPtr LSTM::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "LSTM");
   LSTMOptions options = options_from_config(r);
-  options.recurrent_activation = r.has("recurrent_activation") ? r.activation("recurrent_activation") : "sigmoid";
+  // Absent only in Keras 1 and 2.0-2.2 configs, whose default was hard_sigmoid.
+  options.recurrent_activation = r.has("recurrent_activation") ? r.activation("recurrent_activation") : "hard_sigmoid";
+  options.unit_forget_bias = r.boolean("unit_forget_bias", true);
+  return r.finish(LSTM(r.integer("units"), options));
+}
+
+LayerPtr LSTM::from_cudnn_config(const nlohmann::json& config) {
+  ConfigReader r(config, "CuDNNLSTM");
+  LSTMOptions options = options_from_config(r);
+  options.recurrent_activation = "sigmoid";
   options.unit_forget_bias = r.boolean("unit_forget_bias", true);
   return r.finish(LSTM(r.integer("units"), options));
 }

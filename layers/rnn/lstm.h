@@ -17,6 +17,9 @@ class LSTM : public Recurrent {
 
   std::shared_ptr<Layer> share() const override { return std::make_shared<LSTM>(*this); }
   static LayerPtr from_config(const nlohmann::json& config);
+  // Keras 2's CuDNNLSTM: an LSTM with tanh and sigmoid gates, whose files hold cuDNN's weight layout
+  // (load_weights converts it, io/rnn_weights.cpp). Saved again, it is an LSTM.
+  static LayerPtr from_cudnn_config(const nlohmann::json& config);
 
  protected:
   std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,

@@ -220,7 +220,6 @@ nlohmann::json Recurrent::get_config() const {
                         {"go_backwards", options_.go_backwards},
                         {"stateful", options_.stateful},
                         {"unroll", options_.unroll},
-                        {"time_major", false},
                         {"units", units_},
                         {"activation", activation_to_config(options_.activation)}};
   if (options_.recurrent_activation) fields["recurrent_activation"] = activation_to_config(*options_.recurrent_activation);

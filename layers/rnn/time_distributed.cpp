@@ -32,6 +32,7 @@ TimeDistributed::TimeDistributed(const Layer& layer, const TimeDistributedOption
 void TimeDistributed::build(const std::vector<Shape>& input_shapes) {
   if (input_shapes.size() != 1)
     raise<ValueError>("{}: takes one input, got {}", describe(*this), input_shapes.size());
+  WeightNameScope scope(name());  // Keras's names: "time_distributed/kernel:0"
   layer_->ensure_built({step_shape(*this, input_shapes[0])});
 }
 

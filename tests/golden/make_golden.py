@@ -73,7 +73,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "files")
 BATCH = 4
 SEED = 1234
-CPP_CASES = ["mlp", "cnn", "merge"]  # models the C++ test writes for the reverse direction
+CPP_CASES = ["mlp", "cnn", "merge", "lstm", "gru", "rnn_states"]  # models the C++ test writes for the reverse direction
 
 keras.config.set_floatx("float32")
 # Reproducible to the bit: one thread per op and TensorFlow's deterministic kernels.

@@ -37,12 +37,31 @@ def batch(case):
     if case == "merge":
         return [rng.standard_normal((5, 4)).astype("float32"), rng.standard_normal((5, 3)).astype("float32")], \
             rng.standard_normal((5, 2)).astype("float32")
+    if case in ("rnn", "rnn_keras2"):
+        return [rng.standard_normal((4, 6, 3)).astype("float32")], rng.standard_normal((4, 2)).astype("float32")
     return [rng.standard_normal((8, 5)).astype("float32")], np.array([0, 1, 2, 1, 0, 2, 2, 1], dtype="int32")
 
 
 def build(keras, case):
     L = keras.layers
-    if case == "mlp":
+    if case == "rnn":
+        m = keras.Sequential([keras.Input((6, 3)),
+                              L.Bidirectional(L.LSTM(4, return_sequences=True)),
+                              L.GRU(5, return_sequences=True),
+                              L.TimeDistributed(L.Dense(3)),
+                              L.SimpleRNN(4, go_backwards=True, activation="relu"),
+                              L.RepeatVector(2),
+                              L.LSTM(3, recurrent_activation="hard_sigmoid"),
+                              L.Dense(2)])
+        m.compile(keras.optimizers.Adam(0.01), "mse")
+    elif case == "rnn_keras2":  # what Keras 2.0-2.2 wrote: hard_sigmoid gates, GRU without reset_after
+        m = keras.Sequential([keras.Input((6, 3)),
+                              L.LSTM(4, recurrent_activation="hard_sigmoid", implementation=1,
+                                     return_sequences=True),
+                              L.GRU(3, recurrent_activation="hard_sigmoid", reset_after=False),
+                              L.Dense(2)])
+        m.compile(keras.optimizers.SGD(0.1), "mse")
+    elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
         m.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
     elif case == "cnn":
@@ -131,6 +150,110 @@ def make_theano():
     print("wrote", dst)
 
 
+def make_keras2_2():
+    """The tf_keras rnn_keras2 file relabelled as Keras 2.2.4 wrote it: keras_version 2.2.4, its
+    Sequential config (no InputLayer: batch_input_shape on the first layer; no time_major), weight names
+    without the cell ("lstm/kernel:0"). hard_sigmoid is Keras 2's in both."""
+    src = os.path.join(OUT, "rnn_keras2_tf_keras.h5")
+    dst = os.path.join(OUT, "rnn_keras2_2.h5")
+    with h5py.File(src, "r") as f, h5py.File(dst, "w") as g:
+        config = json.loads(f.attrs["model_config"])
+        layers = config["config"]["layers"]
+        shape = layers[0]["config"]["batch_input_shape"]
+        layers = layers[1:]
+        layers[0]["config"]["batch_input_shape"] = shape
+        for layer in layers:
+            for key in ("time_major", "zero_output_for_mask"):
+                layer["config"].pop(key, None)
+        config["config"]["layers"] = layers
+        g.attrs["keras_version"] = np.bytes_("2.2.4")
+        g.attrs["backend"] = np.bytes_("tensorflow")
+        g.attrs["model_config"] = np.bytes_(json.dumps(config))
+        mw = g.create_group("model_weights")
+        names = [n.decode() if isinstance(n, bytes) else n for n in f["model_weights"].attrs["layer_names"]]
+        names = [n for n in names if n in f["model_weights"]]
+        mw.attrs["layer_names"] = np.array([n.encode() for n in names])
+        for layer in names:
+            src_group = f["model_weights"][layer]
+            grp = mw.create_group(layer)
+            weight_names = [w.decode() if isinstance(w, bytes) else w for w in src_group.attrs["weight_names"]]
+            new_names = [w.replace("/lstm_cell/", "/").replace("/gru_cell/", "/") for w in weight_names]
+            grp.attrs["weight_names"] = np.array([w.encode() for w in new_names])
+            for old, new in zip(weight_names, new_names):
+                grp[new] = src_group[old][()]
+    with h5py.File(os.path.join(OUT, "rnn_keras2_tf_keras_data.h5"), "r") as f:  # no optimizer state to continue
+        write_data(os.path.join(OUT, "rnn_keras2_2_data.h5"), [f["x"][()]], f["y"][()], f["predict"][()], None)
+    print("wrote", dst)
+
+
+def make_cudnn():
+    """Keras 2's CuDNNLSTM and CuDNNGRU (built on the CPU, never run), saved with model.save; their
+    predictions come from the same weights loaded into LSTM and GRU(reset_after=True) by tf_keras's own
+    conversion."""
+    import tf_keras as keras
+    from tf_keras.src.layers.rnn.cudnn_gru import CuDNNGRU
+    from tf_keras.src.layers.rnn.cudnn_lstm import CuDNNLSTM
+    keras.utils.set_random_seed(3)
+    xs, _ = batch("rnn")
+    cudnn = keras.Sequential([keras.Input((6, 3)), CuDNNLSTM(4, return_sequences=True), CuDNNGRU(3),
+                              keras.layers.Dense(2)])
+    cudnn.set_weights([rng.uniform(-0.5, 0.5, w.shape).astype("float32") for w in cudnn.get_weights()])
+    path = os.path.join(OUT, "rnn_cudnn.h5")
+    cudnn.save(path)
+    plain = keras.Sequential([keras.Input((6, 3)), keras.layers.LSTM(4, return_sequences=True),
+                              keras.layers.GRU(3, reset_after=True), keras.layers.Dense(2)])
+    plain.load_weights(path)
+    write_data(os.path.join(OUT, "rnn_cudnn_data.h5"), xs, np.zeros((4, 2), "float32"),
+               plain.predict(xs[0], verbose=0), None)
+    print("wrote", path)
+
+
+def make_keras1_rnn():
+    """Keras 1.2.2's LSTM (12 weights, gates i, c, f, o) and GRU (9 weights), written by hand from a
+    tf_keras model with Keras 2's hard_sigmoid gates and GRU(reset_after=False), whose predictions they
+    must give."""
+    import tf_keras as keras
+    keras.utils.set_random_seed(4)
+    xs, _ = batch("rnn")
+    model = keras.Sequential([keras.Input((6, 3)),
+                              keras.layers.LSTM(4, recurrent_activation="hard_sigmoid", return_sequences=True),
+                              keras.layers.GRU(3, recurrent_activation="hard_sigmoid", reset_after=False)])
+    model.set_weights([rng.uniform(-0.5, 0.5, w.shape).astype("float32") for w in model.get_weights()])
+    (lk, lr, lb), (gk, gr, gb) = model.layers[0].get_weights(), model.layers[1].get_weights()
+    split = lambda w, n: np.split(w, n, axis=-1)  # noqa: E731
+    lstm_w = []
+    for gate in (0, 2, 1, 3):  # Keras 1's order i, c, f, o from Keras 2's i, f, c, o
+        lstm_w += [("W", split(lk, 4)[gate]), ("U", split(lr, 4)[gate]), ("b", split(lb, 4)[gate])]
+    gru_w = []
+    for gate in range(3):
+        gru_w += [("W", split(gk, 3)[gate]), ("U", split(gr, 3)[gate]), ("b", split(gb, 3)[gate])]
+    common = {"trainable": True, "return_sequences": False, "go_backwards": False, "stateful": False,
+              "unroll": False, "consume_less": "gpu", "init": "glorot_uniform", "inner_init": "orthogonal",
+              "activation": "tanh", "inner_activation": "hard_sigmoid", "W_regularizer": None,
+              "U_regularizer": None, "b_regularizer": None, "dropout_W": 0.0, "dropout_U": 0.0}
+    config = {"class_name": "Sequential", "config": [
+        {"class_name": "LSTM", "config": dict(common, name="lstm_1", output_dim=4, return_sequences=True,
+                                              forget_bias_init="one", batch_input_shape=[None, 6, 3],
+                                              input_dtype="float32", input_dim=3, input_length=6)},
+        {"class_name": "GRU", "config": dict(common, name="gru_1", output_dim=3)}]}
+    path = os.path.join(OUT, "keras1_rnn.h5")
+    gate_names = {"lstm_1": "icfo", "gru_1": "zrh"}
+    with h5py.File(path, "w") as f:
+        f.attrs["keras_version"] = np.bytes_("1.2.2")
+        f.attrs["model_config"] = np.bytes_(json.dumps(config))
+        mw = f.create_group("model_weights")
+        mw.attrs["layer_names"] = np.array([b"lstm_1", b"gru_1"])
+        for name, weights in (("lstm_1", lstm_w), ("gru_1", gru_w)):
+            g = mw.create_group(name)
+            names = [f"{name}_{kind}_{gate_names[name][k // 3]}" for k, (kind, _) in enumerate(weights)]
+            g.attrs["weight_names"] = np.array([n.encode() for n in names])
+            for n, (_, w) in zip(names, weights):
+                g[n] = w
+    write_data(os.path.join(OUT, "keras1_rnn_data.h5"), xs, np.zeros((4, 3), "float32"),
+               model.predict(xs[0], verbose=0), None)
+    print("wrote", path)
+
+
 def make_keras1():
     """Keras 1.2.2's layout, written by hand (Keras 1 cannot be installed next to TF 2)."""
     xs, _ = batch("mlp")
@@ -182,11 +305,22 @@ if __name__ == "__main__":
             if os.system(f"{sys.executable} {os.path.abspath(__file__)} {w}") != 0:
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
-        for case in ("mlp", "cnn", "merge", "multi_gpu"):
+        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2"):
             make("tf_keras", case)
         make_theano()
+        make_keras2_2()
+        make_cudnn()
+        make_keras1_rnn()
     elif sys.argv[1] == "keras3":
-        for case in ("mlp", "cnn", "merge"):
+        for case in ("mlp", "cnn", "merge", "rnn"):
             make("keras3", case)
     elif sys.argv[1] == "keras1":
         make_keras1()
+    elif sys.argv[1] == "rnn":  # only the recurrent files
+        for case in ("rnn", "rnn_keras2"):
+            make("tf_keras", case)
+        make_keras2_2()
+        make_cudnn()
+        make_keras1_rnn()
+    elif sys.argv[1] == "rnn_keras3":
+        make("keras3", "rnn")

@@ -520,7 +520,7 @@ void check_case(const Case& c) {
 // ---- the reverse direction: tower writes, Keras reads ----------------------------------------------
 
 // make_golden.py's CPP_CASES.
-const std::vector<std::string> kCppCases = {"mlp", "cnn", "merge"};
+const std::vector<std::string> kCppCases = {"mlp", "cnn", "merge", "lstm", "gru", "rnn_states"};
 
 // The golden weights plus 0.01 * (k + 1) for the k-th weight of weight_names: different from every
 // Keras-written file, and the same on every run.

@@ -188,6 +188,40 @@ TEST_CASE("load_model: files written by tf.keras 2.x and Keras 3 continue traini
     }
 }
 
+TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirectional LSTM, GRU, TimeDistributed, "
+          "SimpleRNN, RepeatVector, hard_sigmoid gates) predict and continue training exactly") {
+  // Both files say "hard_sigmoid" for the last LSTM's gates; each means its own Keras's.
+  check_keras_file("rnn_tf_keras", "rnn_tf_keras");
+  check_keras_file("rnn_keras3", "rnn_keras3");
+  check_keras_file("rnn_keras2_tf_keras", "rnn_keras2_tf_keras");
+  Model model = models::load_model(kModels + "rnn_keras3.h5");
+  const auto& lstm = dynamic_cast<const layers::LSTM&>(*model.layers().at(5));
+  CHECK(*lstm.options().recurrent_activation == "hard_sigmoid_keras3");
+  const auto& gru = dynamic_cast<const layers::GRU&>(*models::load_model(kModels + "rnn_tf_keras.h5").layers().at(1));
+  CHECK(*gru.options().reset_after);
+}
+
+TEST_CASE("load_model: Keras 2.2's recurrent layers (hard_sigmoid, GRU without reset_after, weights without the "
+          "cell's name)") {
+  check_keras_file("rnn_keras2_2", "rnn_keras2_2");
+}
+
+TEST_CASE("load_model: Keras 2's CuDNNLSTM and CuDNNGRU load as LSTM and GRU, their weights converted") {
+  check_keras_file("rnn_cudnn", "rnn_cudnn");
+  Model model = models::load_model(kModels + "rnn_cudnn.h5");
+  CHECK(model.layers().at(0)->class_name() == "LSTM");
+  CHECK(model.layers().at(1)->class_name() == "GRU");
+  CHECK(model.layers().at(0)->get_weights().at(2).shape() == Shape{16});
+  // A GRU without reset_after cannot take cuDNN's weights.
+  Model wrong = Sequential({layers::Input({6, 3}), layers::LSTM(4, {.return_sequences = true}),
+                            layers::GRU(3, {.reset_after = false}), layers::Dense(2)});
+  CHECK_THROWS_WITH_AS(wrong.load_weights(kModels + "rnn_cudnn.h5"), doctest::Contains("reset_after"), ValueError);
+}
+
+TEST_CASE("load_model: Keras 1.2's LSTM (12 weights, gates i, c, f, o) and GRU (9 weights)") {
+  check_keras_file("keras1_rnn", "keras1_rnn");
+}
+
 TEST_CASE("load_model: a Keras multi_gpu_model file loads as its template model") {
   check_keras_file("multi_gpu_tf_keras", "multi_gpu_tf_keras", "sequential_1");
   Model model = models::load_model(kModels + "multi_gpu_tf_keras.h5");

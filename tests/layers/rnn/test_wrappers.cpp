@@ -135,9 +135,10 @@ TEST_CASE("TimeDistributed: shapes, shared weights and Keras's numbers") {
   CHECK(keras_shape(TimeDistributed(Flatten()), {5, 2, 3}) == Shape{-1, 5, 6});
   CHECK(keras_shape(TimeDistributed(Conv2D(4, 3)), {2, 6, 6, 1}) == Shape{-1, 2, 4, 4, 4});
 
-  // The weights are the wrapped layer's own variables, in its order and with its names.
+  // The weights are the wrapped layer's own variables, in its order, named as Keras names them when
+  // the wrapper builds the layer: under the wrapper's name.
   REQUIRE(td.weights().size() == 2);
-  CHECK(names(td.weights()) == std::vector<std::string>{"dense/kernel:0", "dense/bias:0"});
+  CHECK(names(td.weights()) == std::vector<std::string>{"time_distributed/kernel:0", "time_distributed/bias:0"});
   CHECK(td.weights()[0] == dense.weights()[0]);
   CHECK(td.count_params() == 4 * 3 + 3);
 
@@ -248,7 +249,7 @@ TEST_CASE("TimeDistributed: freezing, regularization and configs (tf.keras 2 and
   const LayerPtr read3 = layer_from_config({{"class_name", "TimeDistributed"}, {"config", keras3}});
   CHECK(names(dynamic_cast<TimeDistributed&>(*read3).layer()->weights()).empty());
   CHECK(keras_shape(*read3, {3, 5}) == Shape{-1, 3, 4});
-  CHECK(names(read3->weights()) == std::vector<std::string>{"d/kernel:0", "d/bias:0"});
+  CHECK(names(read3->weights()) == std::vector<std::string>{"td/kernel:0", "td/bias:0"});
   // A frozen wrapper comes back frozen, its wrapped layer too.
   td.set_trainable(false);
   const LayerPtr frozen = layer_from_config({{"class_name", "TimeDistributed"}, {"config", td.get_config()}});
@@ -517,7 +518,8 @@ TEST_CASE("Bidirectional and TimeDistributed: save_weights / load_weights in Ker
     const auto layers = io::read_weight_file_layers(io::find_weights_group(file, "test"));
     REQUIRE(layers.size() == 4);
     CHECK(layers[1].name == "time_distributed");
-    CHECK(layers[1].weight_names == std::vector<std::string>{"dense/kernel:0", "dense/bias:0"});
+    CHECK(layers[1].weight_names ==
+          std::vector<std::string>{"time_distributed/kernel:0", "time_distributed/bias:0"});
     CHECK(layers[2].name == "bidirectional");
     CHECK(layers[2].weight_names == std::vector<std::string>{"bidirectional/forward_lstm/lstm_cell/kernel:0",
                                                              "bidirectional/forward_lstm/lstm_cell/recurrent_kernel:0",
