@@ -190,6 +190,16 @@ SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight) {
   return ctx.graph.variable(weight);
 }
 
+std::vector<SymbolicTensor> Layer::compute_mask(const std::vector<SymbolicTensor>&,
+                                                const std::vector<SymbolicTensor>& masks) const {
+  if (!supports_masking() || masks.empty() || !masks[0].defined()) return {};
+  return {masks[0]};
+}
+
+SymbolicTensor Layer::input_mask(const CallContext& ctx, std::size_t i) {
+  return ctx.masks && i < ctx.masks->size() ? (*ctx.masks)[i] : SymbolicTensor();
+}
+
 VariablePtr Layer::weight(const std::string& name) const {
   for (std::size_t i = 0; i < state_->weights.size(); ++i)
     if (state_->weight_names[i] == name) return state_->weights[i];

@@ -75,6 +75,10 @@ struct CallContext {
   std::vector<Node*>* updates = nullptr;
   // Scalar losses added by layers (regularizers), summed into the training loss.
   std::vector<SymbolicTensor>* losses = nullptr;
+  // While a model calls the layer: its inputs' Keras masks, one entry per input (undefined: no mask),
+  // each (batch, time) of 0 and 1 in float32 (Keras's boolean masks; Masking and Embedding(mask_zero)
+  // make them). Null outside a model's call. Layer::input_mask reads it.
+  const std::vector<SymbolicTensor>* masks = nullptr;
   // The replica this call is for, when the model runs replicated (layers/engine/replication.h): the
   // copies of the variables it reads, and where its rows sit in the global batch. Null otherwise.
   const ReplicaContext* replica = nullptr;
@@ -129,6 +133,15 @@ class Layer {
   std::vector<Tensor> get_weights() const;
   void set_weights(const std::vector<Tensor>& values);
 
+  // ---- masks (Keras's mask propagation) -----------------------------------------------------------
+  // Keras's compute_mask: the masks of call(inputs)'s outputs, given the inputs' masks (undefined
+  // entries: none), one entry per output (missing entries: none). The default passes the first
+  // input's mask on when supports_masking(), and drops it otherwise (as Keras 3 does).
+  virtual std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                   const std::vector<SymbolicTensor>& masks) const;
+  // Whether the default compute_mask passes the mask on (Dense, Activation, Dropout, ...).
+  virtual bool supports_masking() const { return false; }
+
   // Keras's reset_states(): a stateful layer (LSTM(stateful=True)) forgets its states; models reset
   // every layer. Nothing for other layers.
   virtual void reset_states() {}
@@ -156,6 +169,8 @@ class Layer {
   VariablePtr weight(const std::string& name) const;
   // Reads a weight in the graph being built (for a replica, the copy that replica reads).
   static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight);
+  // The mask of input i in this call (ctx.masks), or undefined.
+  static SymbolicTensor input_mask(const CallContext& ctx, std::size_t i);
   void mark_built() { state_->built = true; }
 
  private:

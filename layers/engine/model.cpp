@@ -186,25 +186,57 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
   if (!has_graph()) raise<ValueError>("Model \"{}\": called before its input shape is known", name());
   if (inputs.size() != data_->inputs.size())
     raise<ValueError>("Model \"{}\": expects {} inputs, got {}", name(), data_->inputs.size(), inputs.size());
-  std::map<std::pair<const KerasNode*, int>, SymbolicTensor> values;
+  // Every tensor's value and Keras mask, by (call, output index).
+  std::map<std::pair<const KerasNode*, int>, SymbolicTensor> values, masks;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& expected = data_->inputs[i].shape();
     if (!inputs[i].shape().compatible_with(expected))
       raise<ShapeError>("Model \"{}\": input {} (\"{}\") expects shape {}, got {}", name(), i,
                         data_->inputs[i].layer().name(), expected.to_string(), inputs[i].shape().to_string());
     values[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = inputs[i];
+    if (SymbolicTensor mask = input_mask(ctx, i); mask.defined())
+      masks[{data_->inputs[i].node().get(), data_->inputs[i].index()}] = mask;
   }
+  // A layer's call sees its own inputs' masks; the caller's come back after it.
+  struct MasksScope {
+    CallContext& ctx;
+    const std::vector<SymbolicTensor>* outer;
+    MasksScope(CallContext& c, const std::vector<SymbolicTensor>* masks) : ctx(c), outer(c.masks) { c.masks = masks; }
+    ~MasksScope() { ctx.masks = outer; }
+  };
   for (const auto& node : data_->nodes) {
-    std::vector<SymbolicTensor> args;
-    for (const auto& x : node->inputs) args.push_back(values.at({x.node().get(), x.index()}));
+    std::vector<SymbolicTensor> args, arg_masks;
+    for (const auto& x : node->inputs) {
+      args.push_back(values.at({x.node().get(), x.index()}));
+      auto mask = masks.find({x.node().get(), x.index()});
+      arg_masks.push_back(mask == masks.end() ? SymbolicTensor() : mask->second);
+    }
     std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
     if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
-    auto results = node->layer->call(ctx, args);
-    for (int i = 0; i < static_cast<int>(results.size()); ++i) values[{node.get(), i}] = results[static_cast<std::size_t>(i)];
+    std::vector<SymbolicTensor> results;
+    {
+      MasksScope scope(ctx, &arg_masks);
+      results = node->layer->call(ctx, args);
+    }
+    const auto result_masks = node->layer->compute_mask(args, arg_masks);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      values[{node.get(), static_cast<int>(i)}] = results[i];
+      if (i < result_masks.size() && result_masks[i].defined()) masks[{node.get(), static_cast<int>(i)}] = result_masks[i];
+    }
   }
   std::vector<SymbolicTensor> outputs;
-  for (const auto& y : data_->outputs) outputs.push_back(values.at({y.node().get(), y.index()}));
+  data_->output_masks.clear();
+  for (const auto& y : data_->outputs) {
+    outputs.push_back(values.at({y.node().get(), y.index()}));
+    auto mask = masks.find({y.node().get(), y.index()});
+    data_->output_masks.push_back(mask == masks.end() ? SymbolicTensor() : mask->second);
+  }
   return outputs;
+}
+
+std::vector<SymbolicTensor> Model::compute_mask(const std::vector<SymbolicTensor>&,
+                                                const std::vector<SymbolicTensor>&) const {
+  return data_->output_masks;
 }
 
 std::shared_ptr<const Model> Model::wrapped_model() const { return data_->wrapped; }

@@ -130,6 +130,9 @@ class Model : public Layer {
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   // Every layer's (stateful recurrent layers forget their states).
   void reset_states() override;
+  // The masks of the outputs of the last call() (a nested model passes its layers' masks on).
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Model>(*this); }
   std::string class_name() const override;
   std::vector<VariablePtr> trainable_weights() const override;

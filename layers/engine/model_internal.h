@@ -65,6 +65,10 @@ struct Model::Data {
   // How the engine graphs run (null: as the model is).
   std::shared_ptr<const Replication> replication;
 
+  // The Keras masks of the outputs of the last call() (undefined: none), for compute_mask: what a
+  // model nested in another passes on, and what the losses of fit honour.
+  std::vector<SymbolicTensor> output_masks;
+
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.
   std::optional<std::pair<int, std::int64_t>> initial_position;
