@@ -17,7 +17,8 @@ inline constexpr char cast[] = "cast";
 inline constexpr char assign[] = "assign";
 inline constexpr char assign_add[] = "assign_add";
 
-// math: broadcasting arithmetic, scale, sum_to/broadcast_like, matmul, dense, bias_add (core/ops/math_ops.cpp)
+// math: broadcasting arithmetic, scale, sum_to/broadcast_like, matmul, batch_matmul, dense, bias_add
+// (core/ops/math_ops.cpp)
 inline constexpr char add[] = "add";
 inline constexpr char subtract[] = "subtract";
 inline constexpr char multiply[] = "multiply";
@@ -29,6 +30,7 @@ inline constexpr char scale[] = "scale";
 inline constexpr char sum_to[] = "sum_to";
 inline constexpr char broadcast_like[] = "broadcast_like";
 inline constexpr char matmul[] = "matmul";
+inline constexpr char batch_matmul[] = "batch_matmul";
 inline constexpr char dense[] = "dense";
 inline constexpr char bias_add[] = "bias_add";
 inline constexpr char bias_add_grad[] = "bias_add_grad";

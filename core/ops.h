@@ -89,6 +89,11 @@ SymbolicTensor argmax(const SymbolicTensor& x, int axis = -1);
 // a: (m, k) (or (k, m) if transpose_a), b: (k, n) (or (n, k) if transpose_b) -> (m, n).
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a = false,
                       bool transpose_b = false);
+// One matmul per batch item (attention's scores and weighted sums): a (..., m, k) (or (..., k, m) if
+// transpose_a), b (..., k, n) (or (..., n, k) if transpose_b) -> (..., m, n). Rank >= 3, both the same
+// rank with equal batch dimensions (...) (no broadcasting between them); transposes act on the last two axes.
+SymbolicTensor batch_matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a = false,
+                            bool transpose_b = false);
 // Dense's forward in one op: y (m, n) = activation(x (m, k) · kernel (k, n) + bias (n,)), activation
 // "linear" or "relu". The same numbers as matmul, bias_add and relu one after another; on a GPU one
 // cuBLASLt call with the bias and ReLU in its epilogue.

@@ -1,5 +1,5 @@
 // CPU kernels of the math ops: broadcasting binary arithmetic, scale, sum_to, broadcast_like,
-// matmul (OpenBLAS, split into row blocks over the device's pool) and bias_add.
+// matmul and batch_matmul (OpenBLAS, split into row blocks over the device's pool) and bias_add.
 #include <cblas.h>
 
 #include <algorithm>
@@ -165,6 +165,49 @@ void matmul_kernel(KernelContext& ctx) {
   });
 }
 
+// y (B, m, n) = op(a) (B, m, k) x op(b) (B, k, n) for each of the B batch items (the leading axes
+// folded). The B·m rows of y are split into blocks over the pool's threads, as gemm_rows does, so that
+// few large items and many small ones both keep every thread busy; a block spanning several items
+// runs one GEMM per item it touches.
+void batch_matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.inputs[0];
+  const Tensor& b = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+  const int r = y.shape().rank();
+  const std::int64_t m = y.shape()[r - 2], n = y.shape()[r - 1];
+  const std::int64_t k = a.shape()[ta ? r - 2 : r - 1];
+  const std::int64_t lda = a.shape()[r - 1], ldb = b.shape()[r - 1];
+  for (std::int64_t size : {m, n, k, lda, ldb})
+    (void)checked_int(size, "batch_matmul on the CPU: a dimension of its operands",
+                      "OpenBLAS takes at most 2147483647: use a smaller batch or layer");
+  const std::int64_t batch = m == 0 ? 0 : y.num_elements() / std::max<std::int64_t>(1, m * n);
+  const std::int64_t a_step = m * k, b_step = k * n, y_step = m * n;  // elements per batch item
+  dispatch_floating(y.dtype(), op_names::batch_matmul, [&]<typename T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    if (n == 0) return;
+    const std::int64_t grain = std::max<std::int64_t>(16, (1 << 20) / std::max<std::int64_t>(1, 2 * n * k));
+    parallel_for(ctx, batch * m, grain, [&](std::int64_t lo, std::int64_t hi) {
+      while (lo < hi) {
+        const std::int64_t item = lo / m, row = lo % m;
+        const std::int64_t rows = std::min(hi - lo, m - row);  // this item's rows in the block
+        T* y_rows = py + item * y_step + row * n;
+        if (k == 0) {
+          std::fill(y_rows, y_rows + rows * n, T(0));
+        } else {
+          const T* a_item = pa + item * a_step;
+          const T* a_rows = ta ? a_item + row : a_item + row * lda;  // op(a)'s rows are a's columns when transposed
+          gemm(ta, tb, static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), a_rows, static_cast<int>(lda),
+               pb + item * b_step, static_cast<int>(ldb), y_rows, static_cast<int>(n));
+        }
+        lo += rows;
+      }
+    });
+  });
+}
+
 // y = activation(x kernel + bias): the bias and ReLU added to each block of rows right after its GEMM.
 void dense_kernel(KernelContext& ctx) {
   const Tensor& bias = ctx.inputs[2];
@@ -233,6 +276,7 @@ void register_math_kernels() {
   register_kernel(op_names::sum_to, DeviceKind::cpu, sum_to_kernel);
   register_kernel(op_names::broadcast_like, DeviceKind::cpu, broadcast_like_kernel);
   register_kernel(op_names::matmul, DeviceKind::cpu, matmul_kernel);
+  register_kernel(op_names::batch_matmul, DeviceKind::cpu, batch_matmul_kernel);
   register_kernel(op_names::dense, DeviceKind::cpu, dense_kernel);
   register_kernel(op_names::bias_add, DeviceKind::cpu, bias_add_kernel);
   register_kernel(op_names::bias_add_grad, DeviceKind::cpu, bias_add_grad_kernel);

@@ -1,4 +1,4 @@
-// The CUDA kernel table entries of matmul (cuBLAS GEMM), dense (cuBLASLt, bias and ReLU in the
+// The CUDA kernel table entries of matmul (cuBLAS GEMM), batch_matmul (strided batched GEMM), dense (cuBLASLt, bias and ReLU in the
 // epilogue), bias_add and bias_add_grad.
 #include <cstdlib>
 #include <map>
@@ -12,6 +12,7 @@
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/math_launchers.h"
 #include "tower/backends/cuda/strided.h"
+#include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -46,6 +47,41 @@ void gemm(CudaDevice& gpu, const Tensor& a, const Tensor& b, Tensor& y, bool ta,
 void matmul_kernel(KernelContext& ctx) {
   gemm(gpu_of(ctx), ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], ctx.attrs().get_bool("transpose_a"),
        ctx.attrs().get_bool("transpose_b"));
+}
+
+// y (B, m, n) = op(a) op(b) per batch item, the leading axes folded into B: one strided batched GEMM,
+// with operands swapped as in gemm above (column-major y^T = op(b)^T op(a)^T per item).
+void batch_matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.inputs[0];
+  const Tensor& b = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  const bool ta = ctx.attrs().get_bool("transpose_a"), tb = ctx.attrs().get_bool("transpose_b");
+  const int r = y.shape().rank();
+  const std::int64_t m = y.shape()[r - 2], n = y.shape()[r - 1], k = a.shape()[ta ? r - 2 : r - 1];
+  const std::int64_t lda = a.shape()[r - 1], ldb = b.shape()[r - 1];
+  if (y.num_elements() == 0) return;
+  const std::int64_t batch = y.num_elements() / (m * n);
+  CudaDevice& gpu = gpu_of(ctx);
+  if (k == 0) {
+    CUDA_CHECK(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), gpu.stream()));
+    return;
+  }
+  for (std::int64_t size : {m, n, k, lda, ldb, batch})
+    (void)checked_int(size, "batch_matmul on a GPU: a dimension of its operands",
+                      "cuBLAS takes at most 2147483647: use a smaller batch or layer");
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const long long stride_a = m * k, stride_b = k * n, stride_y = m * n;
+  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+  const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb), ibatch = static_cast<int>(batch);
+  dispatch_floating(y.dtype(), op_names::batch_matmul, [&]<typename T>() {
+    const T one = 1, zero = 0;
+    if constexpr (std::is_same_v<T, float>)
+      CUBLAS_CHECK(cublasSgemmStridedBatched(gpu.cublas(), op_b, op_a, in, im, ik, &one, b.data<T>(), ildb, stride_b,
+                                             a.data<T>(), ilda, stride_a, &zero, y.data<T>(), in, stride_y, ibatch));
+    else
+      CUBLAS_CHECK(cublasDgemmStridedBatched(gpu.cublas(), op_b, op_a, in, im, ik, &one, b.data<T>(), ildb, stride_b,
+                                             a.data<T>(), ilda, stride_a, &zero, y.data<T>(), in, stride_y, ibatch));
+  });
 }
 
 // ---- dense -------------------------------------------------------------------------------------
@@ -226,6 +262,7 @@ void sum_to_kernel(KernelContext& ctx) {
 
 void register_math_kernels() {
   register_kernel(op_names::matmul, DeviceKind::cuda, matmul_kernel);
+  register_kernel(op_names::batch_matmul, DeviceKind::cuda, batch_matmul_kernel);
   register_kernel(op_names::dense, DeviceKind::cuda, dense_kernel);
   register_kernel(op_names::bias_add, DeviceKind::cuda, bias_add_kernel);
   register_kernel(op_names::bias_add_grad, DeviceKind::cuda, bias_add_grad_kernel);

@@ -1,4 +1,4 @@
-// Elementwise arithmetic with broadcasting, scale, sum_to/broadcast_like, matmul and bias_add.
+// Elementwise arithmetic with broadcasting, scale, sum_to/broadcast_like, matmul, batch_matmul and bias_add.
 #include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
@@ -37,6 +37,9 @@ SymbolicTensor broadcast_like(const SymbolicTensor& x, const SymbolicTensor& lik
 }
 SymbolicTensor matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a, bool transpose_b) {
   return a.graph().add1(op_names::matmul, {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
+}
+SymbolicTensor batch_matmul(const SymbolicTensor& a, const SymbolicTensor& b, bool transpose_a, bool transpose_b) {
+  return a.graph().add1(op_names::batch_matmul, {a, b}, {{"transpose_a", transpose_a}, {"transpose_b", transpose_b}});
 }
 SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
                      const std::string& activation) {
@@ -170,6 +173,45 @@ void register_math_ops() {
                  // y = op(a) op(b): d op(a) = g op(b)^T, d op(b) = op(a)^T g.
                  SymbolicTensor da = ta ? ops::matmul(b, g, tb, true) : ops::matmul(g, b, false, !tb);
                  SymbolicTensor db = tb ? ops::matmul(g, a, true, ta) : ops::matmul(a, g, !ta, false);
+                 return {da, db};
+               }});
+  register_op({.name = op_names::batch_matmul,  // (a (..., m, k), b (..., k, n)) -> (..., m, n)
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs& attrs) {
+                     expect_num_inputs(in, 2);
+                     expect_min_rank(in[0], 3, "a");
+                     expect_min_rank(in[1], 3, "b");
+                     expect_floating(in[0], "a");
+                     expect_same_dtype(in[0], in[1], "a", "b");
+                     const Shape& sa = in[0].shape;
+                     const Shape& sb = in[1].shape;
+                     if (sa.rank() != sb.rank())
+                       raise<ShapeError>("a {} and b {} differ in rank; the batch dimensions must be equal",
+                                         sa.to_string(), sb.to_string());
+                     const int r = sa.rank();
+                     auto dims = sa.dims();
+                     for (int d = 0; d + 2 < r; ++d) {
+                       if (!dims_match(sa[d], sb[d]))
+                         raise<ShapeError>("batch dimension {} differs: a {} vs b {} (no broadcasting)", d,
+                                           sa.to_string(), sb.to_string());
+                       if (dims[static_cast<std::size_t>(d)] < 0) dims[static_cast<std::size_t>(d)] = sb[d];
+                     }
+                     bool ta = attrs.get_bool("transpose_a"), tb = attrs.get_bool("transpose_b");
+                     auto m = sa[ta ? r - 1 : r - 2], ka = sa[ta ? r - 2 : r - 1];
+                     auto kb = sb[tb ? r - 1 : r - 2], n = sb[tb ? r - 2 : r - 1];
+                     if (!dims_match(ka, kb)) raise<ShapeError>("inner dimensions differ: {} vs {}", ka, kb);
+                     dims[static_cast<std::size_t>(r - 2)] = m;
+                     dims[static_cast<std::size_t>(r - 1)] = n;
+                     return std::vector{TensorSpec{Shape(dims), in[0].dtype}};
+                   },
+               .grad = [](Node& node, const Grads& dy) -> Grads {
+                 const auto& a = node.inputs()[0];
+                 const auto& b = node.inputs()[1];
+                 bool ta = node.attrs().get_bool("transpose_a"), tb = node.attrs().get_bool("transpose_b");
+                 const auto& g = dy[0];
+                 // As matmul's, per batch item: d op(a) = g op(b)^T, d op(b) = op(a)^T g.
+                 SymbolicTensor da = ta ? ops::batch_matmul(b, g, tb, true) : ops::batch_matmul(g, b, false, !tb);
+                 SymbolicTensor db = tb ? ops::batch_matmul(g, a, true, ta) : ops::batch_matmul(a, g, !ta, false);
                  return {da, db};
                }});
   register_op({.name = op_names::dense,  // (x (m, k), kernel (k, n), bias (n,)) -> (m, n)

@@ -99,6 +99,20 @@ TEST_CASE("cuda: matmul (cuBLAS) matches the CPU for every transpose, in float32
       }
 }
 
+TEST_CASE("cuda: batch_matmul (strided batched cuBLAS) matches the CPU for every transpose, in float32 and float64") {
+  for (DType dtype : {DType::float32, DType::float64})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(ta);
+        CAPTURE(tb);
+        const std::int64_t m = 37, k = 129, n = 65;
+        Tensor a = testing::random_tensor(ta ? Shape{2, 3, k, m} : Shape{2, 3, m, k}, 13, 0.1, 1, false, dtype);
+        Tensor b = testing::random_tensor(tb ? Shape{2, 3, n, k} : Shape{2, 3, k, n}, 14, 0.1, 1, false, dtype);
+        check_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::batch_matmul(x[0], x[1], ta, tb); });
+      }
+}
+
 TEST_CASE("cuda: dense (cuBLASLt with bias and ReLU in the epilogue; float64 unfused) and its gradients match the CPU") {
   for (DType dtype : {DType::float32, DType::float64})
     for (const char* activation : {"linear", "relu"})

@@ -1,4 +1,4 @@
-// Elementwise arithmetic with broadcasting, scale, sum_to, broadcast_like, matmul and bias_add:
+// Elementwise arithmetic with broadcasting, scale, sum_to, broadcast_like, matmul, batch_matmul and bias_add:
 // forward values and finite-difference gradients.
 #include <doctest/doctest.h>
 
@@ -69,6 +69,58 @@ TEST_CASE("math: matmul with every transpose, against a naive product") {
     }
 }
 
+TEST_CASE("math: batch_matmul with every transpose, against a naive loop over the batch") {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (DType dtype : {DType::float32, DType::float64}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        Graph g;
+        // Batch (2, 3); rows m = 37 so that the row blocks of the pool cross batch items.
+        const std::int64_t b0 = 2, b1 = 3, m = 37, k = 19, n = 23, batch = b0 * b1;
+        Tensor av = testing::random_tensor(ta ? Shape{b0, b1, k, m} : Shape{b0, b1, m, k}, 7, 0.1, 1, false, dtype);
+        Tensor bv = testing::random_tensor(tb ? Shape{b0, b1, n, k} : Shape{b0, b1, k, n}, 8, 0.1, 1, false, dtype);
+        auto y = evaluate({ops::batch_matmul(g.constant(av), g.constant(bv), ta, tb)})[0];
+        auto A = av.to_vector<double>(), B = bv.to_vector<double>();
+        std::vector<double> expected(static_cast<std::size_t>(batch * m * n), 0.0);
+        for (std::int64_t q = 0; q < batch; ++q)
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j)
+              for (std::int64_t p = 0; p < k; ++p)
+                expected[static_cast<std::size_t>(q * m * n + i * n + j)] +=
+                    A[static_cast<std::size_t>(q * m * k + (ta ? p * m + i : i * k + p))] *
+                    B[static_cast<std::size_t>(q * k * n + (tb ? j * k + p : p * n + j))];
+        CHECK(y.shape() == Shape{b0, b1, m, n});
+        CHECK(y.dtype() == dtype);
+        check_close(y, expected, 1e-5, 1e-5);
+      }
+  // Empty inner dimension: zeros; empty batch: an empty result.
+  Graph g;
+  auto z = evaluate({ops::batch_matmul(g.constant(Tensor::zeros({2, 3, 0}, DType::float32)),
+                                       g.constant(Tensor::zeros({2, 0, 4}, DType::float32))),
+                     ops::batch_matmul(g.constant(Tensor::zeros({0, 3, 2}, DType::float32)),
+                                       g.constant(Tensor::zeros({0, 2, 4}, DType::float32)))});
+  CHECK(z[0].shape() == Shape{2, 3, 4});
+  check_close(z[0], std::vector<double>(24, 0.0));
+  CHECK(z[1].shape() == Shape{0, 3, 4});
+}
+
+TEST_CASE("math: batch_matmul refuses mismatched shapes and ranks") {
+  Graph g;
+  auto a = g.placeholder({-1, 3, 4}, DType::float32, "a");
+  CHECK(ops::batch_matmul(a, g.placeholder({-1, 4, 5}, DType::float32, "b")).shape() == Shape{-1, 3, 5});
+  CHECK(ops::batch_matmul(a, g.placeholder({2, 5, 4}, DType::float32, "b"), false, true).shape() == Shape{2, 3, 5});
+  CHECK_THROWS_AS(ops::batch_matmul(a, g.placeholder({-1, 5, 6}, DType::float32, "b")), ShapeError);  // inner 4 vs 5
+  CHECK_THROWS_AS(ops::batch_matmul(g.placeholder({2, 3, 4}, DType::float32, "a"),
+                                    g.placeholder({3, 4, 5}, DType::float32, "b")),
+                  ShapeError);  // batch 2 vs 3: no broadcasting
+  CHECK_THROWS_AS(ops::batch_matmul(a, g.placeholder({4, 5}, DType::float32, "b")), ShapeError);     // rank 2
+  CHECK_THROWS_AS(ops::batch_matmul(a, g.placeholder({1, 2, 4, 5}, DType::float32, "b")), ShapeError);  // ranks differ
+  CHECK_THROWS_AS(ops::batch_matmul(a, g.placeholder({-1, 4, 5}, DType::float64, "b")), DTypeError);
+  CHECK_THROWS_AS(ops::batch_matmul(g.placeholder({2, 3, 4}, DType::int32, "a"), g.placeholder({2, 4, 5}, DType::int32, "b")),
+                  DTypeError);
+}
+
 TEST_CASE("math: gradients of broadcasting arithmetic") {
   for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {
     CAPTURE(op);
@@ -78,11 +130,15 @@ TEST_CASE("math: gradients of broadcasting arithmetic") {
   check_gradients({{5, 3}}, [](const Inputs& in) -> Inputs { return {ops::scale(in[0], 0.7)}; });
 }
 
-TEST_CASE("math: gradients of matmul, bias_add, sum_to, broadcast_like") {
+TEST_CASE("math: gradients of matmul, batch_matmul, bias_add, sum_to, broadcast_like") {
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       check_gradients({ta ? Shape{4, 3} : Shape{3, 4}, tb ? Shape{5, 4} : Shape{4, 5}},
                       [&](const Inputs& in) -> Inputs { return {ops::matmul(in[0], in[1], ta, tb)}; });
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      check_gradients({ta ? Shape{2, 2, 4, 3} : Shape{2, 2, 3, 4}, tb ? Shape{2, 2, 5, 4} : Shape{2, 2, 4, 5}},
+                      [&](const Inputs& in) -> Inputs { return {ops::batch_matmul(in[0], in[1], ta, tb)}; });
   check_gradients({{2, 3, 4}, {4}}, [](const Inputs& in) -> Inputs { return {ops::bias_add(in[0], in[1])}; });
   // The second argument supplies only a shape (no gradient), so it is a constant here.
   check_gradients({{3, 4}}, [](const Inputs& in) -> Inputs {
