@@ -25,6 +25,7 @@
 #include "tower/layers/rnn/gru.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/core/lambda.h"
+#include "tower/layers/core/masking.h"
 #include "tower/layers/activations/leaky_re_lu.h"
 #include "tower/layers/losses/losses.h"
 #include "tower/layers/rnn/lstm.h"

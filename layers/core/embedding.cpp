@@ -26,6 +26,13 @@ std::vector<SymbolicTensor> Embedding::call(CallContext& ctx, const std::vector<
   return {ops::gather(read(ctx, weight("embeddings")), indices)};  // (batch, ..., output_dim)
 }
 
+std::vector<SymbolicTensor> Embedding::compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                                    const std::vector<SymbolicTensor>&) const {
+  if (!options_.mask_zero) return {};
+  const SymbolicTensor ids = ops::cast(inputs.at(0), DType::float32);
+  return {ops::subtract(ops::ones_like(ids), ops::compare_mask(ids, ops::zeros_like(ids), "eq"))};
+}
+
 nlohmann::json Embedding::get_config() const {
   return layer_config(*this, {{"input_dim", input_dim_},
                               {"output_dim", output_dim_},
@@ -33,19 +40,19 @@ nlohmann::json Embedding::get_config() const {
                               {"embeddings_regularizer", options_.embeddings_regularizer.get_config()},
                               {"activity_regularizer", nullptr},
                               {"embeddings_constraint", nullptr},
-                              {"mask_zero", false},
+                              {"mask_zero", options_.mask_zero},
                               {"input_length", nullptr}});
 }
 
 LayerPtr Embedding::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Embedding");
   r.check_common();
-  r.expect("mask_zero", false, "masks");
   r.expect("lora_rank", nullptr, "LoRA");
   r.expect("quantization_config", nullptr, "quantized layers");
   r.expect("sparse", false, "sparse gradients");
   EmbeddingOptions options{.embeddings_initializer = r.initializer("embeddings_initializer", "uniform"),
                            .embeddings_regularizer = r.regularizer("embeddings_regularizer"),
+                           .mask_zero = r.boolean("mask_zero", false),
                            .name = r.name()};
   return r.finish(Embedding(r.integer("input_dim"), r.integer("output_dim"), options));
 }

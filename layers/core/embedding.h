@@ -10,6 +10,9 @@ namespace tower::layers {
 struct EmbeddingOptions {
   Initializer embeddings_initializer = "uniform";  // random_uniform(-0.05, 0.05), as Keras
   Regularizer embeddings_regularizer;
+  // Index 0 is padding: the output's Keras mask (batch, ...) is 1 where the index is not 0, and
+  // layers after it that take masks skip those steps (then input_dim must count index 0 too).
+  bool mask_zero = false;
   std::string name;
 };
 
@@ -21,6 +24,8 @@ class Embedding : public Layer {
 
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Embedding>(*this); }
   // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
   nlohmann::json get_config() const override;

@@ -23,6 +23,10 @@ class Wrapper : public Layer {
 
   // Keras's .layer: a handle to the wrapped layer.
   const LayerPtr& layer() const { return layer_; }
+  // The wrapped layers' states (a Bidirectional stateful LSTM's) are reset with the wrapper's.
+  void reset_states() override {
+    for (const auto& l : sublayers()) l->reset_states();
+  }
 
  protected:
   // name: the user's, or "" for a default from default_base.

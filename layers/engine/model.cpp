@@ -230,6 +230,7 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
     outputs.push_back(values.at({y.node().get(), y.index()}));
     auto mask = masks.find({y.node().get(), y.index()});
     data_->output_masks.push_back(mask == masks.end() ? SymbolicTensor() : mask->second);
+    if (mask != masks.end()) data_->masks_of_outputs[{outputs.back().node(), outputs.back().index()}] = mask->second;
   }
   return outputs;
 }

@@ -87,6 +87,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> layer_losses;
   CallContext ctx{.graph = f.graph, .training = training, .updates = &updates, .losses = &layer_losses};
+  d.masks_of_outputs.clear();
   f.replication = d.replication;
   const Replication& replication = d.replication ? *d.replication : single_replica();
   f.replicas = replication.call(*this, ctx, f.x);
@@ -118,6 +119,11 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
   }
 
+  // An output's Keras mask (the losses leave its masked steps out), or undefined.
+  auto mask_of = [&](const SymbolicTensor& out) {
+    auto it = d.masks_of_outputs.find({out.node(), out.index()});
+    return it == d.masks_of_outputs.end() ? SymbolicTensor() : it->second;
+  };
   // Each output's loss and metrics: means over the global batch, formed by the replication.
   SymbolicTensor total;
   std::vector<SymbolicTensor> output_losses, metric_values;
@@ -125,7 +131,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   for (std::size_t k = 0; k < n_out; ++k) {
     auto loss_k = f.replicas->batch_mean(k, f.y[k], f.sample_weight,
                                          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
-                                           auto per_sample = losses[k](y_k, out);  // (batch,)
+                                           auto per_sample = losses[k](y_k, out, mask_of(out));  // (batch,)
                                            return ops::multiply(per_sample, per_sample.dtype() == DType::float32
                                                                                 ? sw
                                                                                 : ops::cast(sw, per_sample.dtype()));

@@ -2,6 +2,7 @@
 // the engine graphs; training.cpp: the loops; summary.cpp). Not installed.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,8 +67,11 @@ struct Model::Data {
   std::shared_ptr<const Replication> replication;
 
   // The Keras masks of the outputs of the last call() (undefined: none), for compute_mask: what a
-  // model nested in another passes on, and what the losses of fit honour.
+  // model nested in another passes on.
   std::vector<SymbolicTensor> output_masks;
+  // The mask of every output call() made in the graph being built (each replica's), by the output
+  // tensor (node, index): what the losses of fit honour. build_function clears it.
+  std::map<std::pair<const Node*, int>, SymbolicTensor> masks_of_outputs;
 
   bool stop_training = false;
   // set_initial_position(): (epoch, batches to skip) for the next fit.

@@ -118,10 +118,10 @@ SymbolicTensor categorical_crossentropy(const std::string& loss, const LossOptio
   }
   SymbolicTensor logits = logits_of(y_pred, "softmax");
   if (!logits.defined() && o.from_logits) logits = y_pred;
-  if (logits.defined()) return per_sample(over_rows(logits, y_true, ops::softmax_cross_entropy));
+  if (logits.defined()) return over_rows(logits, y_true, ops::softmax_cross_entropy);
   // Probabilities: renormalised so each row sums to 1, then clipped away from 0 and 1.
   auto p = clip(ops::divide(y_pred, ops::reduce_sum(y_pred, {-1}, true)), kEpsilon, 1.0 - kEpsilon);
-  return per_sample(ops::negative(ops::reduce_sum(ops::multiply(y_true, ops::log(p)), {-1})));
+  return ops::negative(ops::reduce_sum(ops::multiply(y_true, ops::log(p)), {-1}));
 }
 
 SymbolicTensor sparse_categorical_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
@@ -139,7 +139,7 @@ SymbolicTensor sparse_categorical_crossentropy(const std::string& loss, const Lo
   if (y_true.dtype() != DType::int32 && y_true.dtype() != DType::int64) y_true = ops::cast(y_true, DType::int32);
   SymbolicTensor logits = logits_of(y_pred, "softmax");
   if (!logits.defined()) logits = o.from_logits ? y_pred : ops::log(clip(y_pred, kEpsilon, 1.0 - kEpsilon));
-  return per_sample(over_rows(logits, y_true, ops::sparse_softmax_cross_entropy));
+  return over_rows(logits, y_true, ops::sparse_softmax_cross_entropy);
 }
 
 SymbolicTensor binary_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
@@ -169,7 +169,7 @@ SymbolicTensor binary_crossentropy(const std::string& loss, const LossOptions& o
     bce = ops::negative(
         ops::add(ops::multiply(z, ops::log(p)), ops::multiply(ops::subtract(one, z), ops::log(ops::subtract(one, p)))));
   }
-  return per_sample(bce);
+  return bce;
 }
 
 // Elementwise losses: ranks matched as Keras, (batch,) treated as (batch, 1); f gives the mean over
@@ -182,7 +182,7 @@ SymbolicTensor elementwise(const std::string& loss, SymbolicTensor y_true, Symbo
     y_true = expand_last(y_true);
     y_pred = expand_last(y_pred);
   }
-  return per_sample(f(as_dtype(y_true, y_pred.dtype()), y_pred));
+  return f(as_dtype(y_true, y_pred.dtype()), y_pred);
 }
 
 SymbolicTensor mean_squared_error(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
@@ -290,7 +290,8 @@ Loss::Loss(Function function, std::string name) : name_(std::move(name)), functi
   if (!function_) raise<ValueError>("Loss \"{}\": the function is empty", name_);
 }
 
-SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const {
+SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                                const SymbolicTensor& mask) const {
   if (!y_true.defined() || !y_pred.defined()) raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
   if (!is_floating(y_pred.dtype()))
     raise<DTypeError>("{}: y_pred must be float, got {} of shape {}", name_, dtype_name(y_pred.dtype()),
@@ -300,6 +301,13 @@ SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTens
   if (values.rank() == 0) {
     const SymbolicTensor ones = ops::ones_like(per_sample(y_pred));  // (batch,)
     return ops::multiply(ones.dtype() == values.dtype() ? ones : ops::cast(ones, values.dtype()), values);
+  }
+  if (mask.defined() && mask.rank() == values.rank()) {
+    // values · mask · (steps / unmasked steps): their mean over everything is the unmasked steps' mean.
+    const SymbolicTensor m = mask.dtype() == values.dtype() ? mask : ops::cast(mask, values.dtype());
+    const SymbolicTensor count = ops::reduce_sum(ops::ones_like(m));
+    const SymbolicTensor kept = ops::maximum(ops::reduce_sum(m), ops::ones_like(count));
+    values = ops::multiply(values, ops::multiply(m, ops::divide(count, kept)));
   }
   return per_sample(values);
 }

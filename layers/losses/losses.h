@@ -34,8 +34,11 @@ class Loss {
   const std::string& name() const { return name_; }  // canonical snake_case name
   const LossOptions& options() const { return options_; }
   // y_true: (batch, ...) of any numeric dtype (integer class ids for the sparse loss);
-  // y_pred: (batch, ...) float. Checks shapes and names the loss in the error.
-  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const;
+  // y_pred: (batch, ...) float. Checks shapes and names the loss in the error. mask: y_pred's Keras
+  // mask (batch, time), or undefined: the masked steps' losses are left out, and the others weighted
+  // so that the mean over the batch is their mean, as Keras's losses honour masks.
+  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                            const SymbolicTensor& mask = {}) const;
 
  private:
   std::string name_;

@@ -61,4 +61,12 @@ SymbolicTensor Merge::fold(const std::vector<SymbolicTensor>& inputs, BinaryOp o
   return y;
 }
 
+std::vector<SymbolicTensor> Merge::compute_mask(const std::vector<SymbolicTensor>&,
+                                                const std::vector<SymbolicTensor>& masks) const {
+  SymbolicTensor all;
+  for (const auto& m : masks)
+    if (m.defined()) all = all.defined() ? ops::multiply(all, m) : m;
+  return {all};
+}
+
 }  // namespace tower::layers

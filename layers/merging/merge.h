@@ -20,6 +20,9 @@ class Merge : public Layer {
   void build(const std::vector<Shape>& input_shapes) override { check_shapes(input_shapes); }
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::string class_name() const override { return class_name_; }
+  // The inputs' masks combined: a step counts where every input that has a mask keeps it (Keras).
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
 
  protected:
   // class_name: Keras's ("Add"); the default name is its snake case.

@@ -16,7 +16,8 @@ class GlobalAveragePooling1D : public GlobalPooling1D {
   static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
-  SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims) const override;
+  // With a mask: the mean over the unmasked steps (Keras).
+  SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims, const SymbolicTensor& mask) const override;
 };
 
 }  // namespace tower::layers

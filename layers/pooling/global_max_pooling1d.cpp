@@ -6,7 +6,8 @@
 
 namespace tower::layers {
 
-SymbolicTensor GlobalMaxPooling1D::reduce(const SymbolicTensor& x, bool keepdims) const {
+// Keras's GlobalMaxPooling1D takes no mask: the masked steps count too.
+SymbolicTensor GlobalMaxPooling1D::reduce(const SymbolicTensor& x, bool keepdims, const SymbolicTensor&) const {
   return ops::reduce_max(x, {1}, keepdims);
 }
 

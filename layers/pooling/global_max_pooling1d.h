@@ -16,7 +16,7 @@ class GlobalMaxPooling1D : public GlobalPooling1D {
   static LayerPtr from_config(const nlohmann::json& config);
 
  protected:
-  SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims) const override;
+  SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims, const SymbolicTensor& mask) const override;
 };
 
 }  // namespace tower::layers

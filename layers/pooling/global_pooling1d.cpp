@@ -13,10 +13,10 @@ void GlobalPooling1D::build(const std::vector<Shape>& input_shapes) {
   expect_input_rank(*this, input_shapes.at(0), 3, "(batch, steps, channels)");
 }
 
-std::vector<SymbolicTensor> GlobalPooling1D::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
+std::vector<SymbolicTensor> GlobalPooling1D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, steps, c)
   expect_input_rank(*this, x.shape(), 3, "(batch, steps, channels)");
-  return {reduce(x, keepdims_)};
+  return {reduce(x, keepdims_, input_mask(ctx, 0))};
 }
 
 nlohmann::json GlobalPooling1D::get_config() const {

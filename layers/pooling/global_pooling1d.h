@@ -26,8 +26,9 @@ class GlobalPooling1D : public Layer {
  protected:
   // class_name: Keras's ("GlobalMaxPooling1D"); the default name is its snake case.
   GlobalPooling1D(std::string class_name, const GlobalPooling1DOptions& options);
-  // The reduction of x (batch, steps, c) over axis 1.
-  virtual SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims) const = 0;
+  // The reduction of x (batch, steps, c) over axis 1; mask (batch, steps) or undefined: the Keras mask
+  // of x (a reduction that honours it leaves the masked steps out).
+  virtual SymbolicTensor reduce(const SymbolicTensor& x, bool keepdims, const SymbolicTensor& mask) const = 0;
 
  private:
   std::string class_name_;

@@ -25,6 +25,7 @@ class Dropout : public Layer {
 
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Dropout>(*this); }
+  bool supports_masking() const override { return true; }  // the mask passes on
   // Keras's get_config() (tf.keras 2's spelling) and the layer a config of any Keras version describes.
   nlohmann::json get_config() const override;
   static LayerPtr from_config(const nlohmann::json& config);

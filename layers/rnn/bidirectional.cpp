@@ -28,6 +28,8 @@ LayerPtr copy_of(const Recurrent& source, const std::string& name, bool go_backw
   nlohmann::json config = source.get_config();
   config["name"] = name;
   config["go_backwards"] = go_backwards;
+  // Keras: with return_sequences, the copies' masked steps output zeros (so both directions agree).
+  config["zero_output_for_mask"] = config.value("return_sequences", false);
   return layer_from_config({{"class_name", source.class_name()}, {"config", config}});
 }
 
@@ -37,8 +39,8 @@ std::string without_prefix(const std::string& name, const std::string& prefix) {
 }
 
 // A wrapped layer's config as layer_from_config reads it. Keras forces zero_output_for_mask to
-// return_sequences on both copies and Keras 3 writes it; it only matters with masks, which tower does
-// not have, so it is dropped rather than refused by the recurrent layer.
+// return_sequences on both copies and Keras 3 writes it; the copies get it from copy_of, so the
+// wrapped layer's own stays what the user gave.
 nlohmann::json inner_config(const nlohmann::json& layer) {
   nlohmann::json out = layer;
   if (out.is_object() && out.contains("config") && out["config"].is_object()) out["config"].erase("zero_output_for_mask");
@@ -46,13 +48,8 @@ nlohmann::json inner_config(const nlohmann::json& layer) {
 }
 
 // y (batch, time, units) -> y[:, ::-1]: the time axis gathered backwards.
-SymbolicTensor reverse_time(CallContext& ctx, const SymbolicTensor& y) {
-  const std::int64_t time = y.shape().dim(1);
-  std::vector<std::int32_t> index(static_cast<std::size_t>(time));
-  for (std::int64_t t = 0; t < time; ++t) index[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(time - 1 - t);
-  const SymbolicTensor steps = ops::transpose(y, {1, 0, 2});  // (time, batch, units)
-  const SymbolicTensor reversed = ops::gather(steps, ctx.graph.constant(Tensor::from_vector<std::int32_t>(Shape{time}, index)));
-  return ops::transpose(reversed, {1, 0, 2});  // (batch, time, units)
+SymbolicTensor reverse_time(const SymbolicTensor& y) {
+  return ops::transpose(reverse_first_axis(ops::transpose(y, {1, 0, 2})), {1, 0, 2});  // via (time, batch, units)
 }
 
 }  // namespace
@@ -108,7 +105,7 @@ std::vector<SymbolicTensor> Bidirectional::call(CallContext& ctx, const std::vec
 
   SymbolicTensor y = forward[0];       // (batch, units) or (batch, time, units)
   SymbolicTensor y_rev = backward[0];  // likewise, its steps last first with return_sequences
-  if (options.return_sequences) y_rev = reverse_time(ctx, y_rev);
+  if (options.return_sequences) y_rev = reverse_time(y_rev);
   std::vector<SymbolicTensor> outputs;
   if (!merge_mode_) {
     outputs = {y, y_rev};
@@ -127,6 +124,14 @@ std::vector<SymbolicTensor> Bidirectional::call(CallContext& ctx, const std::vec
     outputs.insert(outputs.end(), backward.begin() + 1, backward.end());
   }
   return outputs;
+}
+
+std::vector<SymbolicTensor> Bidirectional::compute_mask(const std::vector<SymbolicTensor>&,
+                                                        const std::vector<SymbolicTensor>& masks) const {
+  const RecurrentOptions& options = static_cast<const Recurrent&>(*forward_).options();
+  const SymbolicTensor mask = masks.empty() || !options.return_sequences ? SymbolicTensor() : masks[0];
+  std::vector<SymbolicTensor> out(merge_mode_ ? 1 : 2, mask);  // the states that follow get none
+  return out;
 }
 
 nlohmann::json Bidirectional::get_config() const {

@@ -36,6 +36,9 @@ class Bidirectional : public Wrapper {
 
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
+  // With return_sequences the output sequence(s) keep the input's mask (Keras).
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Bidirectional>(*this); }
   // tf.keras 2's: {"name", "trainable", "dtype", "layer": {...}, "merge_mode": "concat" or null}, and
   // "backward_layer": {...} when one was given; from_config rebuilds both through the registry.

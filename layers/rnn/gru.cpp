@@ -20,12 +20,12 @@ SymbolicTensor GRU::input_bias(CallContext& ctx) {
 }
 
 std::vector<SymbolicTensor> GRU::run(CallContext& ctx, const SymbolicTensor& x_proj,
-                                     const std::vector<SymbolicTensor>& initial_states) {
+                                     const std::vector<SymbolicTensor>& initial_states, const SymbolicTensor& mask) {
   // The fused op adds a recurrent bias inside the cell: the second bias row, else zeros.
   const SymbolicTensor recurrent_bias = options_.use_bias && *options_.reset_after
                                             ? bias_row(ctx, 1)
                                             : ctx.graph.constant(Tensor::zeros(Shape{3 * units_}, x_proj.dtype()));
-  auto r = ops::gru(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), recurrent_bias, initial_states[0], {},
+  auto r = ops::gru(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), recurrent_bias, initial_states[0], mask,
                     op_args());
   return {r[0], r[2]};  // states, final h
 }

@@ -11,9 +11,9 @@ LSTM::LSTM(std::int64_t units, const LSTMOptions& options)
     : Recurrent("LSTM", units, options, /*gates=*/4, /*states=*/2, true, true, false) {}
 
 std::vector<SymbolicTensor> LSTM::run(CallContext& ctx, const SymbolicTensor& x_proj,
-                                      const std::vector<SymbolicTensor>& initial_states) {
+                                      const std::vector<SymbolicTensor>& initial_states, const SymbolicTensor& mask) {
   auto r = ops::lstm(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), initial_states[0], initial_states[1],
-                     {}, op_args());
+                     mask, op_args());
   return {r[0], r[3], r[4]};  // h states, final h, final c
 }
 

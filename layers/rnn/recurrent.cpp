@@ -131,13 +131,20 @@ SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std
 std::vector<SymbolicTensor> Recurrent::run_unrolled(CallContext& ctx, const SymbolicTensor& x_proj,
                                                     std::vector<SymbolicTensor> states,
                                                     const std::vector<SymbolicTensor>& recurrent_masks,
-                                                    std::int64_t time) {
+                                                    const SymbolicTensor& mask, std::int64_t time) {
   const std::int64_t width = gates_ * units_;
   std::vector<SymbolicTensor> sequence;
   for (std::int64_t s = 0; s < time; ++s) {
     const std::int64_t t = options_.go_backwards ? time - 1 - s : s;
     const SymbolicTensor x_t = ops::reshape(ops::slice(x_proj, {t, 0, 0}, {1, -1, -1}), {-1, width});
-    states = step(ctx, x_t, states, recurrent_masks);
+    std::vector<SymbolicTensor> next = step(ctx, x_t, states, recurrent_masks);
+    if (mask.defined()) {  // a masked row keeps its states: m next + (1 - m) before, m (batch, 1)
+      const SymbolicTensor m = ops::slice(mask, {0, t}, {-1, 1});
+      const SymbolicTensor not_m = ops::subtract(ops::ones_like(m), m);
+      for (std::size_t i = 0; i < next.size(); ++i)
+        next[i] = ops::add(ops::multiply(m, next[i]), ops::multiply(not_m, states[i]));
+    }
+    states = std::move(next);
     sequence.push_back(ops::reshape(states[0], {1, -1, units_}));
   }
   std::vector<SymbolicTensor> out{ops::concat(sequence, 0)};
@@ -163,6 +170,12 @@ std::vector<SymbolicTensor> Recurrent::stateful_initial(CallContext& ctx, const 
   std::vector<SymbolicTensor> initial;
   for (const auto& v : *state_variables_) initial.push_back(ctx.graph.variable(v));
   return initial;
+}
+
+std::vector<SymbolicTensor> Recurrent::compute_mask(const std::vector<SymbolicTensor>&,
+                                                    const std::vector<SymbolicTensor>& masks) const {
+  const SymbolicTensor mask = masks.empty() ? SymbolicTensor() : masks[0];
+  return {options_.return_sequences ? mask : SymbolicTensor()};
 }
 
 void Recurrent::reset_states() {
@@ -198,12 +211,20 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
     initial.assign(static_cast<std::size_t>(states_), zeros);
   }
 
+  SymbolicTensor mask = input_mask(ctx, 0);  // (batch, time) or undefined
+  if (mask.defined() && mask.dtype() != x_proj.dtype()) mask = ops::cast(mask, x_proj.dtype());
   std::vector<SymbolicTensor> ran;  // {states (time, batch, units), final states...}
   if (ctx.training && options_.recurrent_dropout > 0.0) {
     const auto masks = dropout_masks(ctx, ops::ones_like(initial[0]), options_.recurrent_dropout, gates_, gates_);
-    ran = run_unrolled(ctx, x_proj, initial, masks, time);
+    ran = run_unrolled(ctx, x_proj, initial, masks, mask, time);
   } else {
-    ran = run(ctx, x_proj, initial);
+    ran = run(ctx, x_proj, initial, mask);
+  }
+  if (mask.defined() && options_.return_sequences && options_.zero_output_for_mask) {
+    // Zeros where masked, in step order (time reversed when going backwards): (time, batch, 1).
+    SymbolicTensor steps = ops::transpose(mask, {1, 0});
+    if (options_.go_backwards) steps = reverse_first_axis(steps);
+    ran[0] = ops::multiply(ran[0], ops::reshape(steps, {time, -1, 1}));
   }
   if (options_.stateful && ctx.updates)
     for (std::size_t i = 0; i < state_variables_->size(); ++i)
@@ -238,6 +259,7 @@ nlohmann::json Recurrent::get_config() const {
                  {"dropout", options_.dropout},
                  {"recurrent_dropout", options_.recurrent_dropout}});
   if (seed_given_) fields["seed"] = seed_;
+  if (options_.zero_output_for_mask) fields["zero_output_for_mask"] = true;
   if (options_.recurrent_activation) fields["implementation"] = 2;
   if (options_.reset_after) fields["reset_after"] = *options_.reset_after;
   return layer_config(*this, fields);
@@ -246,7 +268,6 @@ nlohmann::json Recurrent::get_config() const {
 RecurrentOptions Recurrent::options_from_config(const ConfigReader& r) {
   r.check_common();
   r.expect("time_major", false, "time-major inputs (transpose to (batch, time, features))");
-  r.expect("zero_output_for_mask", false, "zero_output_for_mask");
   RecurrentOptions options{.activation = r.has("activation") ? r.activation("activation") : "tanh",
                            .use_bias = r.boolean("use_bias", true),
                            .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
@@ -262,6 +283,7 @@ RecurrentOptions Recurrent::options_from_config(const ConfigReader& r) {
                            .dropout = r.number("dropout", 0.0),
                            .recurrent_dropout = r.number("recurrent_dropout", 0.0),
                            .stateful = r.boolean("stateful", false),
+                           .zero_output_for_mask = r.boolean("zero_output_for_mask", false),
                            .name = r.name()};
   if (r.has("seed")) options.seed = static_cast<std::uint64_t>(r.integer("seed"));
   return options;

@@ -41,6 +41,9 @@ struct RecurrentOptions {
   // The final states of a batch are the next batch's initial states (Keras's stateful): needs a fixed
   // batch size (Input's batch_size); reset_states() zeroes them. The states are not weights.
   bool stateful = false;
+  // With a mask and return_sequences: the masked steps' outputs are zeros rather than the last
+  // unmasked step's (Keras's zero_output_for_mask; Bidirectional sets it).
+  bool zero_output_for_mask = false;
   std::string name;
 };
 using SimpleRNNOptions = RecurrentOptions;
@@ -48,7 +51,9 @@ using LSTMOptions = RecurrentOptions;
 using GRUOptions = RecurrentOptions;
 
 // inputs: x (batch, time, features) with a known number of time steps, then optionally the initial
-// states (Keras's initial_state: h, and c for LSTM), each (batch, units); zeros otherwise.
+// states (Keras's initial_state: h, and c for LSTM), each (batch, units); zeros otherwise. With a
+// Keras mask on x (Masking, Embedding(mask_zero)), a masked step leaves the states as they were; the
+// output sequence keeps the mask.
 // -> output (batch, time, units) or (batch, units), then the final states when return_state.
 // Weights (Keras's names and layout): <cell>/kernel (features, gates·units),
 // <cell>/recurrent_kernel (units, gates·units), <cell>/bias (gates·units,) (GRU with reset_after:
@@ -66,6 +71,9 @@ class Recurrent : public Layer {
   // it is built or when not stateful.
   std::vector<VariablePtr> states() const { return *state_variables_; }
   void reset_states() override;
+  // The output sequence keeps x's mask (return_sequences); the final states have none.
+  std::vector<SymbolicTensor> compute_mask(const std::vector<SymbolicTensor>& inputs,
+                                           const std::vector<SymbolicTensor>& masks) const override;
 
  protected:
   // class_name "LSTM"; gates per unit (1, 4, 3); states carried (1, 2 for LSTM). Checks the options
@@ -74,9 +82,11 @@ class Recurrent : public Layer {
             bool has_recurrent_activation, bool has_unit_forget_bias, bool has_reset_after);
 
   // The cell's fused op on x_proj (time, batch, gates·units), time-major, with the initial states
-  // (batch, units) -> {states of every step (time, batch, units), final states...}.
+  // (batch, units) and the mask (batch, time) in x_proj's dtype (undefined: none) -> {states of every
+  // step (time, batch, units), final states...}.
   virtual std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,
-                                          const std::vector<SymbolicTensor>& initial_states) = 0;
+                                          const std::vector<SymbolicTensor>& initial_states,
+                                          const SymbolicTensor& mask) = 0;
   // One step of the cell with ordinary ops (recurrent dropout): x_t (batch, gates·units), the states
   // before it, and h_{t-1}'s dropout mask per gate (batch, units) -> the states after it (h first).
   virtual std::vector<SymbolicTensor> step(CallContext& ctx, const SymbolicTensor& x_t,
@@ -112,7 +122,8 @@ class Recurrent : public Layer {
   // The steps one by one with step().
   std::vector<SymbolicTensor> run_unrolled(CallContext& ctx, const SymbolicTensor& x_proj,
                                            std::vector<SymbolicTensor> states,
-                                           const std::vector<SymbolicTensor>& recurrent_masks, std::int64_t time);
+                                           const std::vector<SymbolicTensor>& recurrent_masks, const SymbolicTensor& mask,
+                                           std::int64_t time);
   // The initial states of a stateful layer: its state variables (made here on first use).
   std::vector<SymbolicTensor> stateful_initial(CallContext& ctx, const SymbolicTensor& x);
 

@@ -9,8 +9,9 @@ SimpleRNN::SimpleRNN(std::int64_t units, const SimpleRNNOptions& options)
     : Recurrent("SimpleRNN", units, options, /*gates=*/1, /*states=*/1, false, false, false) {}
 
 std::vector<SymbolicTensor> SimpleRNN::run(CallContext& ctx, const SymbolicTensor& x_proj,
-                                           const std::vector<SymbolicTensor>& initial_states) {
-  return ops::simple_rnn(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), initial_states[0], {}, op_args());
+                                           const std::vector<SymbolicTensor>& initial_states, const SymbolicTensor& mask) {
+  return ops::simple_rnn(x_proj, read(ctx, weight(weight_name("recurrent_kernel"))), initial_states[0], mask,
+                         op_args());
 }
 
 // h_t = activation(x_t + (h_{t-1} m) · recurrent_kernel).

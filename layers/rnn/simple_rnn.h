@@ -18,7 +18,7 @@ class SimpleRNN : public Recurrent {
 
  protected:
   std::vector<SymbolicTensor> run(CallContext& ctx, const SymbolicTensor& x_proj,
-                                  const std::vector<SymbolicTensor>& initial_states) override;
+                                  const std::vector<SymbolicTensor>& initial_states, const SymbolicTensor& mask) override;
   std::vector<SymbolicTensor> step(CallContext& ctx, const SymbolicTensor& x_t, const std::vector<SymbolicTensor>& states,
                                    const std::vector<SymbolicTensor>& recurrent_masks) override;
 };

@@ -26,6 +26,7 @@ class TimeDistributed : public Wrapper {
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<TimeDistributed>(*this); }
+  bool supports_masking() const override { return true; }  // the mask passes on
   // get_config(): Wrapper's, {"name", "trainable", "dtype", "layer": {"class_name", "config", ...}};
   // from_config rebuilds "layer" through the registry (custom_objects included).
   static LayerPtr from_config(const nlohmann::json& config);

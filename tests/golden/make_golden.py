@@ -121,9 +121,14 @@ def set_golden_weights(model, rng):
 
 
 def weight_items(model):
-    """(name "<layer>/<weight>", variable) for every weight, layer by layer in Keras's order."""
+    """(name "<layer>/<weight>", variable) for every weight, layer by layer in Keras's order; a
+    Bidirectional's as "<layer>/forward_lstm/<weight>" and "<layer>/backward_lstm/<weight>"."""
     items = []
     for layer in model.layers:
+        if isinstance(layer, L.Bidirectional):
+            for sub in (layer.forward_layer, layer.backward_layer):
+                items += [(f"{layer.name}/{sub.name}/{w.name}", w) for w in sub.weights]
+            continue
         for w in layer.weights:
             items.append((f"{layer.name}/{w.name}", w))
     return items
@@ -339,10 +344,52 @@ def case_rnn_states():
                             "[h, c], return_state; Concatenate of the final states; mse")
 
 
+def case_masking():
+    rng = rng_for("masking")
+    model = keras.Sequential([
+        keras.Input((5, 3), name="in"),
+        L.Masking(0.0, name="mask"),
+        L.LSTM(4, return_sequences=True, name="lstm"),
+        L.GRU(3, go_backwards=True, return_sequences=True, name="gru"),
+        L.TimeDistributed(L.Dense(2), name="td"),
+    ], name="masking")
+    x = normal(rng, (BATCH, 5, 3))
+    x[0, 3:] = 0.0  # padding at the end, at the start, in the middle
+    x[1, :2] = 0.0
+    x[2, 2] = 0.0
+    return dict(model=model, rng=rng, x=[x], y=[normal(rng, (BATCH, 5, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: [],
+                train=True, optimizers=["sgd", "adam"],
+                description="Masking: LSTM and GRU (go_backwards) skip the masked steps, TimeDistributed keeps the "
+                            "mask, mse over the unmasked steps only")
+
+
+def case_mask_zero():
+    rng = rng_for("mask_zero")
+    model = keras.Sequential([
+        keras.Input((6,), dtype="int32", name="in"),
+        L.Embedding(10, 4, mask_zero=True, name="emb"),
+        L.Bidirectional(L.LSTM(3, return_sequences=True), name="bi"),
+        L.GlobalAveragePooling1D(name="gap"),
+        L.Dense(2, name="out"),
+    ], name="mask_zero")
+    x = rng.integers(1, 10, (BATCH, 6)).astype(np.int32)
+    x[0, 4:] = 0
+    x[1, :3] = 0
+    x[3, 1] = 0
+    return dict(model=model, rng=rng, x=[x], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                # Optimizers linear in the gradient only: see case_embedding (Keras 3's sparse Adam).
+                train=True, optimizers=["sgd", "sgd_momentum"],
+                description="Embedding(mask_zero), Bidirectional(LSTM) return_sequences (masked steps output zeros), "
+                            "GlobalAveragePooling1D's mean over the unmasked steps")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
     "dropout": case_dropout, "lstm": case_lstm, "gru": case_gru, "rnn_states": case_rnn_states,
+    "masking": case_masking, "mask_zero": case_mask_zero,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

@@ -113,12 +113,15 @@ class Golden {
   io::hdf5::File file_;
 };
 
-// "d1/kernel:0" -> "d1/kernel", "lstm1/lstm_cell/kernel:0" -> "lstm1/kernel": the names the golden
-// files use (a layer's name, then its weight's).
+// "d1/kernel:0" -> "d1/kernel", "lstm1/lstm_cell/kernel:0" -> "lstm1/kernel",
+// "bi/forward_lstm/lstm_cell/kernel:0" -> "bi/forward_lstm/kernel": the names the golden files use.
 std::string golden_name(const VariablePtr& v) {
   std::string n = v->name();
   if (n.size() > 2 && n.compare(n.size() - 2, 2, ":0") == 0) n.resize(n.size() - 2);
-  if (auto cell = n.find("_cell/"); cell != std::string::npos) n.erase(n.find('/') + 1, cell + 6 - n.find('/') - 1);
+  if (auto cell = n.find("_cell/"); cell != std::string::npos) {  // "<x>_cell/" out
+    const auto start = n.rfind('/', cell) + 1;
+    n.erase(start, cell + 6 - start);
+  }
   return n;
 }
 
@@ -332,6 +335,30 @@ ModelPtr rnn_states() {
   return std::make_shared<Model>(std::vector<KerasTensor>{seq_in, ctx_in}, std::vector<KerasTensor>{out}, "rnn_states");
 }
 
+ModelPtr masking() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({5, 3}, {.name = "in"}),
+          L::Masking(0.0, {.name = "mask"}),
+          L::LSTM(4, {.return_sequences = true, .name = "lstm"}),
+          L::GRU(3, {.return_sequences = true, .go_backwards = true, .name = "gru"}),
+          L::TimeDistributed(L::Dense(2), {.name = "td"}),
+      },
+      "masking");
+}
+
+ModelPtr mask_zero() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6}, {.dtype = DType::int32, .name = "in"}),
+          L::Embedding(10, 4, {.mask_zero = true, .name = "emb"}),
+          L::Bidirectional(L::LSTM(3, {.return_sequences = true}), {.name = "bi"}),
+          L::GlobalAveragePooling1D({.name = "gap"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "mask_zero");
+}
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"mlp", mlp, losses::CategoricalCrossentropy(),
@@ -352,6 +379,8 @@ const std::vector<Case>& cases() {
       {"lstm", lstm, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"gru", gru, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"rnn_states", rnn_states, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"masking", masking, losses::MeanSquaredError(), [] { return std::vector<Metric>{}; }},
+      {"mask_zero", mask_zero, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -433,7 +462,8 @@ TrainingPass training_pass(Model& model, const Loss& loss, const Data& d) {
   auto outputs = model.call(ctx, xs);
   auto y = graph.placeholder(d.y[0].shape(), d.y[0].dtype());
   feeds.emplace_back(y, d.y[0]);
-  auto total = ops::reduce_mean(loss(y, outputs[0]));
+  auto masks = model.compute_mask(xs, {});  // the output's Keras mask, which the loss honours
+  auto total = ops::reduce_mean(loss(y, outputs[0], masks.empty() ? SymbolicTensor() : masks[0]));
   for (const auto& reg : model.regularization_losses(graph)) total = ops::add(total, reg);
   for (const auto& extra : layer_losses) total = ops::add(total, extra);
   std::vector<SymbolicTensor> fetches{outputs[0], total};
@@ -573,6 +603,12 @@ TEST_CASE("golden: regression (Reshape, Dense on rank 3, Flatten; mae)") { check
 TEST_CASE("golden: dropout (inference only)") { check_case(find_case("dropout")); }
 TEST_CASE("golden: lstm (return_sequences, go_backwards, hard_sigmoid gates)") { check_case(find_case("lstm")); }
 TEST_CASE("golden: gru (reset_after both ways, go_backwards, no bias)") { check_case(find_case("gru")); }
+TEST_CASE("golden: masking (Masking, LSTM and GRU skip masked steps, the loss leaves them out)") {
+  check_case(find_case("masking"));
+}
+TEST_CASE("golden: mask_zero (Embedding mask_zero, Bidirectional, GlobalAveragePooling1D's masked mean)") {
+  check_case(find_case("mask_zero"));
+}
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));
 }

@@ -62,7 +62,9 @@ std::vector<Sample> samples() {
       {{5}});
   add(Dropout(0.3, {.seed = 42, .name = "drop"}), {{5}});
   add(ELU(0.7, "elu"), {{5}});
-  add(Embedding(11, 3, {.embeddings_initializer = Initializer::random_uniform(-0.1, 0.2), .name = "embed"}), {{4}});
+  add(Embedding(11, 3, {.embeddings_initializer = Initializer::random_uniform(-0.1, 0.2), .mask_zero = true,
+                         .name = "embed"}),
+      {{4}});
   add(Flatten({.name = "flat"}), {{2, 3, 4}});
   add(GlobalAveragePooling1D({.keepdims = true, .name = "gap1d"}), {{4, 3}});
   add(GlobalAveragePooling2D({.keepdims = true, .name = "gap"}), {{4, 4, 3}});
@@ -75,6 +77,7 @@ std::vector<Sample> samples() {
                .dropout = 0.1, .recurrent_dropout = 0.2, .seed = 5, .name = "lstm"}),
       {{4, 2}});
   add(LeakyReLU(0.15, "leaky"), {{5}});
+  add(Masking(-1.0, {.name = "masking"}), {{4, 2}});
   add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
@@ -342,12 +345,12 @@ TEST_CASE("layer configs: errors name the class, the layer and the field") {
   });
   CHECK(contains(constraint, "kernel_constraint"));
 
-  auto mask = message_of<ValueError>([] {
+  auto sparse = message_of<ValueError>([] {
     layer_from_config(json::parse(R"({"class_name": "Embedding", "config": {"name": "e_m", "input_dim": 5,
-        "output_dim": 2, "mask_zero": true}})"));
+        "output_dim": 2, "sparse": true}})"));
   });
-  CHECK(contains(mask, "Embedding \"e_m\""));
-  CHECK(contains(mask, "mask_zero"));
+  CHECK(contains(sparse, "Embedding \"e_m\""));
+  CHECK(contains(sparse, "sparse"));
 
   auto dtype = message_of<ValueError>([] {
     layer_from_config(json::parse(R"({"class_name": "Dense", "config": {"name": "d16", "units": 2, "dtype": "mixed_float16"}})"));
