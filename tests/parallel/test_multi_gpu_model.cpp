@@ -106,6 +106,37 @@ TEST_CASE("multi_gpu_model: training on 2 and 3 CPU devices gives one device's w
   }
 }
 
+TEST_CASE("multi_gpu_model: an LSTM and GRU model on 2 and 3 CPU devices, uneven ratios, trains to one device's "
+          "weights") {
+  auto recurrent_model = [](std::uint64_t seed) {
+    set_random_seed(seed);
+    return Sequential({layers::Input({5, 3}), layers::LSTM(6, {.return_sequences = true}), layers::GRU(4),
+                       layers::Dense(3, {.activation = "softmax"})});
+  };
+  Tensor x = random_normal({21, 5, 3}, 0.0, 1.0, 43);
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 21; ++i) labels.push_back(i % 3);
+  const Tensor y = Tensor::from_vector<std::int32_t>({21}, labels);
+  for (const auto& [devices, ratios] : std::vector<std::pair<Devices, std::vector<std::int64_t>>>{
+           {{"cpu:0", "cpu:1"}, {3, 1}}, {{"cpu:0", "cpu:1", "cpu:2"}, {5, 2, 1}}}) {
+    CAPTURE(devices.size());
+    clear_session();
+    auto single = recurrent_model(11);
+    auto inner = recurrent_model(11);
+    Model parallel = parallel::multi_gpu_model(inner, devices, {.ratios = ratios});
+    single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+    parallel.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+    const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};  // last batch: 5
+    const auto h1 = single.fit(x, y, fit);
+    const auto h2 = parallel.fit(x, y, fit);
+    for (std::size_t e = 0; e < 2; ++e)
+      CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
+    const auto w1 = single.get_weights(), w2 = inner.get_weights();
+    REQUIRE(w1.size() == w2.size());
+    for (std::size_t i = 0; i < w1.size(); ++i) check_close(w2[i], w1[i], 1e-5, 1e-6);
+  }
+}
+
 TEST_CASE("multi_gpu_model: files through the wrapper are the inner model's; a wrapper of a wrapper unwraps") {
   clear_session();
   testing::TempDir dir("parallel");
