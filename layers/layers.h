@@ -2,6 +2,8 @@
 #pragma once
 
 #include "tower/layers/activations/activation.h"
+#include "tower/layers/attention/additive_attention.h"
+#include "tower/layers/attention/attention.h"
 #include "tower/layers/merging/add.h"
 #include "tower/layers/merging/average.h"
 #include "tower/layers/pooling/average_pooling1d.h"
@@ -13,6 +15,7 @@
 #include "tower/layers/convolutional/conv1d.h"
 #include "tower/layers/convolutional/conv2d.h"
 #include "tower/layers/reshaping/cropping1d.h"
+#include "tower/layers/merging/dot.h"
 #include "tower/layers/core/dense.h"
 #include "tower/layers/regularization/dropout.h"
 #include "tower/layers/activations/elu.h"
@@ -25,6 +28,7 @@
 #include "tower/layers/rnn/gru.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/core/lambda.h"
+#include "tower/layers/normalization/layer_normalization.h"
 #include "tower/layers/core/masking.h"
 #include "tower/layers/activations/leaky_re_lu.h"
 #include "tower/layers/losses/losses.h"
@@ -34,6 +38,7 @@
 #include "tower/layers/merging/maximum.h"
 #include "tower/layers/metrics/metrics.h"
 #include "tower/layers/engine/model.h"
+#include "tower/layers/attention/multi_head_attention.h"
 #include "tower/layers/merging/multiply.h"
 #include "tower/layers/reshaping/permute.h"
 #include "tower/layers/activations/re_lu.h"

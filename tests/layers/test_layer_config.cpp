@@ -35,7 +35,9 @@ std::vector<Sample> samples() {
   auto add = [&](const Layer& layer, std::vector<Shape> inputs) { out.push_back({layer.share(), std::move(inputs)}); };
   add(Activation("tanh", {.name = "act"}), {{5}});
   add(Add({.name = "add"}), {{4}, {4}});
+  add(AdditiveAttention({.use_scale = false, .dropout = 0.1, .seed = 3, .name = "add_att"}), {{3, 4}, {5, 4}});
   add(Average({.name = "avg"}), {{4}, {4}, {4}});
+  add(Attention({.use_scale = true, .score_mode = "concat", .dropout = 0.2, .name = "att"}), {{3, 4}, {5, 2}, {5, 4}});
   add(AveragePooling1D(3, {.strides = 1, .padding = "same", .name = "avg_pool1d"}), {{6, 2}});
   add(AveragePooling2D({3, 2}, {.strides = {1, 2}, .padding = "same", .name = "avg_pool"}), {{6, 6, 2}});
   add(BatchNormalization({.momentum = 0.9, .epsilon = 1e-4, .center = false,
@@ -60,6 +62,7 @@ std::vector<Sample> samples() {
                 .bias_initializer = Initializer::constant(0.25), .kernel_regularizer = regularizers::l2(0.01),
                 .bias_regularizer = regularizers::l1(0.003), .name = "dense"}),
       {{5}});
+  add(Dot({1, 2}, {.normalize = true, .name = "dot"}), {{3, 5}, {4, 3}});
   add(Dropout(0.3, {.seed = 42, .name = "drop"}), {{5}});
   add(ELU(0.7, "elu"), {{5}});
   add(Embedding(11, 3, {.embeddings_initializer = Initializer::random_uniform(-0.1, 0.2), .mask_zero = true,
@@ -76,11 +79,18 @@ std::vector<Sample> samples() {
   add(LSTM(3, {.use_bias = false, .unit_forget_bias = false, .return_sequences = true, .return_state = true,
                .dropout = 0.1, .recurrent_dropout = 0.2, .seed = 5, .name = "lstm"}),
       {{4, 2}});
+  add(LayerNormalization({.axis = {1, 2}, .epsilon = 1e-2, .center = false,
+                          .gamma_regularizer = regularizers::l2(0.1), .name = "ln"}),
+      {{3, 4}});
   add(LeakyReLU(0.15, "leaky"), {{5}});
   add(Masking(-1.0, {.name = "masking"}), {{4, 2}});
   add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
+  add(MultiHeadAttention(2, 3, {.value_dim = 4, .dropout = 0.1, .use_bias = false, .output_shape = {5},
+                                .kernel_initializer = "he_normal", .kernel_regularizer = regularizers::l2(0.01),
+                                .name = "mha"}),
+      {{3, 4}, {5, 6}});
   add(Multiply({.name = "mul"}), {{4}, {4}});
   add(Permute({3, 1, 2}, {.name = "permute"}), {{2, 3, 4}});
   add(ReLU({.max_value = 6.0, .negative_slope = 0.1, .threshold = 0.5, .name = "relu"}), {{5}});
