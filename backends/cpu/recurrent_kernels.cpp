@@ -26,8 +26,6 @@ struct Steps {
 
   std::int64_t t(std::int64_t s) const { return backwards ? time - 1 - s : s; }
   bool kept(std::int64_t b, std::int64_t s) const { return mask == nullptr || mask[b * time + t(s)] != T(0); }
-  T act(T x) const { return gate_activate(activation, x); }
-  T rec(T x) const { return gate_activate(recurrent_activation, x); }
   T act_grad(T y) const { return gate_derivative(activation, y); }
   T rec_grad(T y) const { return gate_derivative(recurrent_activation, y); }
 };
@@ -119,9 +117,10 @@ void simple_rnn_kernel(KernelContext& ctx) {
         T* h = at_step(hs, s, b0, q.batch, U);
         std::copy_n(at_step(px, q.t(s), b0, q.batch, U), nb * U, h);
         gemm(false, false, as_int(nb), as_int(U), as_int(U), hp, as_int(U), kernel, as_int(U), h, as_int(U), T(1));
-        for (std::int64_t r = 0; r < nb; ++r)
-          for (std::int64_t j = 0; j < U; ++j)
-            h[r * U + j] = q.kept(b0 + r, s) ? q.act(h[r * U + j]) : hp[r * U + j];
+        for (std::int64_t r = 0; r < nb; ++r) {
+          if (q.kept(b0 + r, s)) gate_activate_all(q.activation, h + r * U, U);
+          else std::copy_n(hp + r * U, U, h + r * U);
+        }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[1].data<T>());
     });
@@ -185,6 +184,7 @@ void lstm_kernel(KernelContext& ctx) {
     T* gates = ctx.outputs[2].data<T>();
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
+      std::vector<T> row(static_cast<std::size_t>(U));  // activation(c) of one row
       for (std::int64_t s = 0; s < q.time; ++s) {
         const T* hp = previous(h0, hs, s, b0, q);
         const T* cp = previous(c0, cs, s, b0, q);
@@ -201,13 +201,12 @@ void lstm_kernel(KernelContext& ctx) {
             std::fill_n(gr, G, T(0));
             continue;
           }
-          for (std::int64_t j = 0; j < U; ++j) {
-            const T i = q.rec(gr[j]), f = q.rec(gr[U + j]), gg = q.act(gr[2 * U + j]), o = q.rec(gr[3 * U + j]);
-            gr[j] = i, gr[U + j] = f, gr[2 * U + j] = gg, gr[3 * U + j] = o;
-            const T cell = f * cp[r * U + j] + i * gg;
-            c[r * U + j] = cell;
-            h[r * U + j] = o * q.act(cell);
-          }
+          gate_activate_all(q.recurrent_activation, gr, 2 * U);  // i, f
+          gate_activate_all(q.activation, gr + 2 * U, U);        // g
+          gate_activate_all(q.recurrent_activation, gr + 3 * U, U);  // o
+          for (std::int64_t j = 0; j < U; ++j) row[j] = c[r * U + j] = gr[U + j] * cp[r * U + j] + gr[j] * gr[2 * U + j];
+          gate_activate_all(q.activation, row.data(), U);
+          for (std::int64_t j = 0; j < U; ++j) h[r * U + j] = gr[3 * U + j] * row[j];
         }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[3].data<T>());
@@ -240,6 +239,7 @@ void lstm_grad_kernel(KernelContext& ctx) {
     T* dc0 = ctx.outputs[3].data<T>();
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
+      std::vector<T> row(static_cast<std::size_t>(U));  // activation(c) of one row
       T* dh_carry = dh0 + b0 * U;  // d(h_s) and d(c_s) from the steps after s and the final state
       T* dc_carry = dc0 + b0 * U;
       std::copy_n(dfinal_h + b0 * U, nb * U, dh_carry);
@@ -255,6 +255,8 @@ void lstm_grad_kernel(KernelContext& ctx) {
           const bool kept = q.kept(b0 + r, s);
           const T* gr = g + r * G;
           T* dr = d + r * G;
+          std::copy_n(c + r * U, U, row.data());
+          gate_activate_all(q.activation, row.data(), U);
           for (std::int64_t j = 0; j < U; ++j) {
             const std::int64_t e = r * U + j;
             const T dh = dh_out[e] + dh_carry[e];
@@ -265,7 +267,7 @@ void lstm_grad_kernel(KernelContext& ctx) {
               continue;
             }
             const T i = gr[j], f = gr[U + j], gg = gr[2 * U + j], o = gr[3 * U + j];
-            const T tc = q.act(c[e]);
+            const T tc = row[j];
             dc += dh * o * q.act_grad(tc);
             dr[j] = dc * gg * q.rec_grad(i);
             dr[U + j] = dc * cp[e] * q.rec_grad(f);
@@ -314,12 +316,11 @@ void gru_kernel(KernelContext& ctx) {
           T* gr = g + r * G;
           const T* xr = xs + r * X;
           const T* qr = rec + r * X;
-          for (std::int64_t j = 0; j < U; ++j) {
-            gr[j] = q.rec(xr[j] + qr[j] + bias[j]);                  // z
-            gr[U + j] = q.rec(xr[U + j] + qr[U + j] + bias[U + j]);  // r
-            // reset_after: q_h = (h_{s-1} · kernel)_h + bias_h; otherwise r h_{s-1}, multiplied below.
+          for (std::int64_t j = 0; j < 2 * U; ++j) gr[j] = xr[j] + qr[j] + bias[j];
+          gate_activate_all(q.recurrent_activation, gr, 2 * U);  // z, r
+          // reset_after: q_h = (h_{s-1} · kernel)_h + bias_h; otherwise r h_{s-1}, multiplied below.
+          for (std::int64_t j = 0; j < U; ++j)
             gr[3 * U + j] = reset_after ? qr[2 * U + j] + bias[2 * U + j] : gr[U + j] * hp[r * U + j];
-          }
         }
         if (!reset_after)  // rec[:, 2U:] = (r h_{s-1}) · kernel[:, 2U:]
           gemm(false, false, as_int(nb), as_int(U), as_int(U), g + 3 * U, as_int(G), kernel + 2 * U, as_int(X),
@@ -333,13 +334,11 @@ void gru_kernel(KernelContext& ctx) {
             std::fill_n(gr, G, T(0));
             continue;
           }
-          for (std::int64_t j = 0; j < U; ++j) {
-            const T z = gr[j];
-            const T n = reset_after ? q.act(xr[2 * U + j] + gr[U + j] * gr[3 * U + j])
-                                    : q.act(xr[2 * U + j] + qr[2 * U + j] + bias[2 * U + j]);
-            gr[2 * U + j] = n;
-            h[r * U + j] = z * hp[r * U + j] + (T(1) - z) * n;
-          }
+          for (std::int64_t j = 0; j < U; ++j)  // n's input
+            gr[2 * U + j] = reset_after ? xr[2 * U + j] + gr[U + j] * gr[3 * U + j]
+                                        : xr[2 * U + j] + qr[2 * U + j] + bias[2 * U + j];
+          gate_activate_all(q.activation, gr + 2 * U, U);
+          for (std::int64_t j = 0; j < U; ++j) h[r * U + j] = gr[j] * hp[r * U + j] + (T(1) - gr[j]) * gr[2 * U + j];
         }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[2].data<T>());

@@ -3,6 +3,8 @@
 // and other activations; gradients by finite differences; bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "tower/core/autodiff.h"
 #include "tower/core/error.h"
+#include "tower/core/gate_activation.h"
 #include "tower/core/graph.h"
 #include "tower/core/ops.h"
 #include "tower/layers/activations/activations.h"
@@ -266,4 +269,21 @@ TEST_CASE("recurrent ops: an empty sequence returns the initial state, and no gr
     check_close(got[0], Tensor::zeros({2, 8}, DType::float64), 0, 0);
     check_close(got[1], Tensor::full({2, 2}, 1.0, DType::float64), 0, 0);
   }
+}
+
+TEST_CASE("recurrent ops: the CPU's branch-free float exp and tanh are within a few ulp of libm's") {
+  double worst_exp = 0, worst_tanh = 0;
+  for (int k = -200000; k <= 200000; ++k) {
+    const float x = static_cast<float>(k) * 4.35e-4f;  // -87 .. 87 (below, exp clamps at 2^-126)
+    const double e = std::exp(static_cast<double>(x));
+    worst_exp = std::max(worst_exp, std::abs(gate_math::exp(x) - e) / e);
+    const float t = x / 8.0f;  // -11 .. 11, both branches of tanh and the switch at 0.625
+    const double th = std::tanh(static_cast<double>(t));
+    if (th != 0.0) worst_tanh = std::max(worst_tanh, std::abs(gate_math::tanh(t) - th) / std::abs(th));
+  }
+  CHECK(worst_exp < 3e-7);
+  CHECK(worst_tanh < 3e-7);
+  CHECK(gate_math::exp(-1000.0f) >= 0.0f);
+  CHECK(gate_math::tanh(-50.0f) == -1.0f);
+  CHECK(gate_math::tanh(0.0f) == 0.0f);
 }
