@@ -25,6 +25,7 @@
 #include "tower/layers/pooling/global_average_pooling2d.h"
 #include "tower/layers/pooling/global_max_pooling1d.h"
 #include "tower/layers/pooling/global_max_pooling2d.h"
+#include "tower/layers/rnn/conv_lstm2d.h"
 #include "tower/layers/rnn/gru.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/core/lambda.h"

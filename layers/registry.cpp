@@ -30,6 +30,7 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Concatenate", &Concatenate::from_config},
       {"Conv1D", &Conv1D::from_config},
       {"Conv2D", &Conv2D::from_config},
+      {"ConvLSTM2D", &ConvLSTM2D::from_config},
       {"CuDNNGRU", &GRU::from_cudnn_config},
       {"CuDNNLSTM", &LSTM::from_cudnn_config},
       {"Cropping1D", &Cropping1D::from_config},

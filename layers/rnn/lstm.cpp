@@ -31,15 +31,9 @@ std::vector<SymbolicTensor> LSTM::step(CallContext& ctx, const SymbolicTensor& x
   return {ops::multiply(o, activate(c)), c};
 }
 
-// Keras: with unit_forget_bias, bias_initializer for i, ones for f, bias_initializer for c and o.
 Tensor LSTM::initial_bias() const {
-  if (!*options_.unit_forget_bias) return Recurrent::initial_bias();
-  const Tensor i = options_.bias_initializer(Shape{units_});
-  const Tensor co = options_.bias_initializer(Shape{2 * units_});
-  std::vector<float> value(static_cast<std::size_t>(4 * units_), 1.0f);
-  std::copy_n(i.data<float>(), units_, value.begin());
-  std::copy_n(co.data<float>(), 2 * units_, value.begin() + 2 * units_);
-  return Tensor::from_vector<float>(Shape{4 * units_}, value);
+  return *options_.unit_forget_bias ? lstm_bias_with_unit_forget(options_.bias_initializer, units_)
+                                    : Recurrent::initial_bias();
 }
 
 LayerPtr LSTM::from_config(const nlohmann::json& config) {

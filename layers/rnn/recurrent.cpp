@@ -60,6 +60,15 @@ void Recurrent::build(const std::vector<Shape>& input_shapes) {
   }
 }
 
+Tensor lstm_bias_with_unit_forget(const Initializer& bias_initializer, std::int64_t units) {
+  const auto i = bias_initializer(Shape{units}).to_vector<float>();
+  const auto co = bias_initializer(Shape{2 * units}).to_vector<float>();
+  std::vector<float> value(static_cast<std::size_t>(4 * units), 1.0f);
+  std::copy(i.begin(), i.end(), value.begin());
+  std::copy(co.begin(), co.end(), value.begin() + 2 * units);
+  return Tensor::from_vector<float>(Shape{4 * units}, value);
+}
+
 Shape Recurrent::bias_shape() const { return Shape{gates_ * units_}; }
 
 Tensor Recurrent::initial_bias() const { return options_.bias_initializer(bias_shape()); }

@@ -50,6 +50,10 @@ using SimpleRNNOptions = RecurrentOptions;
 using LSTMOptions = RecurrentOptions;
 using GRUOptions = RecurrentOptions;
 
+// An LSTM's initial bias (4·units,) with unit_forget_bias, as Keras makes it: `bias_initializer` for
+// the i gate, ones for f, `bias_initializer` for c and o (LSTM, ConvLSTM2D).
+Tensor lstm_bias_with_unit_forget(const Initializer& bias_initializer, std::int64_t units);
+
 // inputs: x (batch, time, features) with a known number of time steps, then optionally the initial
 // states (Keras's initial_state: h, and c for LSTM), each (batch, units); zeros otherwise. With a
 // Keras mask on x (Masking, Embedding(mask_zero)), a masked step leaves the states as they were; the

@@ -385,11 +385,28 @@ def case_mask_zero():
                             "GlobalAveragePooling1D's mean over the unmasked steps")
 
 
+def case_conv_lstm():
+    rng = rng_for("conv_lstm")
+    model = keras.Sequential([
+        keras.Input((3, 5, 5, 2), name="in"),
+        L.ConvLSTM2D(3, (3, 3), padding="same", return_sequences=True, recurrent_activation="hard_sigmoid",
+                     name="clstm1"),
+        L.ConvLSTM2D(2, (2, 2), strides=(2, 2), go_backwards=True, name="clstm2"),
+        L.Flatten(name="flat"),
+        L.Dense(2, name="out"),
+    ], name="conv_lstm")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 3, 5, 5, 2))], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="ConvLSTM2D padding same return_sequences with Keras 3's hard_sigmoid, ConvLSTM2D "
+                            "strides 2 go_backwards (sigmoid), Flatten, Dense; mse")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
     "dropout": case_dropout, "lstm": case_lstm, "gru": case_gru, "rnn_states": case_rnn_states,
-    "masking": case_masking, "mask_zero": case_mask_zero,
+    "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

@@ -359,6 +359,21 @@ ModelPtr mask_zero() {
       "mask_zero");
 }
 
+ModelPtr conv_lstm() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({3, 5, 5, 2}, {.name = "in"}),
+          L::ConvLSTM2D(3, {3, 3},
+                        {.padding = "same", .recurrent_activation = "hard_sigmoid_keras3", .return_sequences = true,
+                         .name = "clstm1"}),
+          L::ConvLSTM2D(2, {2, 2},
+                        {.strides = {2, 2}, .recurrent_activation = "sigmoid", .go_backwards = true, .name = "clstm2"}),
+          L::Flatten({.name = "flat"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "conv_lstm");
+}
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"mlp", mlp, losses::CategoricalCrossentropy(),
@@ -381,6 +396,7 @@ const std::vector<Case>& cases() {
       {"rnn_states", rnn_states, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"masking", masking, losses::MeanSquaredError(), [] { return std::vector<Metric>{}; }},
       {"mask_zero", mask_zero, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"conv_lstm", conv_lstm, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -608,6 +624,9 @@ TEST_CASE("golden: masking (Masking, LSTM and GRU skip masked steps, the loss le
 }
 TEST_CASE("golden: mask_zero (Embedding mask_zero, Bidirectional, GlobalAveragePooling1D's masked mean)") {
   check_case(find_case("mask_zero"));
+}
+TEST_CASE("golden: conv_lstm (ConvLSTM2D same/strides, return_sequences, go_backwards, both hard sigmoids)") {
+  check_case(find_case("conv_lstm"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));

@@ -74,6 +74,7 @@ std::vector<Sample> samples() {
   add(GlobalMaxPooling1D({.name = "gmp1d"}), {{4, 3}});
   add(GlobalMaxPooling2D({.name = "gmp"}), {{4, 4, 3}});
   add(InputLayer(Shape({7, 2}), DType::int32, "input_x"), {});
+  add(ConvLSTM2D(2, {3, 3}, {.padding = "same", .return_sequences = true, .name = "clstm"}), {{3, 5, 5, 2}});
   add(GRU(3, {.recurrent_activation = "hard_sigmoid", .reset_after = false, .go_backwards = true, .name = "gru"}),
       {{4, 2}});
   add(LSTM(3, {.use_bias = false, .unit_forget_bias = false, .return_sequences = true, .return_state = true,
