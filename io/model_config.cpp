@@ -1,6 +1,7 @@
 // model_config JSON: Model and Sequential get_config/from_config, model_to_json and model_from_json.
 #include "tower/io/model_config.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -92,11 +93,26 @@ json functional_config(const Model& model) {
     entry["name"] = layer->name();
     json nodes = json::array();
     for (const auto* node : kept[layer->id()]) {
+      // The call's keyword arguments (this call's handle has them) in every entry, as tf.keras writes
+      // them; inputs Keras passes by keyword go into the first entry's (MultiHeadAttention's value, ...).
+      const json kwargs = node->layer->call_kwargs();
+      const auto keywords = node->layer->input_keywords();
       json args = json::array();
-      for (const auto& x : node->inputs) {
-        json r = ref(x);
-        r.push_back(json::object());  // the call's keyword arguments
-        args.push_back(r);
+      if (!keywords.empty() && node->inputs.size() > 1) {
+        if (node->inputs.size() - 1 > keywords.size())
+          raise<ValueError>("layer \"{}\": a call with {} inputs, but the layer names only {} keyword inputs",
+                            layer->name(), node->inputs.size(), keywords.size());
+        json first = ref(node->inputs[0]);
+        json with_inputs = kwargs;
+        for (std::size_t i = 1; i < node->inputs.size(); ++i) with_inputs[keywords[i - 1]] = ref(node->inputs[i]);
+        first.push_back(with_inputs);
+        args.push_back(first);
+      } else {
+        for (const auto& x : node->inputs) {
+          json r = ref(x);
+          r.push_back(kwargs);
+          args.push_back(r);
+        }
       }
       nodes.push_back(args);
     }
@@ -160,12 +176,32 @@ bool contains_tensor(const json& v) {
   return false;
 }
 
+// One inbound node: the call's positional input tensors, those passed by keyword (the layer's
+// input_keywords()) and its other keyword arguments.
+struct ParsedNode {
+  std::vector<Ref> args;
+  std::vector<std::pair<std::string, Ref>> keyword_args;
+  json kwargs = json::object();
+  // Every tensor the call reads.
+  std::vector<Ref> refs() const {
+    std::vector<Ref> all = args;
+    for (const auto& [key, r] : keyword_args) all.push_back(r);
+    return all;
+  }
+};
+
 struct ParsedLayer {
   std::string name;
   LayerPtr layer;
-  std::vector<std::vector<Ref>> nodes;  // inbound nodes, each the input tensors of one call
-  int offset = 0;                       // config node number of the first call
+  std::vector<ParsedNode> nodes;  // inbound nodes, one per call
+  int offset = 0;                 // config node number of the first call
 };
+
+// A legacy keyword argument holding a tensor: [layer_name, node_index, tensor_index] (, {kwargs}).
+bool is_legacy_ref(const json& v) {
+  return v.is_array() && (v.size() == 3 || v.size() == 4) && v[0].is_string() && v[1].is_number_integer() &&
+         v[2].is_number_integer();
+}
 
 json get_field(const json& config, const char* key, const std::string& where) {
   if (!config.contains(key)) raise<ValueError>("{}: the config has no \"{}\"", where, key);
@@ -189,20 +225,47 @@ LayerPtr functional_from_config(const json& config) {
     if (by_name.count(p.name)) raise<ValueError>("{}: two layers are named \"{}\"; layer names must be unique", where, p.name);
     const json nodes = entry.contains("inbound_nodes") ? entry["inbound_nodes"] : json::array();
     if (!nodes.is_array()) raise<ValueError>("{}: layer \"{}\": \"inbound_nodes\" must be a list", where, p.name);
+    const auto keywords = p.layer->input_keywords();
+    auto is_keyword = [&](const std::string& key) {
+      return std::find(keywords.begin(), keywords.end(), key) != keywords.end();
+    };
     for (std::size_t k = 0; k < nodes.size(); ++k) {
       const std::string node_where = where + ": layer \"" + p.name + "\", inbound node " + std::to_string(k);
-      std::vector<Ref> refs;
+      ParsedNode node;
       if (nodes[k].is_object()) {  // Keras 3: {"args": [...], "kwargs": {...}}
         keras3 = true;
-        collect_tensors(nodes[k].value("args", json::array()), refs, node_where);
-        if (nodes[k].contains("kwargs") && contains_tensor(nodes[k]["kwargs"]))
-          raise<ValueError>("{}: tensors passed as keyword arguments (masks, ...) are not supported", node_where);
+        collect_tensors(nodes[k].value("args", json::array()), node.args, node_where);
+        if (nodes[k].contains("kwargs") && nodes[k]["kwargs"].is_object())
+          for (const auto& [key, value] : nodes[k]["kwargs"].items()) {
+            if (is_keyword(key) && is_keras_tensor(value)) {
+              std::vector<Ref> one;
+              collect_tensors(value, one, node_where + ", keyword argument " + key);
+              node.keyword_args.emplace_back(key, one.at(0));
+            } else if (contains_tensor(value)) {
+              raise<ValueError>("{}: tensors passed as keyword arguments (masks, ...) are not supported (\"{}\")",
+                                node_where, key);
+            } else {
+              node.kwargs[key] = value;
+            }
+          }
       } else if (nodes[k].is_array()) {  // legacy: [[name, node, tensor, {kwargs}], ...]
-        for (const auto& r : nodes[k]) refs.push_back(parse_ref(r, node_where));
+        for (const auto& r : nodes[k]) {
+          node.args.push_back(parse_ref(r, node_where));
+          if (r.size() < 4 || !r[3].is_object()) continue;
+          for (const auto& [key, value] : r[3].items()) {
+            if (is_keyword(key) && is_legacy_ref(value)) {
+              if (std::none_of(node.keyword_args.begin(), node.keyword_args.end(),
+                               [&](const auto& e) { return e.first == key; }))
+                node.keyword_args.emplace_back(key, parse_ref(value, node_where + ", keyword argument " + key));
+            } else {
+              node.kwargs[key] = value;
+            }
+          }
+        }
       } else {
         raise<ValueError>("{}: expected a list or an object, got {}", node_where, nodes[k].dump().substr(0, 100));
       }
-      p.nodes.push_back(std::move(refs));
+      p.nodes.push_back(std::move(node));
     }
     by_name[p.name] = parsed.size();
     parsed.push_back(std::move(p));
@@ -229,7 +292,8 @@ LayerPtr functional_from_config(const json& config) {
   };
   for (const auto& p : parsed)
     for (std::size_t k = 0; k < p.nodes.size(); ++k)
-      for (const auto& r : p.nodes[k]) check(r, "layer \"" + p.name + "\" (inbound node " + std::to_string(k) + ")");
+      for (const auto& r : p.nodes[k].refs())
+        check(r, "layer \"" + p.name + "\" (inbound node " + std::to_string(k) + ")");
   for (const auto& r : input_refs) check(r, "input_layers");
   for (const auto& r : output_refs) check(r, "output_layers");
 
@@ -239,7 +303,7 @@ LayerPtr functional_from_config(const json& config) {
     std::map<std::string, std::vector<int>> uses;
     for (const auto& p : parsed)
       for (const auto& node : p.nodes)
-        for (const auto& r : node) uses[r.layer].push_back(r.node);
+        for (const auto& r : node.refs()) uses[r.layer].push_back(r.node);
     for (const auto& r : output_refs) uses[r.layer].push_back(r.node);
     for (auto& p : parsed) {
       if (!is_model(*p.layer)) continue;
@@ -277,19 +341,23 @@ LayerPtr functional_from_config(const json& config) {
       if (is_input(*p.layer)) continue;
       while (done[i] < p.nodes.size()) {
         const std::string from = "layer \"" + p.name + "\" (inbound node " + std::to_string(done[i]) + ")";
+        const ParsedNode& node = p.nodes[done[i]];
         std::vector<KerasTensor> args;
+        std::map<std::string, KerasTensor> keyword_args;
         bool ready = true;
-        for (const auto& r : p.nodes[done[i]]) {
+        for (const auto& r : node.args) {
           KerasTensor t;
-          if (!lookup(r, from, &t)) {
-            ready = false;
-            break;
-          }
+          if (!(ready = lookup(r, from, &t))) break;
           args.push_back(t);
+        }
+        for (const auto& [key, r] : node.keyword_args) {
+          KerasTensor t;
+          if (!ready || !(ready = lookup(r, from, &t))) break;
+          keyword_args[key] = t;
         }
         if (!ready) break;
         if (args.empty()) raise<ValueError>("{}: {} has no input tensors", where, from);
-        made[i].push_back(p.layer->call_multi(args));
+        made[i].push_back(p.layer->call_from_config(args, keyword_args, node.kwargs));
         ++done[i];
         progress = true;
       }

@@ -196,6 +196,14 @@ std::vector<SymbolicTensor> Layer::compute_mask(const std::vector<SymbolicTensor
   return {masks[0]};
 }
 
+nlohmann::json Layer::call_kwargs() const { return nlohmann::json::object(); }
+
+std::vector<KerasTensor> Layer::call_from_config(const std::vector<KerasTensor>& inputs,
+                                                 const std::map<std::string, KerasTensor>&,
+                                                 const nlohmann::json&) const {
+  return call_multi(inputs);
+}
+
 SymbolicTensor Layer::input_mask(const CallContext& ctx, std::size_t i) {
   return ctx.masks && i < ctx.masks->size() ? (*ctx.masks)[i] : SymbolicTensor();
 }

@@ -142,6 +142,22 @@ class Layer {
   // Whether the default compute_mask passes the mask on (Dense, Activation, Dropout, ...).
   virtual bool supports_masking() const { return false; }
 
+  // ---- calls in model configs (Keras's inbound nodes) ----------------------------------------------
+  // Keras's keyword arguments of this handle's calls besides tensors (MultiHeadAttention's
+  // use_causal_mask, ...): a model config writes them into each call's inbound node. Empty for most.
+  virtual nlohmann::json call_kwargs() const;
+  // The keywords of the inputs after the first, for a layer Keras calls as f(x, value=..., key=...)
+  // (MultiHeadAttention: value, key, attention_mask): a config writes such a call as one entry, the
+  // first input with the others among its keyword arguments. Empty (most layers): each input is an
+  // entry of its own (Keras's call on a list).
+  virtual std::vector<std::string> input_keywords() const { return {}; }
+  // The call an inbound node of a config describes: its positional input tensors, those it passes by
+  // one of input_keywords(), and its other keyword arguments. The default is call_multi(inputs),
+  // kwargs unread.
+  virtual std::vector<KerasTensor> call_from_config(const std::vector<KerasTensor>& inputs,
+                                                    const std::map<std::string, KerasTensor>& keyword_inputs,
+                                                    const nlohmann::json& kwargs) const;
+
   // Keras's reset_states(): a stateful layer (LSTM(stateful=True)) forgets its states; models reset
   // every layer. Nothing for other layers.
   virtual void reset_states() {}

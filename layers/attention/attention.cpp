@@ -41,6 +41,29 @@ KerasTensor Attention::operator()(const std::vector<KerasTensor>& inputs, const 
   return call_multi(inputs, args).at(0);
 }
 
+nlohmann::json Attention::call_kwargs() const {
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (call_args_.return_attention_scores) kwargs["return_attention_scores"] = true;
+  if (call_args_.use_causal_mask) kwargs["use_causal_mask"] = true;
+  return kwargs;
+}
+
+std::vector<KerasTensor> Attention::call_from_config(const std::vector<KerasTensor>& inputs,
+                                                     const std::map<std::string, KerasTensor>&,
+                                                     const nlohmann::json& kwargs) const {
+  AttentionCallArgs args;
+  for (const auto& [key, value] : kwargs.items()) {
+    if (key == "training") continue;  // dropout follows fit and predict
+    if ((key != "return_attention_scores" && key != "use_causal_mask") || !value.is_boolean())
+      raise<ValueError>("{}: the call argument {}={} in the model config is not supported (only "
+                        "return_attention_scores and use_causal_mask, true or false; masks come from the inputs' "
+                        "Keras masks)",
+                        describe(*this), key, value.dump().substr(0, 100));
+    (key == "use_causal_mask" ? args.use_causal_mask : args.return_attention_scores) = value.get<bool>();
+  }
+  return call_multi(inputs, args);
+}
+
 void Attention::check_inputs(const std::vector<Shape>& shapes) const {
   if (shapes.size() < 2 || shapes.size() > 3)
     raise<ValueError>("{}: must be called on a list [query, value] or [query, value, key], got {} input(s)",

@@ -50,6 +50,12 @@ class Attention : public Layer {
   // A handle on this layer whose calls apply these flags (for the engine-level call()).
   LayerPtr with_call_args(const AttentionCallArgs& args) const;
 
+  // In model configs: the flags as each call's keyword arguments, and such a call read back.
+  nlohmann::json call_kwargs() const override;
+  std::vector<KerasTensor> call_from_config(const std::vector<KerasTensor>& inputs,
+                                            const std::map<std::string, KerasTensor>& keyword_inputs,
+                                            const nlohmann::json& kwargs) const override;
+
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<Attention>(*this); }

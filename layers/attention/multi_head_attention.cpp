@@ -1,6 +1,7 @@
 // MultiHeadAttention.
 #include "tower/layers/attention/multi_head_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -63,6 +64,44 @@ KerasTensor MultiHeadAttention::operator()(const KerasTensor& query, const Keras
     raise<ValueError>("{}: return_attention_scores gives two outputs; use call_multi(query, value, args)",
                       describe(*this));
   return call_multi(query, value, args).at(0);
+}
+
+nlohmann::json MultiHeadAttention::call_kwargs() const {
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (return_attention_scores_) kwargs["return_attention_scores"] = true;
+  if (use_causal_mask_) kwargs["use_causal_mask"] = true;
+  return kwargs;
+}
+
+std::vector<KerasTensor> MultiHeadAttention::call_from_config(const std::vector<KerasTensor>& inputs,
+                                                              const std::map<std::string, KerasTensor>& keyword_inputs,
+                                                              const nlohmann::json& kwargs) const {
+  // Keras's call(query, value, key=None, attention_mask=None, ...), by position or by keyword.
+  const std::vector<std::string> names{"query", "value", "key", "attention_mask"};
+  if (inputs.size() > names.size())
+    raise<ValueError>("{}: a call in the model config passes {} tensors; expected query, value, key and "
+                      "attention_mask at most",
+                      describe(*this), inputs.size());
+  std::vector<KerasTensor> tensors(names.size());
+  std::copy(inputs.begin(), inputs.end(), tensors.begin());
+  for (const auto& [key, tensor] : keyword_inputs) {
+    const auto at = static_cast<std::size_t>(std::find(names.begin(), names.end(), key) - names.begin());
+    if (at == names.size() || tensors[at].defined())
+      raise<ValueError>("{}: the model config passes \"{}\" twice or as an unknown argument", describe(*this), key);
+    tensors[at] = tensor;
+  }
+  if (!tensors[1].defined())
+    raise<ValueError>("{}: a call in the model config has no value tensor", describe(*this));
+  MultiHeadAttentionCallArgs args{.key = tensors[2], .attention_mask = tensors[3]};
+  for (const auto& [key, value] : kwargs.items()) {
+    if (key == "training") continue;  // dropout follows fit and predict
+    if ((key != "return_attention_scores" && key != "use_causal_mask") || !value.is_boolean())
+      raise<ValueError>("{}: the call argument {}={} in the model config is not supported (only "
+                        "return_attention_scores and use_causal_mask, true or false)",
+                        describe(*this), key, value.dump());
+    (key == "use_causal_mask" ? args.use_causal_mask : args.return_attention_scores) = value.get<bool>();
+  }
+  return call_multi(tensors[0], tensors[1], args);
 }
 
 void MultiHeadAttention::build(const std::vector<Shape>& input_shapes) {

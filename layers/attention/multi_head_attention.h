@@ -79,6 +79,14 @@ class MultiHeadAttention : public Layer {
   // for calling the engine-level call() directly.
   LayerPtr with_call_args(const MultiHeadAttentionCallArgs& args) const;
 
+  // In model configs: the flags as the call's keyword arguments, value, key and attention_mask by keyword
+  // (tf.keras 2's inbound nodes), and such a call read back (Keras 3's positional value too).
+  nlohmann::json call_kwargs() const override;
+  std::vector<std::string> input_keywords() const override { return {"value", "key", "attention_mask"}; }
+  std::vector<KerasTensor> call_from_config(const std::vector<KerasTensor>& inputs,
+                                            const std::map<std::string, KerasTensor>& keyword_inputs,
+                                            const nlohmann::json& kwargs) const override;
+
   void build(const std::vector<Shape>& input_shapes) override;
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<MultiHeadAttention>(*this); }

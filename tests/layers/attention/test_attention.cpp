@@ -8,11 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tower/core/ops.h"
+#include "tower/io/keras_model.h"
+#include "tower/io/model_config.h"
 #include "tower/layers/layers.h"
 #include "tower/layers/registry.h"
 #include "tests/layers/keras_reference.h"
 #include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tower;
 using tower::testing::check_close;
@@ -25,6 +28,7 @@ using tower::testing::message_of;
 using tower::testing::run_layer;
 using tower::testing::run_with_gradients;
 using tower::testing::seq;
+using tower::testing::TempDir;
 
 namespace {
 
@@ -433,4 +437,78 @@ TEST_CASE("Attention layers: causal without scale, in models, dropout, configs, 
                  "same number of time steps"));
   CHECK(contains(message_of<ShapeError>([&] { att({qi, vi, layers::Input({4, 5})}); }), "same number of features"));
   CHECK(contains(message_of<ValueError>([&] { att({qi, vi}, {.return_attention_scores = true}); }), "call_multi"));
+}
+
+// ---- call arguments in model configs -----------------------------------------------------------------
+
+namespace {
+
+// model.to_json() of tf.keras 2.21 and Keras 3.15 for (python /tmp/attn/nodes_json.py tfk|k3):
+//   q, v, m = Input((4, 6)), Input((5, 6)), Input((4, 5)); mha = MultiHeadAttention(2, 3, name="mha")
+//   y, s = mha(q, v, key=v, attention_mask=m, use_causal_mask=True, return_attention_scores=True)
+//   y2 = mha(q, v); z = Attention(name="att")([q, v], use_causal_mask=True)
+//   Model([q, v, m], [y, s, y2, z], name="calls")
+const char* kCallsTfKeras = R"json({"class_name": "Functional", "config": {"name": "calls", "trainable": true, "layers": [{"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_input_shape": [null, 4, 6], "dtype": "float32", "sparse": false, "ragged": false, "name": "q", "optional": false}, "registered_name": null, "name": "q", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_input_shape": [null, 5, 6], "dtype": "float32", "sparse": false, "ragged": false, "name": "v", "optional": false}, "registered_name": null, "name": "v", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_input_shape": [null, 4, 5], "dtype": "float32", "sparse": false, "ragged": false, "name": "m", "optional": false}, "registered_name": null, "name": "m", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "MultiHeadAttention", "config": {"name": "mha", "trainable": true, "dtype": "float32", "num_heads": 2, "key_dim": 3, "value_dim": 3, "dropout": 0.0, "use_bias": true, "output_shape": null, "attention_axes": [1], "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null}, "registered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null, "activity_regularizer": null, "kernel_constraint": null, "bias_constraint": null, "query_shape": [null, 4, 6], "key_shape": [null, 5, 6], "value_shape": [null, 5, 6], "softmax_robust_masking": false}, "registered_name": null, "build_config": {"input_shape": [null, 4, 6]}, "name": "mha", "inbound_nodes": [[["q", 0, 0, {"value": ["v", 0, 0], "key": ["v", 0, 0], "attention_mask": ["m", 0, 0], "use_causal_mask": true, "return_attention_scores": true}]], [["q", 0, 0, {"value": ["v", 0, 0]}]]]}, {"module": "keras.layers", "class_name": "Attention", "config": {"name": "att", "trainable": true, "dtype": "float32", "dropout": 0.0, "use_scale": false, "score_mode": "dot"}, "registered_name": null, "build_config": {"input_shape": [[null, 4, 6], [null, 5, 6]]}, "name": "att", "inbound_nodes": [[["q", 0, 0, {"use_causal_mask": true}], ["v", 0, 0, {"use_causal_mask": true}]]]}], "input_layers": [["q", 0, 0], ["v", 0, 0], ["m", 0, 0]], "output_layers": [["mha", 0, 0], ["mha", 0, 1], ["mha", 1, 0], ["att", 0, 0]]}, "keras_version": "2.21.0", "backend": "tensorflow"})json";
+const char* kCallsKeras3 = R"json({"module": "keras.src.models.functional", "class_name": "Functional", "config": {"name": "calls", "trainable": true, "layers": [{"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 4, 6], "dtype": "float32", "sparse": false, "ragged": false, "name": "q", "optional": false}, "registered_name": null, "name": "q", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 5, 6], "dtype": "float32", "sparse": false, "ragged": false, "name": "v", "optional": false}, "registered_name": null, "name": "v", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "InputLayer", "config": {"batch_shape": [null, 4, 5], "dtype": "float32", "sparse": false, "ragged": false, "name": "m", "optional": false}, "registered_name": null, "name": "m", "inbound_nodes": []}, {"module": "keras.layers", "class_name": "MultiHeadAttention", "config": {"name": "mha", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "num_heads": 2, "key_dim": 3, "value_dim": 3, "dropout": 0.0, "use_bias": true, "use_gate": false, "output_shape": null, "attention_axes": [1], "sliding_window": null, "kernel_initializer": {"module": "keras.initializers", "class_name": "GlorotUniform", "config": {"seed": null, "input_axes": null, "output_axes": null}, "registered_name": null}, "bias_initializer": {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": null}, "kernel_regularizer": null, "bias_regularizer": null, "activity_regularizer": null, "kernel_constraint": null, "bias_constraint": null, "seed": null}, "registered_name": null, "build_config": {"shapes_dict": {"query_shape": [null, 4, 6], "value_shape": [null, 5, 6], "key_shape": [null, 5, 6]}}, "name": "mha", "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 6], "dtype": "float32", "keras_history": ["q", 0, 0]}}, {"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 6], "dtype": "float32", "keras_history": ["v", 0, 0]}}], "kwargs": {"key": {"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 6], "dtype": "float32", "keras_history": ["v", 0, 0]}}, "attention_mask": {"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 5], "dtype": "float32", "keras_history": ["m", 0, 0]}}, "use_causal_mask": true, "return_attention_scores": true}}, {"args": [{"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 6], "dtype": "float32", "keras_history": ["q", 0, 0]}}, {"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 6], "dtype": "float32", "keras_history": ["v", 0, 0]}}], "kwargs": {}}]}, {"module": "keras.layers", "class_name": "Attention", "config": {"name": "att", "trainable": true, "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": null}, "use_scale": false, "score_mode": "dot", "dropout": 0.0, "seed": null}, "registered_name": null, "build_config": {"input_shape": [[null, 4, 6], [null, 5, 6]]}, "name": "att", "inbound_nodes": [{"args": [[{"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 6], "dtype": "float32", "keras_history": ["q", 0, 0]}}, {"class_name": "__keras_tensor__", "config": {"shape": [null, 5, 6], "dtype": "float32", "keras_history": ["v", 0, 0]}}]], "kwargs": {"use_causal_mask": true}}]}], "input_layers": [["q", 0, 0], ["v", 0, 0], ["m", 0, 0]], "output_layers": [["mha", 0, 0], ["mha", 0, 1], ["mha", 1, 0], ["att", 0, 0]]}, "registered_name": "Functional", "build_config": {"input_shape": null}, "compile_config": {}})json";
+
+// The call flags of each call of `layer` in a model, in call order.
+std::vector<std::pair<std::size_t, nlohmann::json>> calls_of(const Layer& layer) {
+  std::vector<std::pair<std::size_t, nlohmann::json>> calls;
+  for (const auto& weak : layer.inbound_nodes())
+    if (auto node = weak.lock()) calls.emplace_back(node->inputs.size(), node->layer->call_kwargs());
+  return calls;
+}
+
+}  // namespace
+
+TEST_CASE("attention layers: call arguments in model configs of tf.keras 2, Keras 3 and tower") {
+  clear_session();
+  const nlohmann::json causal_scores = {{"use_causal_mask", true}, {"return_attention_scores", true}};
+  const nlohmann::json causal = {{"use_causal_mask", true}};
+  for (const char* text : {kCallsTfKeras, kCallsKeras3}) {
+    Model model = io::model_from_json(text);
+    REQUIRE(model.outputs().size() == 4);
+    CHECK(model.outputs()[1].shape() == Shape{-1, 2, 4, 5});
+    for (std::size_t i : {0, 2, 3}) CHECK(model.outputs()[i].shape() == Shape{-1, 4, 6});
+    const auto mha = calls_of(*model.get_layer("mha"));
+    REQUIRE(mha.size() == 2);
+    CHECK(mha[0] == std::pair<std::size_t, nlohmann::json>{4, causal_scores});  // query, value, key, mask
+    CHECK(mha[1] == std::pair<std::size_t, nlohmann::json>{2, nlohmann::json::object()});
+    CHECK(calls_of(*model.get_layer("att")) == std::vector<std::pair<std::size_t, nlohmann::json>>{{2, causal}});
+  }
+
+  // tower writes the calls as tf.keras does, and reads them back.
+  Model model = io::model_from_json(kCallsTfKeras);
+  const auto config = io::model_to_config(model);
+  for (const auto& layer : config["config"]["layers"]) {
+    if (layer["name"] == "mha")
+      CHECK(layer["inbound_nodes"] == nlohmann::json::parse(R"([[["q", 0, 0, {"value": ["v", 0, 0],
+          "key": ["v", 0, 0], "attention_mask": ["m", 0, 0], "use_causal_mask": true,
+          "return_attention_scores": true}]], [["q", 0, 0, {"value": ["v", 0, 0]}]]])"));
+    if (layer["name"] == "att")
+      CHECK(layer["inbound_nodes"] == nlohmann::json::parse(
+                                          R"([[["q", 0, 0, {"use_causal_mask": true}], ["v", 0, 0, {"use_causal_mask": true}]]])"));
+  }
+  const Tensor q = seq({2, 4, 6}, 0.5, 0.1), v = seq({2, 5, 6}, 0.6, 0.7);
+  std::vector<float> ones(2 * 4 * 5, 1.0f);
+  ones[3] = 0.0f;
+  const std::vector<Tensor> inputs{q, v, Tensor::from_vector<float>({2, 4, 5}, ones)};
+  TempDir dir("attention_calls");
+  const std::string path = dir / "calls.h5";
+  model.compile("adam", "mse");
+  model.save(path);
+  Model loaded = models::load_model(path);
+  const auto expected = model.predict(inputs), got = loaded.predict(inputs);
+  REQUIRE(got.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) check_close(got[i], expected[i], 0, 0);
+  CHECK(calls_of(*loaded.get_layer("mha"))[0].second == causal_scores);
+  // The causal call attends to no later key: row 0 of every head has one nonzero probability.
+  auto s = got[1].to_vector<float>();
+  CHECK(s[0] > 0.0f);
+  for (int j = 1; j < 5; ++j) CHECK(s[static_cast<std::size_t>(j)] == 0.0f);
+
+  // An argument tower does not implement is refused with its name.
+  auto bad = nlohmann::json::parse(kCallsTfKeras);
+  bad["config"]["layers"][3]["inbound_nodes"][1][0][3]["sliding"] = 2;
+  CHECK(contains(message_of<ValueError>([&] { io::model_from_config(bad); }), "sliding=2"));
 }
