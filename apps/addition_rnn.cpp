@@ -11,6 +11,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "apps/command_line.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 
@@ -65,18 +66,7 @@ Args parse(int argc, char** argv) {
       "stop after the iteration whose val_accuracy reaches this (0: run them all)")(
       "training-size", po::value(&args.training_size)->default_value(args.training_size), "questions generated")(
       "verbose", po::value(&args.verbose)->default_value(args.verbose), "0 silent, 1 progress bar, 2 one line");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "addition_rnn: " << e.what() << "\n" << options << "\n";
-    std::exit(2);
-  }
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    std::exit(0);
-  }
+  if (!apps::parse_command_line(options, argc, argv)) std::exit(0);
   return args;
 }
 
@@ -196,6 +186,9 @@ int main(int argc, char** argv) try {
   // Not in the script: the last per-character accuracy on the 10% held out, for tests/examples.
   std::cout << "Test accuracy: " << val_accuracy << "\n";
   return 0;
+} catch (const boost::program_options::error& e) {
+  std::cerr << "addition_rnn: " << e.what() << " (--help lists the options)\n";
+  return 2;
 } catch (const std::exception& e) {
   std::cerr << "addition_rnn: " << e.what() << "\n";
   return 1;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "apps/command_line.h"
 #include "tower/core/random.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
@@ -26,13 +27,7 @@ int main(int argc, char** argv) try {
       "steps", po::value(&steps)->default_value(steps), "time steps")(
       "units", po::value(&units)->default_value(units), "recurrent units")(
       "epochs", po::value(&epochs)->default_value(epochs), "timed epochs");
-  po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, options), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    return 0;
-  }
+  if (!apps::parse_command_line(options, argc, argv)) return 0;
   if (cell != "lstm" && cell != "gru") throw ValueError("--cell must be lstm or gru, got " + cell);
 
   set_random_seed(1);

@@ -16,6 +16,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "apps/command_line.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 
@@ -39,18 +40,7 @@ Args parse(int argc, char** argv) {
       "epochs", po::value(&args.epochs)->default_value(args.epochs), "training epochs")(
       "generate", po::value(&args.generate)->default_value(args.generate), "characters written per temperature")(
       "verbose", po::value(&args.verbose)->default_value(args.verbose), "0 silent, 1 progress bar, 2 one line");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "lstm_text_generation: " << e.what() << "\n" << options << "\n";
-    std::exit(2);
-  }
-  if (vm.count("help")) {
-    std::cout << options << "\n";
-    std::exit(0);
-  }
+  if (!apps::parse_command_line(options, argc, argv)) std::exit(0);
   return args;
 }
 
@@ -133,6 +123,9 @@ int main(int argc, char** argv) try {
   auto print_callback = std::make_shared<callbacks::LambdaCallback>(callbacks::LambdaHooks{.on_epoch_end = on_epoch_end});
   model.fit(x, y, {.batch_size = 128, .epochs = args.epochs, .verbose = args.verbose, .callbacks = {print_callback}});
   return 0;
+} catch (const boost::program_options::error& e) {
+  std::cerr << "lstm_text_generation: " << e.what() << " (--help lists the options)\n";
+  return 2;
 } catch (const std::exception& e) {
   std::cerr << "lstm_text_generation: " << e.what() << "\n";
   return 1;

@@ -183,9 +183,9 @@ void check_against_unrolled(Cell cell, const ops::RecurrentArgs& a, bool masked,
 
 const char* name_of(Cell cell) { return cell == Cell::simple_rnn ? "simple_rnn" : cell == Cell::lstm ? "lstm" : "gru"; }
 
-}  // namespace
-
-TEST_CASE("recurrent ops: every step equals the cell unrolled with other ops") {
+// fn(cell, args, masked) for every cell, go_backwards, mask or not, and (GRU) reset_after.
+template <typename F>
+void for_each_variant(F&& fn) {
   for (Cell cell : {Cell::simple_rnn, Cell::lstm, Cell::gru})
     for (bool backwards : {false, true})
       for (bool masked : {false, true})
@@ -195,8 +195,14 @@ TEST_CASE("recurrent ops: every step equals the cell unrolled with other ops") {
           CAPTURE(backwards);
           CAPTURE(masked);
           CAPTURE(reset_after);
-          check_against_unrolled(cell, {.go_backwards = backwards, .reset_after = reset_after}, masked);
+          fn(cell, ops::RecurrentArgs{.go_backwards = backwards, .reset_after = reset_after}, masked);
         }
+}
+
+}  // namespace
+
+TEST_CASE("recurrent ops: every step equals the cell unrolled with other ops") {
+  for_each_variant([](Cell cell, const ops::RecurrentArgs& a, bool masked) { check_against_unrolled(cell, a, masked); });
 }
 
 TEST_CASE("recurrent ops: other activations, float32, and batches split over the pool's threads") {
@@ -213,23 +219,13 @@ TEST_CASE("recurrent ops: other activations, float32, and batches split over the
 }
 
 TEST_CASE("recurrent ops: gradients by finite differences") {
-  for (Cell cell : {Cell::simple_rnn, Cell::lstm, Cell::gru})
-    for (bool backwards : {false, true})
-      for (bool masked : {false, true})
-        for (bool reset_after : {true, false}) {
-          if (cell != Cell::gru && !reset_after) continue;
-          CAPTURE(name_of(cell));
-          CAPTURE(backwards);
-          CAPTURE(masked);
-          CAPTURE(reset_after);
-          const std::int64_t T = 4, B = 3, U = 2;
-          const ops::RecurrentArgs a{.activation = "tanh", .recurrent_activation = "sigmoid",
-                                     .go_backwards = backwards, .reset_after = reset_after};
-          check_gradients(input_shapes(cell, T, B, U), [&](const std::vector<SymbolicTensor>& v) {
-            const SymbolicTensor mask = masked ? v[0].graph().constant(mask_value(B, T, DType::float64)) : SymbolicTensor{};
-            return fused(cell, v, mask, a);
-          });
-        }
+  for_each_variant([](Cell cell, const ops::RecurrentArgs& a, bool masked) {  // tanh and sigmoid: smooth
+    const std::int64_t T = 4, B = 3, U = 2;
+    check_gradients(input_shapes(cell, T, B, U), [&](const std::vector<SymbolicTensor>& v) {
+      const SymbolicTensor mask = masked ? v[0].graph().constant(mask_value(B, T, DType::float64)) : SymbolicTensor{};
+      return fused(cell, v, mask, a);
+    });
+  });
 }
 
 TEST_CASE("recurrent ops: bad input is named") {
