@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #ifndef __CUDACC__
 #include <string_view>
 #endif
@@ -22,18 +23,20 @@ namespace tower {
 enum class GateActivation : int { linear, tanh, sigmoid, relu, softsign, hard_sigmoid, hard_sigmoid_keras3 };
 
 // exp and tanh for the CPU's float loops: Cephes's expf and tanhf (within 2 ulp of the exact values),
-// branch-free so that a loop over them vectorizes, where libm's scalar calls took most of an LSTM's
-// time. float64 and GPU code use the standard functions.
+// branch-free so that a loop over them vectorizes (with -fno-trapping-math, which
+// backends/cpu/CMakeLists.txt gives the recurrent kernels), where libm's scalar calls took most of an
+// LSTM's time. float64 and GPU code use the standard functions.
 namespace gate_math {
 
 TOWER_HOST_DEVICE inline float exp(float x) {
 #ifdef __CUDA_ARCH__
   return ::expf(x);
 #else
-  x = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);  // 2^-126 .. 2^127: normal floats
-  float n = x * 1.44269504088896341f + 0.5f;           // round(x / ln 2), by floor(x / ln 2 + 1/2)
+  x = x < -87.3f ? -87.3f : x;  // 2^-126 .. 2^127: normal floats
+  x = x > 88.3f ? 88.3f : x;
+  float n = x * 1.44269504088896341f + 0.5f;       // round(x / ln 2), by floor(x / ln 2 + 1/2)
   const float truncated = static_cast<float>(static_cast<int>(n));
-  n = truncated > n ? truncated - 1.0f : truncated;
+  n = truncated - (truncated > n ? 1.0f : 0.0f);
   x = x - n * 0.693359375f - n * -2.12194440e-4f;  // x - n ln 2, ln 2 in two parts
   float y = 1.9875691500e-4f;
   y = y * x + 1.3981999507e-3f;
@@ -42,11 +45,10 @@ TOWER_HOST_DEVICE inline float exp(float x) {
   y = y * x + 1.6666665459e-1f;
   y = y * x + 5.0000001201e-1f;
   y = y * (x * x) + x + 1.0f;
-  union {
-    int i;
-    float f;
-  } two_n{(static_cast<int>(n) + 127) << 23};
-  return y * two_n.f;
+  const int bits = (static_cast<int>(n) + 127) << 23;  // 2^n
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return y * two_n;
 #endif
 }
 
@@ -54,13 +56,13 @@ TOWER_HOST_DEVICE inline float tanh(float x) {
 #ifdef __CUDA_ARCH__
   return ::tanhf(x);
 #else
-  const float a = x < 0.0f ? -x : x;
+  const float a = std::fabs(x);
   const float z = x * x;  // |x| < 0.625: an odd polynomial
   const float small =
       ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
        3.33332819422e-1f) * z * x + x;
-  const float large = 1.0f - 2.0f / (gate_math::exp(2.0f * a) + 1.0f);  // tanh |x|
-  return a < 0.625f ? small : (x < 0.0f ? -large : large);
+  const float large = std::copysign(1.0f - 2.0f / (gate_math::exp(2.0f * a) + 1.0f), x);  // tanh |x|, x's sign
+  return a < 0.625f ? small : large;
 #endif
 }
 
