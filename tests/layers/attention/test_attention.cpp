@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tower/core/ops.h"
+#include "tower/io/hdf5.h"
 #include "tower/io/keras_model.h"
+#include "tower/io/keras_weights.h"
 #include "tower/io/model_config.h"
 #include "tower/layers/layers.h"
 #include "tower/layers/registry.h"
@@ -33,7 +35,7 @@ using tower::testing::TempDir;
 namespace {
 
 // ---- Keras's numbers --------------------------------------------------------------------------------
-// Printed by /tmp/attn/keras_ref.py mha (Keras 3.15, TF 2.21 backend); inputs and weights are sin
+// Printed by tests/layers/keras_reference.py mha (Keras 3.15, TF 2.21 backend); inputs and weights are sin
 // sequences seq(shape, a, b, s) = float32(s * sin(a * i + b)); gradients of sum(output *
 // seq(output.shape, 0.45, 0.2)) by tf.GradientTape.
 // MultiHeadAttention(2, 3, value_dim=2) with weight i (Keras's order) = seq(shape, 0.3 + 0.1 i, 0.2 i, 0.5),
@@ -63,7 +65,7 @@ namespace {
   const std::vector<double> causal_scores_y{0.54681522, 0.41738605, -0.082832918, 0.5576818, 0.45572928, -0.046030372, 0.5529415, 0.44268161, -0.057511248, 0.49272487, 0.3377316, -0.12777056, 0.50755286, 0.36150435, -0.11304379, 0.56534946, 0.46473682, -0.042499676, 0.49272487, 0.3377316, -0.12777056, 0.49272487, 0.3377316, -0.12777056};
   const std::vector<double> causal_scores{1, 0, 0, 0, 0.5492937, 0.4507063, 0, 0, 0.32727399, 0.45300174, 0.21972434, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0.46575838, 0.53424168, 0, 0, 0.28897864, 0.48170227, 0.22931901, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0.27350008, 0.72649992, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0.22661191, 0.77338809, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
-// Printed by /tmp/attn/keras_ref.py attention (Keras 3.15): query seq((2,3,4),0.5,0.1), value
+// Printed by tests/layers/keras_reference.py attention (Keras 3.15): query seq((2,3,4),0.5,0.1), value
 // seq((2,4,4),0.6,0.7), key seq((2,4,4),0.8,1.3), masks kQueryMask, kValueMask.
 // dot_*: Attention(use_scale=True), scale 0.7, ([query, value, key], mask=[query_mask, value_mask],
 // return_attention_scores=True). concat_*: Attention(use_scale=True, score_mode="concat"), scale 0.8,
@@ -443,7 +445,7 @@ TEST_CASE("Attention layers: causal without scale, in models, dropout, configs, 
 
 namespace {
 
-// model.to_json() of tf.keras 2.21 and Keras 3.15 for (python /tmp/attn/nodes_json.py tfk|k3):
+// model.to_json() of tf.keras 2.21 and Keras 3.15 for (tests/layers/keras_reference.py configs [tfk]):
 //   q, v, m = Input((4, 6)), Input((5, 6)), Input((4, 5)); mha = MultiHeadAttention(2, 3, name="mha")
 //   y, s = mha(q, v, key=v, attention_mask=m, use_causal_mask=True, return_attention_scores=True)
 //   y2 = mha(q, v); z = Attention(name="att")([q, v], use_causal_mask=True)
@@ -511,4 +513,41 @@ TEST_CASE("attention layers: call arguments in model configs of tf.keras 2, Kera
   auto bad = nlohmann::json::parse(kCallsTfKeras);
   bad["config"]["layers"][3]["inbound_nodes"][1][0][3]["sliding"] = 2;
   CHECK(contains(message_of<ValueError>([&] { io::model_from_config(bad); }), "sliding=2"));
+}
+
+TEST_CASE("attention layers: save_weights writes Keras's weight names; load_weights reads them back") {
+  clear_session();
+  // A small transformer block (checked by hand against tf.keras 2.21 and Keras 3.15: tf.keras's
+  // load_model of tower's model.save file and both Kerases' load_weights predict within 4e-7).
+  auto build = [] {
+    auto x = layers::Input({5, 4});
+    auto a = layers::MultiHeadAttention(2, 3, {.name = "mha"})(x, x, {.use_causal_mask = true});
+    auto h = layers::LayerNormalization({.name = "ln"})(layers::Add()({x, a}));
+    auto c = layers::Attention({.use_scale = true, .name = "att"})({h, x});
+    auto s = layers::AdditiveAttention({.name = "add_att"})({h, x});
+    return Model(std::vector<KerasTensor>{x}, std::vector<KerasTensor>{layers::Dot(2, {.name = "dot"})({c, s}), h}, "block");
+  };
+  Model model = build();
+  TempDir dir("attention_weights");
+  const std::string path = dir / "w.h5";
+  model.save_weights(path);
+  {
+    io::hdf5::File file = io::hdf5::File::open(path);
+    std::map<std::string, std::vector<std::string>> names;
+    for (const auto& layer : io::read_weight_file_layers(io::find_weights_group(file, "test")))
+      names[layer.name] = layer.weight_names;
+    CHECK(names["mha"] == std::vector<std::string>{"mha/query/kernel:0", "mha/query/bias:0", "mha/key/kernel:0",
+                                                   "mha/key/bias:0", "mha/value/kernel:0", "mha/value/bias:0",
+                                                   "mha/attention_output/kernel:0", "mha/attention_output/bias:0"});
+    CHECK(names["ln"] == std::vector<std::string>{"ln/gamma:0", "ln/beta:0"});
+    CHECK(names["att"] == std::vector<std::string>{"att/scale:0"});
+    CHECK(names["add_att"] == std::vector<std::string>{"add_att/scale:0"});
+    CHECK(names["dot"].empty());
+  }
+  Model other = build();
+  const Tensor x = seq({2, 5, 4}, 0.7, 0.3);
+  CHECK(other.predict(std::vector<Tensor>{x})[0].to_vector<float>() != model.predict(std::vector<Tensor>{x})[0].to_vector<float>());
+  other.load_weights(path);
+  auto expected = model.predict(std::vector<Tensor>{x}), got = other.predict(std::vector<Tensor>{x});
+  for (std::size_t i = 0; i < 2; ++i) check_close(got[i], expected[i], 0, 0);
 }

@@ -20,7 +20,7 @@ using tower::testing::seq;
 
 namespace {
 
-// Printed by /tmp/attn/keras_ref.py dot (Keras 3.15, TF 2.21): Dot(axes, normalize)([x, y]) on
+// Printed by tests/layers/keras_reference.py dot (Keras 3.15, TF 2.21): Dot(axes, normalize)([x, y]) on
 // x = seq(x_shape, 0.5, 0.1), y = seq(y_shape, 0.6, 0.7) and the gradients of sum(out * seq(out.shape,
 // 0.45, 0.2)): dot1 axes=1 (2, 5)·(2, 5); dot1n the same normalized; dot12n axes=(1, 2) normalized
 // (2, 3, 5)·(2, 4, 3); dotm1 axes=-1 (2, 3, 4)·(2, 5, 4); dot23 axes=(1, 2) (2, 4)·(2, 3, 4).

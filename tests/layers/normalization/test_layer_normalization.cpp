@@ -23,7 +23,7 @@ using tower::testing::seq;
 
 namespace {
 
-// Printed by /tmp/attn/keras_ref.py layer_norm (Keras 3.15, TF 2.21): LayerNormalization() on
+// Printed by tests/layers/keras_reference.py layer_norm (Keras 3.15, TF 2.21): LayerNormalization() on
 // x = seq((2, 3, 4), 0.7, 0.1, 2) with gamma = 1 + seq((4,), 0.9, 0.3, 0.5), beta = seq((4,), 1.1, 0.5, 0.1),
 // then LayerNormalization(axis=[1, 2], epsilon=0.01, center=False) with gamma = 1 + seq((3, 4), 0.9, 0.3, 0.5);
 // gradients of sum(y * seq(y.shape, 0.45, 0.2)) by tf.GradientTape.
