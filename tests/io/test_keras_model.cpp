@@ -197,7 +197,8 @@ TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirection
   Model model = models::load_model(kModels + "rnn_keras3.h5");
   const auto& lstm = dynamic_cast<const layers::LSTM&>(*model.layers().at(5));
   CHECK(*lstm.options().recurrent_activation == "hard_sigmoid_keras3");
-  const auto& gru = dynamic_cast<const layers::GRU&>(*models::load_model(kModels + "rnn_tf_keras.h5").layers().at(1));
+  Model tf_keras_model = models::load_model(kModels + "rnn_tf_keras.h5");
+  const auto& gru = dynamic_cast<const layers::GRU&>(*tf_keras_model.layers().at(1));
   CHECK(*gru.options().reset_after);
 }
 
