@@ -21,6 +21,13 @@ inline Tensor floats(Shape shape, const std::vector<float>& values) {
   return Tensor::from_vector<float>(std::move(shape), values);
 }
 
+// A float32 tensor of random_tensor's values (|x| in [0.1, 1], random signs).
+inline Tensor float32_random(const Shape& shape, std::uint64_t seed) {
+  Tensor x = random_tensor(shape, seed);
+  std::vector<float> values(x.data<double>(), x.data<double>() + x.num_elements());
+  return Tensor::from_vector<float>(shape, values);
+}
+
 // Shape with the batch dimension made unknown, as a model's graph has it.
 inline Shape with_unknown_batch(const Shape& shape) {
   auto dims = shape.dims();

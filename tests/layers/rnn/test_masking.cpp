@@ -11,15 +11,11 @@
 using namespace tower;
 using namespace tower::layers;
 using tower::testing::check_close;
+using tower::testing::float32_random;
 using tower::testing::random_tensor;
 
 namespace {
 
-Tensor float32_random(const Shape& shape, std::uint64_t seed) {
-  Tensor x = random_tensor(shape, seed);
-  std::vector<float> values(x.data<double>(), x.data<double>() + x.num_elements());
-  return Tensor::from_vector<float>(shape, values);
-}
 
 // x (batch, time, f) with the steps of `padded` (per sample: a count of trailing steps) zeroed.
 Tensor padded_at_end(const Tensor& x, const std::vector<int>& padded) {

@@ -19,17 +19,13 @@ using namespace tower::layers;
 using tower::testing::check_close;
 using tower::testing::contains;
 using tower::testing::message_of;
+using tower::testing::float32_random;
 using tower::testing::random_tensor;
 using tower::testing::run_layer;
 using nlohmann::json;
 
 namespace {
 
-Tensor float32_random(const Shape& shape, std::uint64_t seed) {
-  Tensor x = random_tensor(shape, seed);
-  std::vector<float> values(x.data<double>(), x.data<double>() + x.num_elements());
-  return Tensor::from_vector<float>(shape, values);
-}
 
 std::vector<std::string> weight_names(const Layer& layer) {
   std::vector<std::string> names;
