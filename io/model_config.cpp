@@ -254,8 +254,9 @@ LayerPtr functional_from_config(const json& config) {
           if (r.size() < 4 || !r[3].is_object()) continue;
           for (const auto& [key, value] : r[3].items()) {
             if (is_keyword(key) && is_legacy_ref(value)) {
+              const std::string name = key;  // a copy: clang does not capture structured bindings
               if (std::none_of(node.keyword_args.begin(), node.keyword_args.end(),
-                               [&](const auto& e) { return e.first == key; }))
+                               [&](const auto& e) { return e.first == name; }))
                 node.keyword_args.emplace_back(key, parse_ref(value, node_where + ", keyword argument " + key));
             } else {
               node.kwargs[key] = value;

@@ -66,7 +66,9 @@ std::vector<SymbolicTensor> Dot::call(CallContext&, const std::vector<SymbolicTe
   if (inputs.size() != 2)
     raise<ValueError>("{}: must be called on a list of 2 inputs, got {}", describe(*this), inputs.size());
   SymbolicTensor x = inputs[0], y = inputs[1];
-  auto [a, b] = resolve_axes(x.shape(), y.shape());
+  // Plain ints, not a structured binding: the lambdas below use them (clang rejects capturing bindings).
+  const auto axes = resolve_axes(x.shape(), y.shape());
+  const int a = axes.first, b = axes.second;
   if (normalize_) {
     x = l2_normalize(x, a);
     y = l2_normalize(y, b);
