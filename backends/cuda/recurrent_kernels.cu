@@ -229,6 +229,16 @@ std::int64_t threads_of(const StepRows<T>& q) {
   return q.batch * q.units;
 }
 
+// Launches `kernel` with one thread per (row, unit) of step q, after checking q: the launchers' common part.
+template <typename T, typename Kernel, typename... Args>
+cudaError_t launch_rows(const StepRows<T>& q, cudaStream_t stream, Kernel kernel, Args... args) {
+  if (invalid(q)) return cudaErrorInvalidValue;
+  const std::int64_t n = threads_of(q);
+  if (n == 0) return cudaSuccess;
+  kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, args...);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------
@@ -236,112 +246,69 @@ std::int64_t threads_of(const StepRows<T>& q) {
 template <typename T>
 cudaError_t launch_simple_rnn_step(StepRows<T> q, GateActivation activation, const T* x, const T* h_prev, T* h,
                                    cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  simple_rnn_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, x, h_prev, h);
-  return cudaGetLastError();
+  return launch_rows(q, stream, simple_rnn_step_kernel<T>, activation, x, h_prev, h);
 }
 
 template <typename T>
 cudaError_t launch_lstm_step(StepRows<T> q, GateActivation activation, GateActivation recurrent_activation,
                              const T* x, const T* h_prev, const T* c_prev, T* gates, T* h, T* c, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  lstm_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, recurrent_activation, x, h_prev, c_prev,
-                                                              gates, h, c);
-  return cudaGetLastError();
+  return launch_rows(q, stream, lstm_step_kernel<T>, activation, recurrent_activation, x, h_prev, c_prev, gates, h, c);
 }
 
 template <typename T>
 cudaError_t launch_gru_step(StepRows<T> q, GateActivation activation, GateActivation recurrent_activation,
                             const T* x, const T* product, const T* bias, const T* h_prev, T* gates, T* h,
                             cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, recurrent_activation, x, product, bias,
-                                                             h_prev, gates, h);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_step_kernel<T>, activation, recurrent_activation, x, product, bias, h_prev, gates,
+                     h);
 }
 
 template <typename T>
 cudaError_t launch_gru_reset_gates(StepRows<T> q, GateActivation recurrent_activation, const T* x, const T* product,
                                    const T* bias, const T* h_prev, T* gates, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_reset_gates_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, recurrent_activation, x, product, bias, h_prev,
-                                                                    gates);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_reset_gates_kernel<T>, recurrent_activation, x, product, bias, h_prev, gates);
 }
 
 template <typename T>
 cudaError_t launch_gru_candidate(StepRows<T> q, GateActivation activation, const T* x, const T* product,
                                  const T* bias, const T* h_prev, T* gates, T* h, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_candidate_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, x, product, bias, h_prev, gates, h);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_candidate_kernel<T>, activation, x, product, bias, h_prev, gates, h);
 }
 
 template <typename T>
 cudaError_t launch_simple_rnn_grad_step(StepRows<T> q, GateActivation activation, const T* dh_out, const T* h,
                                         T* carry, T* d, T* d_time, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  simple_rnn_grad_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, dh_out, h, carry, d, d_time);
-  return cudaGetLastError();
+  return launch_rows(q, stream, simple_rnn_grad_step_kernel<T>, activation, dh_out, h, carry, d, d_time);
 }
 
 template <typename T>
 cudaError_t launch_lstm_grad_step(StepRows<T> q, GateActivation activation, GateActivation recurrent_activation,
                                   const T* dh_out, const T* dc_out, const T* c_prev, const T* c, const T* gates,
                                   T* dh_carry, T* dc_carry, T* d, T* d_time, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  lstm_grad_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, recurrent_activation, dh_out, dc_out,
-                                                                   c_prev, c, gates, dh_carry, dc_carry, d, d_time);
-  return cudaGetLastError();
+  return launch_rows(q, stream, lstm_grad_step_kernel<T>, activation, recurrent_activation, dh_out, dc_out, c_prev, c,
+                     gates, dh_carry, dc_carry, d, d_time);
 }
 
 template <typename T>
 cudaError_t launch_gru_grad_step(StepRows<T> q, GateActivation activation, GateActivation recurrent_activation,
                                  const T* dh_out, const T* h_prev, const T* gates, T* carry, T* d, T* dx,
                                  cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_grad_step_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, recurrent_activation, dh_out, h_prev,
-                                                                  gates, carry, d, dx);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_grad_step_kernel<T>, activation, recurrent_activation, dh_out, h_prev, gates, carry,
+                     d, dx);
 }
 
 template <typename T>
 cudaError_t launch_gru_grad_update(StepRows<T> q, GateActivation activation, GateActivation recurrent_activation,
                                    const T* dh_out, const T* h_prev, const T* gates, T* carry, T* d,
                                    cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_grad_update_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, activation, recurrent_activation, dh_out,
-                                                                    h_prev, gates, carry, d);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_grad_update_kernel<T>, activation, recurrent_activation, dh_out, h_prev, gates,
+                     carry, d);
 }
 
 template <typename T>
 cudaError_t launch_gru_grad_reset(StepRows<T> q, GateActivation recurrent_activation, const T* h_prev,
                                   const T* gates, const T* drh, T* carry, T* d, T* dx, cudaStream_t stream) {
-  if (invalid(q)) return cudaErrorInvalidValue;
-  const std::int64_t n = threads_of(q);
-  if (n == 0) return cudaSuccess;
-  gru_grad_reset_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(q, recurrent_activation, h_prev, gates, drh, carry,
-                                                                   d, dx);
-  return cudaGetLastError();
+  return launch_rows(q, stream, gru_grad_reset_kernel<T>, recurrent_activation, h_prev, gates, drh, carry, d, dx);
 }
 
 #define TOWER_INSTANTIATE(T)                                                                                         \
