@@ -2,6 +2,7 @@
 #include "tower/layers/rnn/recurrent.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tower/core/error.h"
 #include "tower/core/random.h"
@@ -96,13 +97,18 @@ SymbolicTensor Recurrent::gate_columns(const SymbolicTensor& x, std::int64_t gat
   return ops::slice(x, {0, gate * units_}, {-1, units_});
 }
 
-std::vector<SymbolicTensor> Recurrent::dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate,
-                                                     int count, int first) const {
+std::vector<SymbolicTensor> recurrent_dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate,
+                                                    std::uint64_t seed, int count, int first) {
   std::vector<SymbolicTensor> masks;
   const SymbolicTensor first_row = ctx.replica ? ctx.replica->first_row : SymbolicTensor();
   for (int k = 0; k < count; ++k)
-    masks.push_back(ops::dropout(ones, rate, seed_ + static_cast<std::uint64_t>(first + k), first_row)[1]);
+    masks.push_back(ops::dropout(ones, rate, seed + static_cast<std::uint64_t>(first + k), first_row)[1]);
   return masks;
+}
+
+std::vector<SymbolicTensor> Recurrent::dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate,
+                                                     int count, int first) const {
+  return recurrent_dropout_masks(ctx, ones, rate, seed_, count, first);
 }
 
 SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std::int64_t time) {
@@ -161,24 +167,31 @@ std::vector<SymbolicTensor> Recurrent::run_unrolled(CallContext& ctx, const Symb
   return out;
 }
 
-std::vector<SymbolicTensor> Recurrent::stateful_initial(CallContext& ctx, const SymbolicTensor& x) {
-  if (state_variables_->empty()) {
-    const std::int64_t batch = build_input_specs().empty() ? -1 : build_input_specs()[0].shape.dim(0);
+std::vector<SymbolicTensor> stateful_initial_states(CallContext& ctx, const Layer& layer,
+                                                    std::vector<VariablePtr>& variables, int count,
+                                                    const std::vector<std::int64_t>& state_dims, DType dtype) {
+  if (variables.empty()) {
+    const std::int64_t batch = layer.build_input_specs().empty() ? -1 : layer.build_input_specs()[0].shape.dim(0);
     if (batch <= 0)
       raise<ValueError>("{}: a stateful layer needs a fixed batch size, for its states (batch, {}); give the Input "
                         "one (Input(shape, {{.batch_size = ...}}), Keras's batch_shape)",
-                        describe(*this), units_);
-    for (int i = 0; i < states_; ++i)
-      state_variables_->push_back(make_variable(fmt::format("{}/state_{}:0", name(), i),
-                                                Tensor::zeros(Shape{batch, units_}, x.dtype(), default_device()),
-                                                /*trainable=*/false));
+                        describe(layer), fmt::join(state_dims, ", "));
+    std::vector<std::int64_t> dims{batch};
+    dims.insert(dims.end(), state_dims.begin(), state_dims.end());
+    for (int i = 0; i < count; ++i)
+      variables.push_back(make_variable(fmt::format("{}/state_{}:0", layer.name(), i),
+                                        Tensor::zeros(Shape(dims), dtype, default_device()), /*trainable=*/false));
   }
   if (ctx.replica)
     raise<ValueError>("{}: a stateful layer runs on one device; its states cannot be split between replicas",
-                      describe(*this));
+                      describe(layer));
   std::vector<SymbolicTensor> initial;
-  for (const auto& v : *state_variables_) initial.push_back(ctx.graph.variable(v));
+  for (const auto& v : variables) initial.push_back(ctx.graph.variable(v));
   return initial;
+}
+
+std::vector<SymbolicTensor> Recurrent::stateful_initial(CallContext& ctx, const SymbolicTensor& x) {
+  return stateful_initial_states(ctx, *this, *state_variables_, states_, {units_}, x.dtype());
 }
 
 std::vector<SymbolicTensor> Recurrent::compute_mask(const std::vector<SymbolicTensor>&,

@@ -54,6 +54,18 @@ using GRUOptions = RecurrentOptions;
 // the i gate, ones for f, `bias_initializer` for c and o (LSTM, ConvLSTM2D).
 Tensor lstm_bias_with_unit_forget(const Initializer& bias_initializer, std::int64_t units);
 
+// `count` dropout masks of `rate` shaped like `ones` (0 or 1 / (1 - rate)), one per sequence: the
+// k-th is seeded seed + first + k; a replica draws its rows of the whole batch's (Recurrent, ConvLSTM2D).
+std::vector<SymbolicTensor> recurrent_dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate,
+                                                    std::uint64_t seed, int count, int first);
+
+// The initial states of a stateful recurrent layer: `count` non-trainable variables (batch, state_dims...)
+// of zeros, made in `variables` on first use (the batch from the layer's Input, which must fix it),
+// read in ctx.graph. Refuses replicated calls (Recurrent, ConvLSTM2D).
+std::vector<SymbolicTensor> stateful_initial_states(CallContext& ctx, const Layer& layer,
+                                                    std::vector<VariablePtr>& variables, int count,
+                                                    const std::vector<std::int64_t>& state_dims, DType dtype);
+
 // inputs: x (batch, time, features) with a known number of time steps, then optionally the initial
 // states (Keras's initial_state: h, and c for LSTM), each (batch, units); zeros otherwise. With a
 // Keras mask on x (Masking, Embedding(mask_zero)), a masked step leaves the states as they were; the
