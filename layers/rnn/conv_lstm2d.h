@@ -28,6 +28,15 @@ struct ConvLSTM2DOptions {
   bool return_sequences = false;
   bool return_state = false;
   bool go_backwards = false;
+  // Training only, as tf.keras 2's ConvLSTM2D: dropout drops input pixels·channels with one mask
+  // (batch, rows, cols, channels) per sequence and gate, recurrent_dropout h_{t-1}'s with one mask
+  // (batch, rows', cols', filters) per sequence and gate (Keras 3 shares one mask between the gates).
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  std::optional<std::uint64_t> seed;  // the dropout masks' (drawn from the global seed when unset)
+  // The final h and c of a batch are the next batch's initial states: needs a fixed batch size (the
+  // Input's batch_size); reset_states() zeroes them. They are not weights.
+  bool stateful = false;
   std::string name;
 };
 
@@ -37,8 +46,8 @@ struct ConvLSTM2DOptions {
 // z = x_t * kernel + h_{t-1} * recurrent_kernel + bias, split along the channels into i, f, c, o as
 // LSTM. A Keras mask on x skips steps. Weights: kernel (kh, kw, channels, 4·filters),
 // recurrent_kernel (kh, kw, filters, 4·filters), bias (4·filters,). The cell runs step by step with
-// ordinary ops (the input convolution of all steps is one op). Not implemented: stateful, dropout,
-// recurrent_dropout, channels_first (configs with them are refused).
+// ordinary ops (the input convolution of all steps is one op; four, one per gate, with input dropout
+// in training). Not implemented: channels_first (configs with it are refused).
 class ConvLSTM2D : public Layer {
  public:
   ConvLSTM2D(std::int64_t filters, const std::vector<std::int64_t>& kernel_size, const ConvLSTM2DOptions& options = {});
@@ -54,11 +63,22 @@ class ConvLSTM2D : public Layer {
 
   std::int64_t filters() const { return filters_; }
   const ConvLSTM2DOptions& options() const { return options_; }
+  // Keras's layer.states of a stateful layer (h, c; (batch, rows', cols', filters) each), empty before
+  // its first call or when not stateful.
+  std::vector<VariablePtr> states() const { return *state_variables_; }
+  void reset_states() override;
 
  private:
+  // The input convolution of every step plus bias (batch·time, rows', cols', 4·filters), with
+  // input dropout in training.
+  SymbolicTensor input_convolution(CallContext& ctx, const SymbolicTensor& x, const SymbolicTensor& kernel);
+
   std::int64_t filters_;
   std::vector<std::int64_t> kernel_size_;
   ConvLSTM2DOptions options_;
+  std::uint64_t seed_ = 0;
+  // Shared by every handle of the layer, as its weights are.
+  std::shared_ptr<std::vector<VariablePtr>> state_variables_ = std::make_shared<std::vector<VariablePtr>>();
 };
 
 }  // namespace tower::layers
