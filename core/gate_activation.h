@@ -16,6 +16,15 @@
 #define TOWER_HOST_DEVICE
 #endif
 
+// On the CPU everything below is always inlined, so that it takes the instruction set of the kernel
+// calling it (backends/cpu/recurrent_kernels.cpp compiles its row functions for AVX2 and AVX-512 too)
+// and a loop over exp or tanh vectorizes.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define TOWER_GATE_INLINE __attribute__((always_inline)) inline
+#else
+#define TOWER_GATE_INLINE inline
+#endif
+
 namespace tower {
 
 // Keras's names: linear, tanh, sigmoid, relu, softsign; hard_sigmoid is Keras 2's clip(0.2 x + 0.5,
@@ -28,15 +37,17 @@ enum class GateActivation : int { linear, tanh, sigmoid, relu, softsign, hard_si
 // LSTM's time. float64 and GPU code use the standard functions.
 namespace gate_math {
 
-TOWER_HOST_DEVICE inline float exp(float x) {
+TOWER_HOST_DEVICE TOWER_GATE_INLINE float exp(float x) {
 #ifdef __CUDA_ARCH__
   return ::expf(x);
 #else
   x = x < -87.3f ? -87.3f : x;  // 2^-126 .. 2^127: normal floats
   x = x > 88.3f ? 88.3f : x;
-  float n = x * 1.44269504088896341f + 0.5f;       // round(x / ln 2), by floor(x / ln 2 + 1/2)
-  const float truncated = static_cast<float>(static_cast<int>(n));
-  n = truncated - (truncated > n ? 1.0f : 0.0f);
+  // n = round(x / ln 2), by adding and taking away 1.5 · 2^23: a float that large has no fraction bits,
+  // and its low bits hold n. Plain arithmetic, so that the loop vectorizes for every instruction set
+  // (a float-int-float truncation stops GCC's AVX2 vectorizer).
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   x = x - n * 0.693359375f - n * -2.12194440e-4f;  // x - n ln 2, ln 2 in two parts
   float y = 1.9875691500e-4f;
   y = y * x + 1.3981999507e-3f;
@@ -45,14 +56,16 @@ TOWER_HOST_DEVICE inline float exp(float x) {
   y = y * x + 1.6666665459e-1f;
   y = y * x + 5.0000001201e-1f;
   y = y * (x * x) + x + 1.0f;
-  const int bits = (static_cast<int>(n) + 127) << 23;  // 2^n
+  int bits;  // 2^n: n + 127 in the exponent bits
+  std::memcpy(&bits, &shifted, sizeof bits);
+  bits = (bits - 0x4B400000 + 127) << 23;  // 0x4B400000: 1.5 · 2^23's bits
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
   return y * two_n;
 #endif
 }
 
-TOWER_HOST_DEVICE inline float tanh(float x) {
+TOWER_HOST_DEVICE TOWER_GATE_INLINE float tanh(float x) {
 #ifdef __CUDA_ARCH__
   return ::tanhf(x);
 #else
@@ -72,7 +85,7 @@ TOWER_HOST_DEVICE inline double tanh(double x) { return std::tanh(x); }
 }  // namespace gate_math
 
 template <typename T>
-TOWER_HOST_DEVICE inline T gate_activate(GateActivation f, T x) {
+TOWER_HOST_DEVICE TOWER_GATE_INLINE T gate_activate(GateActivation f, T x) {
   switch (f) {
     case GateActivation::linear: return x;
     case GateActivation::tanh: return gate_math::tanh(x);
@@ -93,7 +106,7 @@ TOWER_HOST_DEVICE inline T gate_activate(GateActivation f, T x) {
 
 // y[i] = f(y[i]) for i < n: one loop per activation, so that the compiler vectorizes it.
 template <typename T>
-inline void gate_activate_all(GateActivation f, T* y, long n) {
+TOWER_GATE_INLINE void gate_activate_all(GateActivation f, T* y, long n) {
   switch (f) {
     case GateActivation::linear: return;
     case GateActivation::tanh:
@@ -110,7 +123,7 @@ inline void gate_activate_all(GateActivation f, T* y, long n) {
 // f'(x) from y = f(x). At a kink (relu at 0, the hard sigmoids at their clips) the derivative is 0,
 // as the composed ops' gradients give it.
 template <typename T>
-TOWER_HOST_DEVICE inline T gate_derivative(GateActivation f, T y) {
+TOWER_HOST_DEVICE TOWER_GATE_INLINE T gate_derivative(GateActivation f, T y) {
   switch (f) {
     case GateActivation::linear: return T(1);
     case GateActivation::tanh: return T(1) - y * y;
@@ -124,6 +137,22 @@ TOWER_HOST_DEVICE inline T gate_derivative(GateActivation f, T y) {
     case GateActivation::hard_sigmoid_keras3: return y > T(0) && y < T(1) ? T(1) / T(6) : T(0);
   }
   return T(1);
+}
+
+// dy[i] = f'(x) from y[i] = f(x), for i < n (as gate_derivative): the CPU's backward loops take their
+// derivatives from here, one loop per activation, so that they vectorize too.
+template <typename T>
+TOWER_GATE_INLINE void gate_derivative_all(GateActivation f, const T* y, T* dy, long n) {
+  switch (f) {
+    case GateActivation::tanh:
+      for (long i = 0; i < n; ++i) dy[i] = T(1) - y[i] * y[i];
+      return;
+    case GateActivation::sigmoid:
+      for (long i = 0; i < n; ++i) dy[i] = y[i] * (T(1) - y[i]);
+      return;
+    default:
+      for (long i = 0; i < n; ++i) dy[i] = gate_derivative(f, y[i]);
+  }
 }
 
 #ifndef __CUDACC__

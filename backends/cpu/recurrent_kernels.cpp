@@ -27,7 +27,6 @@ struct Steps {
   std::int64_t t(std::int64_t s) const { return backwards ? time - 1 - s : s; }
   bool kept(std::int64_t b, std::int64_t s) const { return mask == nullptr || mask[b * time + t(s)] != T(0); }
   T act_grad(T y) const { return gate_derivative(activation, y); }
-  T rec_grad(T y) const { return gate_derivative(recurrent_activation, y); }
 };
 
 // `mask_input`: the index the optional mask would have.
@@ -67,13 +66,15 @@ const T* previous(const T* initial, const T* states, std::int64_t s, std::int64_
 
 // The final state of rows b0..b1 (after the last step; the initial state when there are no steps).
 template <typename T>
-void copy_final(const T* initial, const T* states, std::int64_t b0, std::int64_t b1, const Steps<T>& q, T* final_state) {
+void copy_final(const T* initial, const T* states, std::int64_t b0, std::int64_t b1, const Steps<T>& q,
+                T* final_state) {
   std::copy_n(previous(initial, states, q.time, b0, q), (b1 - b0) * q.units, final_state + b0 * q.units);
 }
 
 // dw (k, n) = sum over steps of prev_s^T (batch, k) · d_s (batch, n), where prev_0 = initial and
 // prev_s = states[s - 1]: two GEMMs over contiguous steps (initial with step 0, states[0..T-2] with
-// steps 1..T-1), split over dw's rows. d_s rows sit `ldd` apart; prev rows `ldp` apart.
+// steps 1..T-1), split over dw's columns, so that each thread packs its own columns of d (the larger
+// operand: time·batch rows of 4U) rather than all of them. d_s rows sit `ldd` apart; prev rows `ldp` apart.
 template <typename T>
 void weight_grad(KernelContext& ctx, const T* initial, const T* states, std::int64_t ldp, const T* d, std::int64_t ldd,
                  std::int64_t time, std::int64_t batch, std::int64_t k, std::int64_t n, T* dw, std::int64_t lddw) {
@@ -81,14 +82,154 @@ void weight_grad(KernelContext& ctx, const T* initial, const T* states, std::int
     for (std::int64_t r = 0; r < k; ++r) std::fill_n(dw + r * lddw, n, T(0));
     return;
   }
-  parallel_for(ctx, k, 16, [&](std::int64_t r0, std::int64_t r1) {
-    const int rows = as_int(r1 - r0);
-    gemm(true, false, rows, as_int(n), as_int(batch), initial + r0, as_int(ldp), d, as_int(ldd), dw + r0 * lddw,
-         as_int(lddw));
+  parallel_for(ctx, n, 16, [&](std::int64_t c0, std::int64_t c1) {
+    const int cols = as_int(c1 - c0);
+    gemm(true, false, as_int(k), cols, as_int(batch), initial, as_int(ldp), d + c0, as_int(ldd), dw + c0, as_int(lddw));
     if (time > 1)
-      gemm(true, false, rows, as_int(n), as_int((time - 1) * batch), states + r0, as_int(ldp), d + batch * ldd,
-           as_int(ldd), dw + r0 * lddw, as_int(lddw), T(1));
+      gemm(true, false, as_int(k), cols, as_int((time - 1) * batch), states, as_int(ldp), d + batch * ldd + c0,
+           as_int(ldd), dw + c0, as_int(lddw), T(1));
   });
+}
+
+// The gate updates of one batch row (each cell's arithmetic outside the GEMMs, most of it exp and tanh)
+// are compiled three times, for baseline x86-64, AVX2+FMA and AVX-512 (GCC's target_clones: the
+// loader picks the widest the CPU has), because the build itself targets baseline x86-64 and OpenBLAS
+// picks its own kernels at run time. Clang (the fuzz build) takes the baseline only.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TOWER_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define TOWER_CPU_CLONES
+#endif
+
+// Their pointers never overlap (__restrict lets GCC vectorize without checking).
+
+// SimpleRNN: h = activation(h) for one row, h holding x_proj + h_{s-1} · kernel.
+template <typename T>
+TOWER_CPU_CLONES void simple_rnn_row(const Steps<T>& q, T* __restrict h) {
+  gate_activate_all(q.activation, h, q.units);
+}
+
+// LSTM, one row of step s: gr (4U) holds the gates' inputs i, f, c, o and gets the activated gates;
+// then c = f c_prev + i g and h = o activation(c). `tanh_c`: U floats of scratch.
+template <typename T>
+TOWER_CPU_CLONES void lstm_row(const Steps<T>& q, T* __restrict gr, const T* __restrict cp, T* __restrict c,
+                               T* __restrict h, T* __restrict tanh_c) {
+  const std::int64_t U = q.units;
+  gate_activate_all(q.recurrent_activation, gr, 2 * U);      // i, f
+  gate_activate_all(q.activation, gr + 2 * U, U);            // g
+  gate_activate_all(q.recurrent_activation, gr + 3 * U, U);  // o
+  for (std::int64_t j = 0; j < U; ++j) tanh_c[j] = c[j] = gr[U + j] * cp[j] + gr[j] * gr[2 * U + j];
+  gate_activate_all(q.activation, tanh_c, U);
+  for (std::int64_t j = 0; j < U; ++j) h[j] = gr[3 * U + j] * tanh_c[j];
+}
+
+// LSTM backward, one kept row of step s: with dh = dh_out + dh_carry and dc = dc_out + dc_carry (the
+// gradients reaching h_s and c_s), dr (4U) gets d of the gates' inputs, dh_carry 0 (h_{s-1}'s share
+// comes from the GEMM after) and dc_carry d(c_{s-1}). `scratch`: 6U floats.
+template <typename T>
+TOWER_CPU_CLONES void lstm_grad_row(const Steps<T>& q, const T* __restrict gr, const T* __restrict c,
+                                    const T* __restrict cp, const T* __restrict dh_out, const T* __restrict dc_out,
+                                    T* __restrict dh_carry, T* __restrict dc_carry, T* __restrict dr,
+                                    T* __restrict scratch) {
+  const std::int64_t U = q.units;
+  T* tc = scratch;             // activation(c)
+  T* dtc = scratch + U;        // its derivative
+  T* dgate = scratch + 2 * U;  // the gates' derivatives, i, f, c, o
+  std::copy_n(c, U, tc);
+  gate_activate_all(q.activation, tc, U);
+  gate_derivative_all(q.activation, tc, dtc, U);
+  gate_derivative_all(q.recurrent_activation, gr, dgate, 2 * U);
+  gate_derivative_all(q.activation, gr + 2 * U, dgate + 2 * U, U);
+  gate_derivative_all(q.recurrent_activation, gr + 3 * U, dgate + 3 * U, U);
+  for (std::int64_t j = 0; j < U; ++j) {
+    const T i = gr[j], f = gr[U + j], g = gr[2 * U + j], o = gr[3 * U + j];
+    const T dh = dh_out[j] + dh_carry[j];
+    const T dc = dc_out[j] + dc_carry[j] + dh * o * dtc[j];
+    dr[j] = dc * g * dgate[j];
+    dr[U + j] = dc * cp[j] * dgate[U + j];
+    dr[2 * U + j] = dc * i * dgate[2 * U + j];
+    dr[3 * U + j] = dh * tc[j] * dgate[3 * U + j];
+    dh_carry[j] = T(0);
+    dc_carry[j] = dc * f;
+  }
+}
+
+// GRU, one row of step s, before n: gr's z and r (activated) from x_proj's xr, the recurrent product
+// qr and the recurrent bias; gr's fourth slot q_h = qr_h + bias_h (reset_after) or r h_{s-1}.
+template <typename T>
+TOWER_CPU_CLONES void gru_gates_row(const Steps<T>& q, bool reset_after, T* __restrict gr, const T* __restrict xr,
+                                    const T* __restrict qr, const T* __restrict bias, const T* __restrict hp) {
+  const std::int64_t U = q.units;
+  for (std::int64_t j = 0; j < 2 * U; ++j) gr[j] = xr[j] + qr[j] + bias[j];
+  gate_activate_all(q.recurrent_activation, gr, 2 * U);
+  if (reset_after)
+    for (std::int64_t j = 0; j < U; ++j) gr[3 * U + j] = qr[2 * U + j] + bias[2 * U + j];
+  else
+    for (std::int64_t j = 0; j < U; ++j) gr[3 * U + j] = gr[U + j] * hp[j];
+}
+
+// GRU, the rest of the row: n = activation(x_h + r q_h) (reset_after) or activation(x_h + (r h) ·
+// kernel_h + bias_h), in gr's third slot, and h = z h_{s-1} + (1 - z) n.
+template <typename T>
+TOWER_CPU_CLONES void gru_state_row(const Steps<T>& q, bool reset_after, T* __restrict gr, const T* __restrict xr,
+                                    const T* __restrict qr, const T* __restrict bias, const T* __restrict hp,
+                                    T* __restrict h) {
+  const std::int64_t U = q.units;
+  if (reset_after)
+    for (std::int64_t j = 0; j < U; ++j) gr[2 * U + j] = xr[2 * U + j] + gr[U + j] * gr[3 * U + j];
+  else
+    for (std::int64_t j = 0; j < U; ++j) gr[2 * U + j] = xr[2 * U + j] + qr[2 * U + j] + bias[2 * U + j];
+  gate_activate_all(q.activation, gr + 2 * U, U);
+  for (std::int64_t j = 0; j < U; ++j) h[j] = gr[j] * hp[j] + (T(1) - gr[j]) * gr[2 * U + j];
+}
+
+// GRU backward, pass 1 on one kept row: with dh = dh_out + carry, dr's z column gets dz, its n column
+// d(n's input) (for now), and carry d(h_{s-1}) through z alone. `scratch`: 2U floats.
+template <typename T>
+TOWER_CPU_CLONES void gru_grad_row1(const Steps<T>& q, const T* __restrict gr, const T* __restrict hp,
+                                    const T* __restrict dh_out, T* __restrict carry, T* __restrict dr,
+                                    T* __restrict scratch) {
+  const std::int64_t U = q.units;
+  gate_derivative_all(q.recurrent_activation, gr, scratch, U);    // z'
+  gate_derivative_all(q.activation, gr + 2 * U, scratch + U, U);  // n'
+  for (std::int64_t j = 0; j < U; ++j) {
+    const T dh = dh_out[j] + carry[j], z = gr[j], n = gr[2 * U + j];
+    dr[j] = dh * (hp[j] - n) * scratch[j];
+    dr[2 * U + j] = dh * (T(1) - z) * scratch[U + j];
+    carry[j] = dh * z;
+  }
+}
+
+// GRU backward, pass 2 on one kept row: dr's r column; with reset_after its n column becomes d(q_h),
+// otherwise carry gets r's share of d(r h_{s-1}) (drh). dxr (3U) gets d(x_proj). `scratch`: U floats.
+template <typename T>
+TOWER_CPU_CLONES void gru_grad_row2(const Steps<T>& q, bool reset_after, const T* __restrict gr, const T* __restrict hp,
+                                    const T* __restrict drh, T* __restrict carry, T* __restrict dr, T* __restrict dxr,
+                                    T* __restrict scratch) {
+  const std::int64_t U = q.units;
+  gate_derivative_all(q.recurrent_activation, gr + U, scratch, U);  // r'
+  for (std::int64_t j = 0; j < U; ++j) {
+    const T rg = gr[U + j], dn_in = dr[2 * U + j];
+    if (reset_after) {
+      dr[U + j] = dn_in * gr[3 * U + j] * scratch[j];
+      dr[2 * U + j] = dn_in * rg;
+    } else {
+      dr[U + j] = drh[j] * hp[j] * scratch[j];
+      carry[j] += drh[j] * rg;
+    }
+    dxr[j] = dr[j], dxr[U + j] = dr[U + j], dxr[2 * U + j] = dn_in;
+  }
+}
+
+// The recurrent kernel (U, n) transposed to (n, U), once per backward op: each step's d(h_{s-1}) =
+// d(gates) · kernel^T then multiplies an untransposed matrix, which OpenBLAS packs several times
+// faster than a transposed one (the packing of every step's GEMM took an eighth of an LSTM's time).
+template <typename T>
+std::vector<T> transposed(const T* kernel, std::int64_t units, std::int64_t n) {
+  std::vector<T> out(static_cast<std::size_t>(units * n));
+  for (std::int64_t r = 0; r < units; ++r)
+    for (std::int64_t c = 0; c < n; ++c) out[static_cast<std::size_t>(c * units + r)] = kernel[r * n + c];
+  return out;
 }
 
 // Copies step-ordered (steps, batch, width) rows into time order (dx_proj) when the run went backwards.
@@ -118,8 +259,10 @@ void simple_rnn_kernel(KernelContext& ctx) {
         std::copy_n(at_step(px, q.t(s), b0, q.batch, U), nb * U, h);
         gemm(false, false, as_int(nb), as_int(U), as_int(U), hp, as_int(U), kernel, as_int(U), h, as_int(U), T(1));
         for (std::int64_t r = 0; r < nb; ++r) {
-          if (q.kept(b0 + r, s)) gate_activate_all(q.activation, h + r * U, U);
-          else std::copy_n(hp + r * U, U, h + r * U);
+          if (q.kept(b0 + r, s))
+            simple_rnn_row(q, h + r * U);
+          else
+            std::copy_n(hp + r * U, U, h + r * U);
         }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[1].data<T>());
@@ -142,6 +285,7 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
     std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * U) : 0);
     T* dpre = q.backwards ? by_step.data() : dx;  // (steps, batch, U): d(x_proj[t(s)] + h_{s-1} · kernel)
     T* dh0 = ctx.outputs[2].data<T>();
+    const std::vector<T> kernel_t = transposed(kernel, U, U);
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
       T* carry = dh0 + b0 * U;  // d(h_s) from the steps after s (and the final state); dh0 at the end
@@ -159,7 +303,8 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
             carry[e] = kept ? T(0) : dh;  // a masked step passes its gradient straight to h_{s-1}
           }
         }
-        gemm(false, true, as_int(nb), as_int(U), as_int(U), dp, as_int(U), kernel, as_int(U), carry, as_int(U), T(1));
+        gemm(false, false, as_int(nb), as_int(U), as_int(U), dp, as_int(U), kernel_t.data(), as_int(U), carry,
+             as_int(U), T(1));
       }
     });
     weight_grad<T>(ctx, h0, hs, U, dpre, U, q.time, q.batch, U, U, ctx.outputs[1].data<T>(), U);
@@ -201,12 +346,7 @@ void lstm_kernel(KernelContext& ctx) {
             std::fill_n(gr, G, T(0));
             continue;
           }
-          gate_activate_all(q.recurrent_activation, gr, 2 * U);  // i, f
-          gate_activate_all(q.activation, gr + 2 * U, U);        // g
-          gate_activate_all(q.recurrent_activation, gr + 3 * U, U);  // o
-          for (std::int64_t j = 0; j < U; ++j) row[j] = c[r * U + j] = gr[U + j] * cp[r * U + j] + gr[j] * gr[2 * U + j];
-          gate_activate_all(q.activation, row.data(), U);
-          for (std::int64_t j = 0; j < U; ++j) h[r * U + j] = gr[3 * U + j] * row[j];
+          lstm_row(q, gr, cp + r * U, c + r * U, h + r * U, row.data());
         }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[3].data<T>());
@@ -237,9 +377,10 @@ void lstm_grad_kernel(KernelContext& ctx) {
     T* dg = q.backwards ? by_step.data() : dx;  // (steps, batch, 4U): d of the gates' inputs
     T* dh0 = ctx.outputs[2].data<T>();
     T* dc0 = ctx.outputs[3].data<T>();
+    const std::vector<T> kernel_t = transposed(kernel, U, G);  // (4U, U)
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
-      std::vector<T> row(static_cast<std::size_t>(U));  // activation(c) of one row
+      std::vector<T> scratch(static_cast<std::size_t>(6 * U));  // lstm_grad_row's
       T* dh_carry = dh0 + b0 * U;  // d(h_s) and d(c_s) from the steps after s and the final state
       T* dc_carry = dc0 + b0 * U;
       std::copy_n(dfinal_h + b0 * U, nb * U, dh_carry);
@@ -252,32 +393,17 @@ void lstm_grad_kernel(KernelContext& ctx) {
         const T* dc_out = at_step(dcs, s, b0, q.batch, U);
         T* d = at_step(dg, s, b0, q.batch, G);
         for (std::int64_t r = 0; r < nb; ++r) {
-          const bool kept = q.kept(b0 + r, s);
-          const T* gr = g + r * G;
-          T* dr = d + r * G;
-          std::copy_n(c + r * U, U, row.data());
-          gate_activate_all(q.activation, row.data(), U);
-          for (std::int64_t j = 0; j < U; ++j) {
-            const std::int64_t e = r * U + j;
-            const T dh = dh_out[e] + dh_carry[e];
-            T dc = dc_out[e] + dc_carry[e];
-            if (!kept) {
-              dh_carry[e] = dh, dc_carry[e] = dc;
-              dr[j] = dr[U + j] = dr[2 * U + j] = dr[3 * U + j] = T(0);
-              continue;
-            }
-            const T i = gr[j], f = gr[U + j], gg = gr[2 * U + j], o = gr[3 * U + j];
-            const T tc = row[j];
-            dc += dh * o * q.act_grad(tc);
-            dr[j] = dc * gg * q.rec_grad(i);
-            dr[U + j] = dc * cp[e] * q.rec_grad(f);
-            dr[2 * U + j] = dc * i * q.act_grad(gg);
-            dr[3 * U + j] = dh * tc * q.rec_grad(o);
-            dh_carry[e] = T(0);
-            dc_carry[e] = dc * f;
+          const std::int64_t e = r * U;
+          if (q.kept(b0 + r, s)) {
+            lstm_grad_row(q, g + r * G, c + e, cp + e, dh_out + e, dc_out + e, dh_carry + e, dc_carry + e, d + r * G,
+                          scratch.data());
+            continue;
           }
+          for (std::int64_t j = 0; j < U; ++j) dh_carry[e + j] += dh_out[e + j], dc_carry[e + j] += dc_out[e + j];
+          std::fill_n(d + r * G, G, T(0));  // a masked step passes its gradients straight to h_{s-1}, c_{s-1}
         }
-        gemm(false, true, as_int(nb), as_int(U), as_int(G), d, as_int(G), kernel, as_int(G), dh_carry, as_int(U), T(1));
+        gemm(false, false, as_int(nb), as_int(U), as_int(G), d, as_int(G), kernel_t.data(), as_int(U), dh_carry,
+             as_int(U), T(1));
       }
     });
     weight_grad<T>(ctx, h0, hs, U, dg, G, q.time, q.batch, U, G, ctx.outputs[1].data<T>(), G);
@@ -312,16 +438,8 @@ void gru_kernel(KernelContext& ctx) {
         // z and r need h_{s-1} · kernel[:, :2U]; reset_after needs the n columns too.
         gemm(false, false, as_int(nb), as_int(reset_after ? X : 2 * U), as_int(U), hp, as_int(U), kernel, as_int(X),
              rec, as_int(X));
-        for (std::int64_t r = 0; r < nb; ++r) {
-          T* gr = g + r * G;
-          const T* xr = xs + r * X;
-          const T* qr = rec + r * X;
-          for (std::int64_t j = 0; j < 2 * U; ++j) gr[j] = xr[j] + qr[j] + bias[j];
-          gate_activate_all(q.recurrent_activation, gr, 2 * U);  // z, r
-          // reset_after: q_h = (h_{s-1} · kernel)_h + bias_h; otherwise r h_{s-1}, multiplied below.
-          for (std::int64_t j = 0; j < U; ++j)
-            gr[3 * U + j] = reset_after ? qr[2 * U + j] + bias[2 * U + j] : gr[U + j] * hp[r * U + j];
-        }
+        for (std::int64_t r = 0; r < nb; ++r)
+          gru_gates_row(q, reset_after, g + r * G, xs + r * X, rec + r * X, bias, hp + r * U);
         if (!reset_after)  // rec[:, 2U:] = (r h_{s-1}) · kernel[:, 2U:]
           gemm(false, false, as_int(nb), as_int(U), as_int(U), g + 3 * U, as_int(G), kernel + 2 * U, as_int(X),
                rec + 2 * U, as_int(X));
@@ -334,11 +452,7 @@ void gru_kernel(KernelContext& ctx) {
             std::fill_n(gr, G, T(0));
             continue;
           }
-          for (std::int64_t j = 0; j < U; ++j)  // n's input
-            gr[2 * U + j] = reset_after ? xr[2 * U + j] + gr[U + j] * gr[3 * U + j]
-                                        : xr[2 * U + j] + qr[2 * U + j] + bias[2 * U + j];
-          gate_activate_all(q.activation, gr + 2 * U, U);
-          for (std::int64_t j = 0; j < U; ++j) h[r * U + j] = gr[j] * hp[r * U + j] + (T(1) - gr[j]) * gr[2 * U + j];
+          gru_state_row(q, reset_after, gr, xr, qr, bias, hp + r * U, h + r * U);
         }
       }
       copy_final(h0, hs, b0, b1, q, ctx.outputs[2].data<T>());
@@ -365,11 +479,13 @@ void gru_grad_kernel(KernelContext& ctx) {
     // (steps, batch, 3U): d of what the recurrent product feeds: z, r and q_h (reset_after) or n's input.
     std::vector<T> drec_buffer(static_cast<std::size_t>(q.time * q.batch * X));
     T* drec = drec_buffer.data();
+    const std::vector<T> kernel_t = transposed(kernel, U, X);  // (3U, U): z, r, h blocks of U rows
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
       std::vector<T> drh_buffer(reset_after ? 0 : static_cast<std::size_t>(nb * U));  // d(r h_{s-1})
       T* drh = drh_buffer.data();
-      T* carry = dh0 + b0 * U;  // d(h_s) from the steps after s and the final state
+      std::vector<T> scratch(static_cast<std::size_t>(2 * U));  // gru_grad_row1's and row2's
+      T* carry = dh0 + b0 * U;                                  // d(h_s) from the steps after s and the final state
       std::copy_n(dfinal + b0 * U, nb * U, carry);
       for (std::int64_t s = q.time - 1; s >= 0; --s) {
         const T* hp = previous(h0, hs, s, b0, q);
@@ -379,50 +495,29 @@ void gru_grad_kernel(KernelContext& ctx) {
         T* dxs = at_step(dx, q.t(s), b0, q.batch, X);
         // Pass 1: dz and d(n's input); the carry becomes d(h_{s-1}) through z alone (or all of dh when masked).
         for (std::int64_t r = 0; r < nb; ++r) {
-          const bool kept = q.kept(b0 + r, s);
-          const T* gr = g + r * G;
-          T* dr = d + r * X;
-          for (std::int64_t j = 0; j < U; ++j) {
-            const std::int64_t e = r * U + j;
-            const T dh = dh_out[e] + carry[e];
-            if (!kept) {
-              carry[e] = dh;
-              dr[j] = dr[U + j] = dr[2 * U + j] = T(0);
-              continue;
-            }
-            const T z = gr[j], n = gr[2 * U + j];
-            dr[j] = dh * (hp[e] - n) * q.rec_grad(z);
-            dr[2 * U + j] = dh * (T(1) - z) * q.act_grad(n);  // d(n's input), for now
-            carry[e] = dh * z;
+          const std::int64_t e = r * U;
+          if (q.kept(b0 + r, s)) {
+            gru_grad_row1(q, g + r * G, hp + e, dh_out + e, carry + e, d + r * X, scratch.data());
+            continue;
           }
+          for (std::int64_t j = 0; j < U; ++j) carry[e + j] += dh_out[e + j];
+          std::fill_n(d + r * X, X, T(0));
         }
         if (!reset_after)  // d(r h_{s-1}) = d(n's input) · kernel[:, 2U:]^T
-          gemm(false, true, as_int(nb), as_int(U), as_int(U), d + 2 * U, as_int(X), kernel + 2 * U, as_int(X), drh,
-               as_int(U));
+          gemm(false, false, as_int(nb), as_int(U), as_int(U), d + 2 * U, as_int(X), kernel_t.data() + 2 * U * U,
+               as_int(U), drh, as_int(U));
         // Pass 2: dr; dx_proj; the third column becomes d(q_h) when reset_after.
         for (std::int64_t r = 0; r < nb; ++r) {
-          const bool kept = q.kept(b0 + r, s);
-          const T* gr = g + r * G;
-          T* dr = d + r * X;
-          T* dxr = dxs + r * X;
-          for (std::int64_t j = 0; j < U; ++j) {
-            const std::int64_t e = r * U + j;
-            const T rg = gr[U + j], dn_in = dr[2 * U + j];
-            if (kept) {
-              if (reset_after) {
-                dr[U + j] = dn_in * gr[3 * U + j] * q.rec_grad(rg);
-                dr[2 * U + j] = dn_in * rg;
-              } else {
-                dr[U + j] = drh[e] * hp[e] * q.rec_grad(rg);
-                carry[e] += drh[e] * rg;
-              }
-            }
-            dxr[j] = dr[j], dxr[U + j] = dr[U + j], dxr[2 * U + j] = dn_in;
-          }
+          const std::int64_t e = r * U;
+          if (q.kept(b0 + r, s))
+            gru_grad_row2(q, reset_after, g + r * G, hp + e, drh + e, carry + e, d + r * X, dxs + r * X,
+                          scratch.data());
+          else
+            std::fill_n(dxs + r * X, X, T(0));
         }
         // d(h_{s-1}) += d(rec) · kernel^T over the columns that h_{s-1} itself multiplies.
-        gemm(false, true, as_int(nb), as_int(U), as_int(reset_after ? X : 2 * U), d, as_int(X), kernel, as_int(X),
-             carry, as_int(U), T(1));
+        gemm(false, false, as_int(nb), as_int(U), as_int(reset_after ? X : 2 * U), d, as_int(X), kernel_t.data(),
+             as_int(U), carry, as_int(U), T(1));
       }
     });
     T* dkernel = ctx.outputs[1].data<T>();
@@ -438,11 +533,9 @@ void gru_grad_kernel(KernelContext& ctx) {
     }
     T* dbias = ctx.outputs[2].data<T>();
     parallel_for(ctx, X, 64, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t col = c0; col < c1; ++col) {
-        T sum = 0;
-        for (std::int64_t row = 0; row < q.time * q.batch; ++row) sum += drec[row * X + col];
-        dbias[col] = sum;
-      }
+      std::fill(dbias + c0, dbias + c1, T(0));
+      for (std::int64_t row = 0; row < q.time * q.batch; ++row)
+        for (std::int64_t col = c0; col < c1; ++col) dbias[col] += drec[row * X + col];
     });
   });
 }
