@@ -2,7 +2,10 @@
 // them with Keras (layer names included): test_golden.cpp's half of each case.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "tower/layers/layers.h"
 
@@ -191,6 +194,140 @@ inline ModelPtr conv_lstm() {
           L::Dense(2, {.name = "out"}),
       },
       "conv_lstm");
+}
+
+// Conv1D's three paddings with strides and dilation, and the 1-D pooling, padding, cropping and upsampling
+// layers around it.
+inline ModelPtr conv1d() {
+  auto in = L::Input({12, 3}, {.name = "in"});
+  auto c = L::Conv1D(4, 3, {.padding = "causal", .dilation_rate = 2, .activation = "relu", .name = "conv_causal"})(in);
+  c = L::ZeroPadding1D(std::vector<std::int64_t>{1, 2}, {.name = "pad"})(c);       // (15, 4)
+  c = L::Conv1D(4, 4, {.strides = 2, .padding = "same", .name = "conv_same"})(c);  // (8, 4)
+  c = L::MaxPooling1D(2, {.strides = 1, .padding = "same", .name = "max"})(c);     // (8, 4)
+  c = L::UpSampling1D(2, {.name = "up"})(c);                                       // (16, 4)
+  c = L::Cropping1D({2, 3}, {.name = "crop"})(c);                                  // (11, 4)
+  c = L::Conv1D(4, 3, {.padding = "same", .dilation_rate = 2, .use_bias = false, .name = "conv_same_d2"})(c);
+  c = L::Conv1D(3, 2, {.strides = 2, .activation = "sigmoid", .name = "conv_valid"})(c);       // (5, 3)
+  auto a = L::AveragePooling1D(4, {.strides = 2, .padding = "same", .name = "avg"})(c);        // (3, 3)
+  auto m = L::MaxPooling1D(2, {.name = "max_valid"})(c);                                       // (2, 3)
+  auto s = L::Conv1D(2, 2, {.strides = 2, .padding = "causal", .name = "conv_causal_s2"})(c);  // (3, 2)
+  auto g3 = L::GlobalMaxPooling1D({.keepdims = true, .name = "gmax_keep"})(s);                 // (1, 2)
+  auto g4 = L::GlobalAveragePooling1D({.keepdims = true, .name = "gavg_keep"})(s);             // (1, 2)
+  auto k = L::Flatten({.name = "flat"})(L::Concatenate({.name = "cat_keep"})({g3, g4}));       // (4,)
+  auto cat = L::Concatenate({.name = "cat"})(
+      {L::GlobalMaxPooling1D({.name = "gmax"})(a), L::GlobalAveragePooling1D({.name = "gavg"})(m), k});
+  auto out = L::Dense(2, {.name = "out"})(cat);
+  return std::make_shared<Model>(in, out, "conv1d");
+}
+
+// SpatialDropout1D in inference (the identity).
+inline ModelPtr spatial_dropout1d() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6, 3}, {.name = "in"}),
+          L::Conv1D(4, 2, {.name = "conv"}),
+          L::SpatialDropout1D(0.5, {.name = "drop"}),
+          L::GlobalAveragePooling1D({.name = "gavg"}),
+          L::Dense(3, {.activation = "softmax", .name = "out"}),
+      },
+      "spatial_dropout1d");
+}
+
+// Bidirectional's merge modes over LSTM, GRU and SimpleRNN, return_state, a given backward_layer and
+// initial states.
+inline ModelPtr bidirectional() {
+  auto in = L::Input({5, 3}, {.name = "in"});
+  auto ctx = L::Input({2}, {.name = "ctx"});
+  auto s = L::Bidirectional(L::LSTM(3, {.return_sequences = true, .name = "lstm_a"}), {.name = "bi_concat"})(in);
+  s = L::Bidirectional(L::GRU(3, {.return_sequences = true, .name = "gru_b"}),
+                       {.merge_mode = "sum", .name = "bi_sum"})(s);
+  s = L::Bidirectional(L::SimpleRNN(3, {.return_sequences = true, .name = "rnn_c"}),
+                       {.merge_mode = "mul", .name = "bi_mul"})(s);  // (5, 3)
+  auto none = L::Bidirectional(L::GRU(2, {.reset_after = false, .return_sequences = true, .name = "gru_d"}),
+                               {.merge_mode = std::nullopt, .name = "bi_none"})
+                  .call_multi({s});                                  // 2x (5, 2)
+  auto both = L::Concatenate({.name = "both"})({none[0], none[1]});  // (5, 4)
+  auto ave = L::Bidirectional(L::SimpleRNN(2, {.name = "rnn_e"}), {.merge_mode = "ave", .name = "bi_ave"})(both);
+  // [output (4,), forward h, forward c, backward h, backward c]
+  auto state =
+      L::Bidirectional(L::LSTM(2, {.return_state = true, .name = "lstm_f"}), {.name = "bi_state"}).call_multi({both});
+  auto last = L::Bidirectional(L::LSTM(2, {.name = "lstm_g"}), {.merge_mode = std::nullopt, .name = "bi_none_last"})
+                  .call_multi({s});  // 2x (2,)
+  auto added = L::Add({.name = "add"})({last[0], last[1]});
+  // [sequence (5, 2), forward h, backward h]
+  auto gru = L::Bidirectional(L::GRU(2, {.return_sequences = true, .return_state = true, .name = "gru_i"}),
+                              {.merge_mode = "sum", .name = "bi_gru_state"})
+                 .call_multi({in});
+  // A given backward_layer (relu), both directions started from initial states [forward h, backward h].
+  auto h_fw = L::Dense(2, {.activation = "tanh", .name = "h_fw"})(ctx);
+  auto h_bw = L::Dense(2, {.name = "h_bw"})(ctx);
+  auto init =
+      L::Bidirectional(
+          L::SimpleRNN(2, {.name = "rnn_h"}),
+          {.backward_layer = L::SimpleRNN(2, {.activation = "relu", .go_backwards = true, .name = "backward_rnn_h"}),
+           .name = "bi_init"})
+          .call_multi({gru[0], h_fw, h_bw});
+  auto cat = L::Concatenate({.name = "cat"})(
+      {ave, state[0], state[1], state[2], state[3], state[4], added, gru[1], gru[2], init[0]});
+  auto out = L::Dense(2, {.name = "out"})(cat);
+  return std::make_shared<Model>(std::vector<KerasTensor>{in, ctx}, std::vector<KerasTensor>{out}, "bidirectional");
+}
+
+// LayerNormalization, MultiHeadAttention (key, attention_mask, causal, scores), Attention, AdditiveAttention,
+// Dot, and the gelu, swish and silu activations.
+inline ModelPtr attention() {
+  auto q_in = L::Input({4, 6}, {.name = "query"});
+  auto v_in = L::Input({5, 4}, {.name = "value"});
+  auto m_in = L::Input({4, 5}, {.dtype = DType::int32, .name = "mask"});  // 1: attend
+  auto s_in = L::Input({4, 4}, {.dtype = DType::int32, .name = "self_mask"});
+  auto q = L::LayerNormalization({.name = "ln"})(q_in);                     // (4, 6)
+  auto vs = L::Dense(4, {.activation = "swish", .name = "d_swish"})(v_in);  // (5, 4)
+  auto ks = L::Dense(4, {.activation = "silu", .name = "d_silu"})(v_in);    // (5, 4)
+  auto cross =
+      L::MultiHeadAttention(2, 3, {.value_dim = 2, .use_bias = false, .output_shape = {5}, .name = "mha_cross"})(
+          q, v_in, {.key = ks, .attention_mask = m_in});                                               // (4, 5)
+  auto causal = L::MultiHeadAttention(2, 3, {.name = "mha_causal"})(q, q, {.use_causal_mask = true});  // (4, 6)
+  // {output (4, 6), scores (1, 4, 4)}
+  auto scores =
+      L::MultiHeadAttention(1, 2, {.use_bias = false, .name = "mha_scores"})
+          .call_multi(q, q, {.attention_mask = s_in, .return_attention_scores = true, .use_causal_mask = true});
+  auto qg = L::Dense(4, {.activation = "gelu", .name = "d_gelu"})(causal);  // (4, 4)
+  // {output (4, 4), distribution (4, 5)}
+  auto dot_att =
+      L::Attention({.use_scale = true, .name = "att_dot"}).call_multi({qg, vs}, {.return_attention_scores = true});
+  auto concat_att =
+      L::Attention({.score_mode = "concat", .name = "att_concat"})({qg, vs, ks}, {.use_causal_mask = true});   // (4, 4)
+  auto add_att = L::AdditiveAttention({.name = "att_add"})({qg, vs, ks});                                      // (4, 4)
+  auto ln2 = L::LayerNormalization({.axis = {1, 2}, .epsilon = 0.01, .center = false, .name = "ln2"})(cross);  // (4, 5)
+  auto cos =
+      L::Dot(std::vector<int>{2, 2}, {.normalize = true, .name = "dot_cos"})({dot_att[0], concat_att});  // (4, 4)
+  auto prod = L::Dot(1, {.name = "dot_steps"})({add_att, ln2});                                          // (4, 5)
+  auto pooled =
+      L::Dot(1, {.normalize = true, .name = "dot_vec"})({L::GlobalAveragePooling1D({.name = "gap_single"})(scores[0]),
+                                                         L::GlobalMaxPooling1D({.name = "gmp_q"})(q)});  // (1,)
+  auto cat = L::Concatenate({.name = "cat"})({L::GlobalAveragePooling1D({.name = "gap_cos"})(cos),
+                                              L::GlobalAveragePooling1D({.name = "gap_prod"})(prod),
+                                              L::Flatten({.name = "flat_probs"})(scores[1]),
+                                              L::GlobalAveragePooling1D({.name = "gap_dist"})(dot_att[1]), pooled});
+  auto out = L::Dense(2, {.name = "out"})(cat);
+  return std::make_shared<Model>(std::vector<KerasTensor>{q_in, v_in, m_in, s_in}, std::vector<KerasTensor>{out},
+                                 "attention");
+}
+
+// The attention layers with Keras masks from Embedding(mask_zero). Unlike Keras 3's MultiHeadAttention, which
+// deletes the masks of the tensors it is called on, tower keeps them: the MHA reads a tensor of its own (ln_in)
+// so that Attention and AdditiveAttention see emb's mask on both sides.
+inline ModelPtr attention_masks() {
+  auto in = L::Input({6}, {.dtype = DType::int32, .name = "in"});
+  auto e = L::Embedding(10, 4, {.mask_zero = true, .name = "emb"})(in);  // (6, 4), mask (6,)
+  auto p = L::LayerNormalization({.scale = false, .name = "ln_in"})(e);  // keeps the mask
+  auto m = L::MultiHeadAttention(2, 2, {.name = "mha"})(p, p);           // query and value masks
+  auto n = L::LayerNormalization({.name = "ln"})(m);                     // keeps the mask
+  auto a = L::Attention({.name = "att"})({n, e});                        // value mask; query mask zeroes rows
+  auto c = L::AdditiveAttention({.use_scale = false, .name = "att_add"})({a, e}, {.use_causal_mask = true});
+  auto g = L::GlobalAveragePooling1D({.name = "gap"})(c);  // mean over the unmasked steps
+  auto out = L::Dense(2, {.activation = "gelu", .name = "out"})(g);
+  return std::make_shared<Model>(in, out, "attention_masks");
 }
 
 }  // namespace tower::golden_models

@@ -122,12 +122,17 @@ def set_golden_weights(model, rng):
 
 def weight_items(model):
     """(name "<layer>/<weight>", variable) for every weight, layer by layer in Keras's order; a
-    Bidirectional's as "<layer>/forward_lstm/<weight>" and "<layer>/backward_lstm/<weight>"."""
+    Bidirectional's as "<layer>/forward_lstm/<weight>" and "<layer>/backward_lstm/<weight>"; a
+    MultiHeadAttention's by its path, "<layer>/query/kernel" ... "<layer>/attention_output/bias" (its
+    EinsumDense sublayers' weights are all named kernel and bias)."""
     items = []
     for layer in model.layers:
         if isinstance(layer, L.Bidirectional):
             for sub in (layer.forward_layer, layer.backward_layer):
                 items += [(f"{layer.name}/{sub.name}/{w.name}", w) for w in sub.weights]
+            continue
+        if isinstance(layer, L.MultiHeadAttention):
+            items += [(w.path, w) for w in layer.weights]
             continue
         for w in layer.weights:
             items.append((f"{layer.name}/{w.name}", w))
@@ -402,11 +407,185 @@ def case_conv_lstm():
                             "strides 2 go_backwards (sigmoid), Flatten, Dense; mse")
 
 
+def case_conv1d():
+    rng = rng_for("conv1d")
+    inp = keras.Input((12, 3), name="in")
+    c = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="relu", name="conv_causal")(inp)  # (12, 4)
+    c = L.ZeroPadding1D((1, 2), name="pad")(c)                                                         # (15, 4)
+    c = L.Conv1D(4, 4, strides=2, padding="same", name="conv_same")(c)                                # (8, 4)
+    c = L.MaxPooling1D(2, strides=1, padding="same", name="max")(c)                                   # (8, 4)
+    c = L.UpSampling1D(2, name="up")(c)                                                                # (16, 4)
+    c = L.Cropping1D((2, 3), name="crop")(c)                                                           # (11, 4)
+    c = L.Conv1D(4, 3, padding="same", dilation_rate=2, use_bias=False, name="conv_same_d2")(c)        # (11, 4)
+    # sigmoid, not tanh: with tanh some of Keras's own float32 gradients here are ~1e-5 off float64's.
+    c = L.Conv1D(3, 2, strides=2, activation="sigmoid", name="conv_valid")(c)                         # (5, 3)
+    a = L.AveragePooling1D(4, strides=2, padding="same", name="avg")(c)                               # (3, 3)
+    m = L.MaxPooling1D(2, name="max_valid")(c)                                                        # (2, 3)
+    s = L.Conv1D(2, 2, strides=2, padding="causal", name="conv_causal_s2")(c)                         # (3, 2)
+    g1 = L.GlobalMaxPooling1D(name="gmax")(a)
+    g2 = L.GlobalAveragePooling1D(name="gavg")(m)
+    g3 = L.GlobalMaxPooling1D(keepdims=True, name="gmax_keep")(s)                                     # (1, 2)
+    g4 = L.GlobalAveragePooling1D(keepdims=True, name="gavg_keep")(s)                                 # (1, 2)
+    k = L.Flatten(name="flat")(L.Concatenate(name="cat_keep")([g3, g4]))                              # (4,)
+    cat = L.Concatenate(name="cat")([g1, g2, k])
+    out = L.Dense(2, name="out")(cat)
+    model = keras.Model(inp, out, name="conv1d")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 12, 3))], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="Conv1D causal dilation 2 relu, ZeroPadding1D (1, 2), Conv1D same kernel 4 strides 2 "
+                            "(padding 1 left, 2 right), MaxPooling1D strides 1 same, UpSampling1D, Cropping1D (2, 3), "
+                            "Conv1D same dilation 2 without bias, Conv1D valid strides 2 sigmoid, AveragePooling1D 4 "
+                            "strides 2 same (edge windows average their valid steps), MaxPooling1D valid, Conv1D "
+                            "causal strides 2, GlobalMaxPooling1D and GlobalAveragePooling1D (and keepdims); mse")
+
+
+def case_spatial_dropout1d():
+    rng = rng_for("spatial_dropout1d")
+    model = keras.Sequential([
+        keras.Input((6, 3), name="in"),
+        L.Conv1D(4, 2, name="conv"),
+        L.SpatialDropout1D(0.5, name="drop"),
+        L.GlobalAveragePooling1D(name="gavg"),
+        L.Dense(3, activation="softmax", name="out"),
+    ], name="spatial_dropout1d")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6, 3))], y=[one_hot(rng, BATCH, 3)],
+                loss=keras.losses.CategoricalCrossentropy(), metrics=lambda: ["accuracy"],
+                train=False, optimizers=[],
+                description="SpatialDropout1D(0.5) after a Conv1D: inference only (training draws differ "
+                            "from TensorFlow's RNG)")
+
+
+def case_bidirectional():
+    rng = rng_for("bidirectional")
+    inp = keras.Input((5, 3), name="in")
+    ctx = keras.Input((2,), name="ctx")
+    s = L.Bidirectional(L.LSTM(3, return_sequences=True, name="lstm_a"), name="bi_concat")(inp)         # (5, 6)
+    s = L.Bidirectional(L.GRU(3, return_sequences=True, name="gru_b"), merge_mode="sum", name="bi_sum")(s)  # (5, 3)
+    s = L.Bidirectional(L.SimpleRNN(3, return_sequences=True, name="rnn_c"), merge_mode="mul",
+                        name="bi_mul")(s)                                                                 # (5, 3)
+    fw, bw = L.Bidirectional(L.GRU(2, return_sequences=True, reset_after=False, name="gru_d"), merge_mode=None,
+                             name="bi_none")(s)                                                           # 2x (5, 2)
+    both = L.Concatenate(name="both")([fw, bw])                                                          # (5, 4)
+    ave = L.Bidirectional(L.SimpleRNN(2, name="rnn_e"), merge_mode="ave", name="bi_ave")(both)          # (2,)
+    last, fh, fc, bh, bc = L.Bidirectional(L.LSTM(2, return_state=True, name="lstm_f"),
+                                           name="bi_state")(both)                                # (4,), 4x (2,)
+    none_last_fw, none_last_bw = L.Bidirectional(L.LSTM(2, name="lstm_g"), merge_mode=None,
+                                                 name="bi_none_last")(s)                                  # 2x (2,)
+    added = L.Add(name="add")([none_last_fw, none_last_bw])
+    # GRU with return_sequences and return_state: [sequence, forward h, backward h].
+    gseq, gfh, gbh = L.Bidirectional(L.GRU(2, return_sequences=True, return_state=True, name="gru_i"),
+                                     merge_mode="sum", name="bi_gru_state")(inp)                # (5, 2), 2x (2,)
+    # A given backward_layer (relu where the forward one has tanh), both started from initial states. Keras 3
+    # keeps a given backward layer's own name (tf.keras 2 prefixed "backward_"): this one has the prefix.
+    h_fw = L.Dense(2, activation="tanh", name="h_fw")(ctx)
+    h_bw = L.Dense(2, name="h_bw")(ctx)
+    init = L.Bidirectional(L.SimpleRNN(2, name="rnn_h"),
+                           backward_layer=L.SimpleRNN(2, activation="relu", go_backwards=True, name="backward_rnn_h"),
+                           name="bi_init")(gseq, initial_state=[h_fw, h_bw])                             # (4,)
+    cat = L.Concatenate(name="cat")([ave, last, fh, fc, bh, bc, added, gfh, gbh, init])
+    out = L.Dense(2, name="out")(cat)
+    model = keras.Model([inp, ctx], out, name="bidirectional")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3)), normal(rng, (BATCH, 2))],
+                y=[normal(rng, (BATCH, 2))], loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="Bidirectional merge_mode concat (LSTM), sum (GRU), mul (SimpleRNN), None (GRU "
+                            "reset_after=False, both sequences concatenated), ave (SimpleRNN, last output), "
+                            "concat with return_state (LSTM: output and both directions' h and c), None on the "
+                            "last outputs (LSTM, Add), sum with return_sequences and return_state (GRU), a given "
+                            "backward_layer (SimpleRNN relu) with initial states from Dense layers; mse")
+
+
+def case_attention():
+    rng = rng_for("attention")
+    q_in = keras.Input((4, 6), name="query")
+    v_in = keras.Input((5, 4), name="value")
+    m_in = keras.Input((4, 5), dtype="int32", name="mask")                                             # 1: attend
+    s_in = keras.Input((4, 4), dtype="int32", name="self_mask")
+    q = L.LayerNormalization(name="ln")(q_in)                                                            # (4, 6)
+    vs = L.Dense(4, activation="swish", name="d_swish")(v_in)                                           # (5, 4)
+    ks = L.Dense(4, activation="silu", name="d_silu")(v_in)                                             # (5, 4)
+    cross = L.MultiHeadAttention(2, 3, value_dim=2, output_shape=5, use_bias=False, name="mha_cross")(
+        q, v_in, key=ks, attention_mask=m_in)                                                           # (4, 5)
+    causal = L.MultiHeadAttention(2, 3, name="mha_causal")(q, q, use_causal_mask=True)                  # (4, 6)
+    # Through Keras 3's Softmax layer (return_attention_scores): a fully masked row gets zeros there.
+    # Self-attention: Keras 3.15's symbolic shape of the scores is (num_heads, T_q, T_q).
+    single, probs = L.MultiHeadAttention(1, 2, use_bias=False, name="mha_scores")(
+        q, q, attention_mask=s_in, use_causal_mask=True, return_attention_scores=True)  # (4, 6), (1, 4, 4)
+    qg = L.Dense(4, activation="gelu", name="d_gelu")(causal)                                           # (4, 4)
+    # (4, 4), (4, 5)
+    dot_att, dist = L.Attention(use_scale=True, name="att_dot")([qg, vs], return_attention_scores=True)
+    concat_att = L.Attention(score_mode="concat", name="att_concat")([qg, vs, ks], use_causal_mask=True)  # (4, 4)
+    add_att = L.AdditiveAttention(name="att_add")([qg, vs, ks])                                          # (4, 4)
+    ln2 = L.LayerNormalization(axis=[1, 2], center=False, epsilon=0.01, name="ln2")(cross)             # (4, 5)
+    cos = L.Dot(axes=(2, 2), normalize=True, name="dot_cos")([dot_att, concat_att])                    # (4, 4)
+    prod = L.Dot(axes=1, name="dot_steps")([add_att, ln2])                                              # (4, 5)
+    pooled = L.Dot(axes=1, normalize=True, name="dot_vec")(
+        [L.GlobalAveragePooling1D(name="gap_single")(single), L.GlobalMaxPooling1D(name="gmp_q")(q)])  # (1,)
+    # Averages over the query steps keep the output (and the gradients' float32 rounding) small.
+    cat = L.Concatenate(name="cat")([L.GlobalAveragePooling1D(name="gap_cos")(cos),
+                                     L.GlobalAveragePooling1D(name="gap_prod")(prod),
+                                     L.Flatten(name="flat_probs")(probs),
+                                     L.GlobalAveragePooling1D(name="gap_dist")(dist), pooled])
+    out = L.Dense(2, name="out")(cat)
+    model = keras.Model([q_in, v_in, m_in, s_in], out, name="attention")
+    mask = (rng.uniform(size=(BATCH, 4, 5)) < 0.7).astype(np.int32)
+    mask[0, 1] = 0  # a query row that attends to nothing
+    self_mask = (rng.uniform(size=(BATCH, 4, 4)) < 0.7).astype(np.int32)
+    self_mask[1, 2] = 0
+    self_mask[0, 0, 0] = 0  # with the causal mask, row 0 of sample 0 attends to nothing
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 4, 6)), normal(rng, (BATCH, 5, 4)), mask, self_mask],
+                y=[normal(rng, (BATCH, 2))], loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                # Optimizers linear in the gradient only: a MultiHeadAttention's key/bias has a zero gradient
+                # up to rounding (it adds q·b to a whole row of logits, which the softmax ignores), and Adam or
+                # RMSprop would turn that rounding noise, different in every implementation, into full steps.
+                train=True, optimizers=["sgd", "sgd_momentum"],
+                description="LayerNormalization (and over axes [1, 2] with center=False, epsilon 0.01), "
+                            "MultiHeadAttention with a key and value different from the query (value_dim 2, "
+                            "output_shape 5) and an attention_mask with a fully masked row, self-attention with "
+                            "use_causal_mask, and causal self-attention with an attention_mask (fully masked rows) and "
+                            "return_attention_scores without biases, Dense gelu/swish/silu, "
+                            "Attention use_scale (dot) with return_attention_scores and score_mode concat with a "
+                            "key and use_causal_mask, AdditiveAttention with a key, Dot axes (2, 2) normalize, "
+                            "axes 1, and on vectors normalize; mse")
+
+def case_attention_masks():
+    rng = rng_for("attention_masks")
+    inp = keras.Input((6,), dtype="int32", name="in")
+    e = L.Embedding(10, 4, mask_zero=True, name="emb")(inp)                           # (6, 4), mask (6,)
+    # Keras 3's MultiHeadAttention deletes the Keras masks of the tensors it is called on (set_keras_mask(
+    # value, None)), so a later layer reading `e` would see no mask; tower (and tf.keras 2) keep it. The MHA
+    # gets a tensor of its own.
+    p = L.LayerNormalization(scale=False, name="ln_in")(e)                            # keeps the mask
+    m = L.MultiHeadAttention(2, 2, name="mha")(p, p)                                  # query and value masks
+    n = L.LayerNormalization(name="ln")(m)                                            # keeps the mask
+    a = L.Attention(name="att")([n, e])                                  # value mask; query mask zeroes rows
+    c = L.AdditiveAttention(use_scale=False, name="att_add")([a, e], use_causal_mask=True)
+    g = L.GlobalAveragePooling1D(name="gap")(c)                                       # mean over the unmasked steps
+    out = L.Dense(2, activation="gelu", name="out")(g)
+    model = keras.Model(inp, out, name="attention_masks")
+    x = rng.integers(1, 10, (BATCH, 6)).astype(np.int32)
+    x[0, 4:] = 0
+    x[1, :2] = 0  # padding first: with the causal mask, query steps 0 and 1 see no value step
+    x[3, 2] = 0
+    return dict(model=model, rng=rng, x=[x], y=[normal(rng, (BATCH, 2))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                # Optimizers linear in the gradient only: see case_embedding (Keras 3's sparse Adam).
+                train=True, optimizers=["sgd", "sgd_momentum"],
+                description="Embedding(mask_zero), LayerNormalization scale=False (passes the mask on) into "
+                            "MultiHeadAttention (the query's and value's Keras masks; padded query rows attend to "
+                            "nothing), LayerNormalization, Attention (value mask, masked query rows zeroed), "
+                            "AdditiveAttention without scale with use_causal_mask, GlobalAveragePooling1D's masked "
+                            "mean, Dense gelu; mse")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
     "dropout": case_dropout, "lstm": case_lstm, "gru": case_gru, "rnn_states": case_rnn_states,
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
+    "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
+    "attention": case_attention, "attention_masks": case_attention_masks,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

@@ -216,6 +216,12 @@ const std::vector<Case>& cases() {
       {"masking", masking, losses::MeanSquaredError(), [] { return std::vector<Metric>{}; }},
       {"mask_zero", mask_zero, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv_lstm", conv_lstm, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"conv1d", conv1d, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"spatial_dropout1d", spatial_dropout1d, losses::CategoricalCrossentropy(),
+       [] { return std::vector<Metric>{"accuracy"}; }},
+      {"bidirectional", bidirectional, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"attention", attention, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"attention_masks", attention_masks, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -446,6 +452,19 @@ TEST_CASE("golden: mask_zero (Embedding mask_zero, Bidirectional, GlobalAverageP
 }
 TEST_CASE("golden: conv_lstm (ConvLSTM2D same/strides, return_sequences, go_backwards, both hard sigmoids)") {
   check_case(find_case("conv_lstm"));
+}
+TEST_CASE("golden: conv1d (Conv1D causal/same/valid, strides, dilation; 1-D pooling, padding, cropping)") {
+  check_case(find_case("conv1d"));
+}
+TEST_CASE("golden: spatial_dropout1d (inference only)") { check_case(find_case("spatial_dropout1d")); }
+TEST_CASE("golden: bidirectional (merge modes concat, sum, mul, ave, None; return_state)") {
+  check_case(find_case("bidirectional"));
+}
+TEST_CASE("golden: attention (LayerNormalization, MultiHeadAttention, Attention, AdditiveAttention, Dot, gelu)") {
+  check_case(find_case("attention"));
+}
+TEST_CASE("golden: attention_masks (Embedding mask_zero through MultiHeadAttention, Attention, AdditiveAttention)") {
+  check_case(find_case("attention_masks"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));
