@@ -67,10 +67,11 @@ inline constexpr char reduce_max_grad[] = "reduce_max_grad";
 inline constexpr char broadcast_reduced[] = "broadcast_reduced";
 inline constexpr char argmax[] = "argmax";
 
-// array: reshapes, transpose, concat, slice, split, pad, one_hot, gather, batch shares (core/ops/array_ops.cpp)
+// array: reshapes, transpose, reverse, concat, slice, split, pad, one_hot, gather, batch shares (core/ops/array_ops.cpp)
 inline constexpr char reshape[] = "reshape";
 inline constexpr char reshape_like[] = "reshape_like";
 inline constexpr char transpose[] = "transpose";
+inline constexpr char reverse[] = "reverse";
 inline constexpr char concat[] = "concat";
 inline constexpr char concat_grad[] = "concat_grad";
 inline constexpr char slice[] = "slice";

@@ -199,7 +199,14 @@ std::vector<SymbolicTensor> gru(const SymbolicTensor& x_proj, const SymbolicTens
 // ---- array manipulation (core/ops/array_ops.cpp) -------------------------------------------------
 // shape may hold one -1, inferred from the element count (Keras Reshape's (-1) or the batch).
 SymbolicTensor reshape(const SymbolicTensor& x, Ints shape);
+// x viewed as (like's first `keep` dimensions (all of them when -1)..., tail...), like's taken when a
+// Plan is compiled: a reshape whose target has several dimensions unknown at build time, such as
+// (time, batch, width) from (time·batch, width). tail may hold one -1, inferred from the element
+// count. ShapeError where the element counts are known to differ. Gradient: dy viewed back as x.
+SymbolicTensor reshape_like(const SymbolicTensor& x, const SymbolicTensor& like, int keep = -1, Ints tail = {});
 SymbolicTensor transpose(const SymbolicTensor& x, Ints perm);
+// x with `axis` reversed (x[::-1] along it), its length taken at run time. Gradient: dy reversed.
+SymbolicTensor reverse(const SymbolicTensor& x, int axis);
 SymbolicTensor concat(const std::vector<SymbolicTensor>& xs, int axis);
 // size entries of -1 mean "to the end of that axis".
 SymbolicTensor slice(const SymbolicTensor& x, Ints begin, Ints size);

@@ -1,4 +1,4 @@
-// CPU kernels of the array ops: reshape (a view), transpose, concat, split, slice, pad, one_hot,
+// CPU kernels of the array ops: reshape (a view), transpose, reverse, concat, split, slice, pad, one_hot,
 // gather and their gradients. Copies move raw bytes, so every dtype works; fills and sums dispatch.
 #include <algorithm>
 #include <cstring>
@@ -272,6 +272,32 @@ void one_hot_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- reverse -------------------------------------------------------------------------------------
+
+// y[o, i, r] = x[o, n - 1 - i, r] over x viewed as (outer, n, inner): one memcpy of inner elements each.
+void reverse_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::reverse);
+  const Ints& dims = x.shape().dims();
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<std::size_t>(d)];
+  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  const std::int64_t n = dims[static_cast<std::size_t>(axis)];
+  if (outer * n * inner == 0) return;
+  const std::size_t run = static_cast<std::size_t>(inner) * dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(y.raw_data());
+  const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / inner);
+  parallel_for(ctx, outer * n, grain, [&](std::int64_t b, std::int64_t e) {
+    for (auto r = b; r < e; ++r) {
+      const std::int64_t o = r / n, i = r % n;
+      std::memcpy(dst + static_cast<std::size_t>(r) * run, src + static_cast<std::size_t>(o * n + (n - 1 - i)) * run,
+                  run);
+    }
+  });
+}
+
 // ---- gather, gather_grad -----------------------------------------------------------------------
 
 // Indices as int64, checked against the row count before any parallel work (workers must not throw).
@@ -339,6 +365,7 @@ void register_array_kernels() {
   register_kernel(op_names::reshape, DeviceKind::cpu, alias_kernel);
   register_kernel(op_names::reshape_like, DeviceKind::cpu, alias_kernel);
   register_kernel(op_names::transpose, DeviceKind::cpu, transpose_kernel);
+  register_kernel(op_names::reverse, DeviceKind::cpu, reverse_kernel);
   register_kernel(op_names::concat, DeviceKind::cpu, concat_kernel);
   register_kernel(op_names::concat_grad, DeviceKind::cpu, concat_grad_kernel);
   register_kernel(op_names::split, DeviceKind::cpu, split_kernel);

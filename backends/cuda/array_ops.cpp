@@ -1,6 +1,6 @@
-// The CUDA kernel table entries of the array ops: transpose, concat, concat_grad, split, slice,
-// slice_grad, pad, pad_grad, one_hot, gather, gather_grad, and reshape and reshape_like (views: the
-// plan aliases them). Same contracts as backends/cpu/array_kernels.cpp.
+// The CUDA kernel table entries of the array ops: transpose, reverse (a strided copy), concat,
+// concat_grad, split, slice, slice_grad, pad, pad_grad, one_hot, gather, gather_grad, and reshape
+// and reshape_like (views: the plan aliases them). Same contracts as backends/cpu/array_kernels.cpp.
 #include "tower/backends/cuda/array_copies.h"
 #include "tower/backends/cuda/array_launchers.h"
 #include "tower/backends/cuda/cuda_check.h"
@@ -200,6 +200,32 @@ void check_rank(CudaDevice& gpu, const char* op, std::size_t rank) {
                       rank);
 }
 
+// x viewed as (outer, n, inner), copied with a negative stride along n: y[o, i, r] = x[o, n - 1 - i, r].
+void reverse_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::reverse);
+  const Ints& dims = x.shape().dims();
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<std::size_t>(d)];
+  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  const std::int64_t n = dims[static_cast<std::size_t>(axis)];
+  if (outer * n * inner == 0) return;
+  CopyLayout layout;
+  layout.rank = 3;
+  const std::int64_t box[3] = {outer, n, inner}, dst_strides[3] = {n * inner, inner, 1},
+                     src_strides[3] = {n * inner, -inner, 1};
+  for (int d = 0; d < 3; ++d) {
+    layout.dims[d] = box[d];
+    layout.src_strides[d] = src_strides[d];
+    layout.dst_strides[d] = dst_strides[d];
+  }
+  by_element_size(x.dtype(), op_names::reverse, [&]<typename U>() {
+    CUDA_CHECK(launch_strided_copy<U>(static_cast<const U*>(x.raw_data()) + (n - 1) * inner,
+                                      static_cast<U*>(y.raw_data()), outer * n * inner, layout, gpu_of(ctx).stream()));
+  });
+}
+
 // reshape and reshape_like are views: the plan aliases the input, the kernel has nothing to do.
 void view_kernel(KernelContext&) {}
 
@@ -245,6 +271,7 @@ void transpose(CudaDevice& gpu, const char* op, const Tensor& x, Tensor& y, cons
 
 void register_array_kernels() {
   register_kernel(op_names::transpose, DeviceKind::cuda, transpose_kernel);
+  register_kernel(op_names::reverse, DeviceKind::cuda, reverse_kernel);
   register_kernel(op_names::concat, DeviceKind::cuda, concat_kernel);
   register_kernel(op_names::concat_grad, DeviceKind::cuda, concat_grad_kernel);
   register_kernel(op_names::split, DeviceKind::cuda, split_kernel);

@@ -1,5 +1,5 @@
-// Array manipulation ops: reshape, transpose, concat, slice, split, pad, one_hot, gather, and
-// their gradients (slice_grad, gather_grad, plus the internal reshape_like, concat_grad, pad_grad
+// Array manipulation ops: reshape, reshape_like, transpose, reverse, concat, slice, split, pad,
+// one_hot, gather, and their gradients (slice_grad, gather_grad, plus the internal concat_grad, pad_grad
 // used only when unknown dimensions make the contract ops unable to express a gradient).
 #include <algorithm>
 
@@ -16,6 +16,15 @@ namespace ops {
 
 SymbolicTensor reshape(const SymbolicTensor& x, Ints shape) {
   return x.graph().add1(op_names::reshape, {x}, {{"shape", std::move(shape)}});
+}
+
+SymbolicTensor reshape_like(const SymbolicTensor& x, const SymbolicTensor& like, int keep, Ints tail) {
+  return x.graph().add1(op_names::reshape_like, {x, like},
+                        {{"keep", static_cast<std::int64_t>(keep)}, {"tail", std::move(tail)}});
+}
+
+SymbolicTensor reverse(const SymbolicTensor& x, int axis) {
+  return x.graph().add1(op_names::reverse, {x}, {{"axis", static_cast<std::int64_t>(axis)}});
 }
 
 SymbolicTensor transpose(const SymbolicTensor& x, Ints perm) {
@@ -119,20 +128,67 @@ std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const A
   return {TensorSpec{Shape(dims), in[0].dtype}};
 }
 
-Grads reshape_grad(Node& node, const Grads& dy) {
-  const SymbolicTensor& x = node.inputs()[0];
-  if (count_unknown(x.shape()) <= 1) return {ops::reshape(dy[0], x.shape().dims())};  // unknown -> -1
-  // Several unknown dimensions: take them from x itself at plan time.
-  return {dy[0].graph().add1(op_names::reshape_like, {dy[0], x})};
+// dy viewed as x: a reshape while x has at most one unknown dimension, else x's shape taken at plan time.
+SymbolicTensor viewed_as(const SymbolicTensor& dy, const SymbolicTensor& x) {
+  if (count_unknown(x.shape()) <= 1) return ops::reshape(dy, x.shape().dims());  // unknown -> -1
+  return ops::reshape_like(dy, x);
 }
 
-std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, const Attrs&) {
+Grads reshape_grad(Node& node, const Grads& dy) { return {viewed_as(dy[0], node.inputs()[0])}; }
+
+// (x, like) -> x viewed as (like[:keep]..., tail...); without attrs (reshape_grad's) like's whole shape.
+std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
   expect_num_inputs(in, 2);
-  if (in[0].shape.is_fully_known() && in[1].shape.is_fully_known() &&
-      in[0].shape.num_elements() != in[1].shape.num_elements())
-    raise<ShapeError>("cannot reshape {} into {}: the element counts differ", in[0].shape.to_string(),
-                      in[1].shape.to_string());
-  return {TensorSpec{in[1].shape, in[0].dtype}};
+  const Shape& x = in[0].shape;
+  const Shape& like = in[1].shape;
+  const std::int64_t keep = attrs.get_int("keep", -1);
+  const Ints tail = attrs.has("tail") ? attrs.get_ints("tail") : Ints{};
+  if (keep < -1 || keep > like.rank())
+    raise<ShapeError>("keep {} is out of range for like {} (0..{}, or -1 for all its dimensions)", keep,
+                      like.to_string(), like.rank());
+  Ints dims(like.dims().begin(), like.dims().begin() + (keep < 0 ? like.rank() : keep));
+  int infer = -1;  // the position of tail's -1 in dims
+  for (auto d : tail) {
+    if (d == -1) {
+      if (infer >= 0) raise<ShapeError>("tail has more than one -1 (only one dimension can be inferred)");
+      infer = static_cast<int>(dims.size());
+    } else if (d < 0) {
+      raise<ShapeError>("tail has a negative dimension {} (only -1, inferred, is allowed)", d);
+    }
+    dims.push_back(d);
+  }
+  if (!x.is_fully_known()) return {TensorSpec{Shape(dims), in[0].dtype}};
+  std::int64_t known = 1;
+  bool all_known = true;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (static_cast<int>(i) == infer) continue;
+    if (dims[i] < 0) all_known = false;
+    else known = checked_mul(known, dims[i], "the elements of the target shape", "no tensor can be that large");
+  }
+  if (!all_known) return {TensorSpec{Shape(dims), in[0].dtype}};  // like's dims known at plan time
+  const std::int64_t n = x.num_elements();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      raise<ShapeError>("cannot view {} ({} elements) as {}: {} is not a multiple of {}", x.to_string(), n,
+                        Shape(dims).to_string(), n, known);
+    dims[static_cast<std::size_t>(infer)] = n / known;
+  } else if (known != n) {
+    raise<ShapeError>("cannot view {} ({} elements) as {} ({} elements, from {}'s first {} dimensions and tail {})",
+                      x.to_string(), n, Shape(dims).to_string(), known, like.to_string(),
+                      keep < 0 ? like.rank() : keep, Shape(tail).to_string());
+  }
+  return {TensorSpec{Shape(dims), in[0].dtype}};
+}
+
+Grads reshape_like_grad(Node& node, const Grads& dy) { return {viewed_as(dy[0], node.inputs()[0]), SymbolicTensor{}}; }
+
+// ---- reverse -------------------------------------------------------------------------------------
+
+std::vector<TensorSpec> reverse_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  if (in[0].shape.rank() == 0) raise<ShapeError>("cannot reverse a scalar; it has no axis");
+  in[0].shape.normalize_axis(static_cast<int>(attrs.get_int("axis")), op_names::reverse);
+  return {in[0]};
 }
 
 // ---- transpose -----------------------------------------------------------------------------------
@@ -422,9 +478,13 @@ std::vector<TensorSpec> gather_grad_shape(const std::vector<TensorSpec>& in, con
 
 void register_array_ops() {
   register_op({.name = op_names::reshape, .shape = reshape_shape, .grad = reshape_grad, .alias_input = 0});
-  // Internal: dy viewed with x's shape, for reshape gradients whose input has several unknown dims.
-  register_op({.name = op_names::reshape_like, .shape = reshape_like_shape, .alias_input = 0});
+  // x viewed with like's leading dims (all of them for reshape gradients whose input has several unknown dims).
+  register_op(
+      {.name = op_names::reshape_like, .shape = reshape_like_shape, .grad = reshape_like_grad, .alias_input = 0});
   register_op({.name = op_names::transpose, .shape = transpose_shape, .grad = transpose_grad});
+  register_op({.name = op_names::reverse, .shape = reverse_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
+                 return {ops::reverse(dy[0], static_cast<int>(node.attrs().get_int("axis")))};
+               }});
   register_op({.name = op_names::concat, .shape = concat_shape, .grad = concat_grad});
   // Internal: (dy, x_0, ..., x_n-1) -> pieces of dy shaped like each x_i (concat along an unknown axis).
   register_op({.name = op_names::concat_grad, .shape = concat_grad_shape});

@@ -1,5 +1,5 @@
-// Array ops (reshape, transpose, concat, slice, split, pad, one_hot, gather): build-time shapes
-// with unknown dims, forward values against naive references, finite-difference gradients, errors.
+// Array ops (reshape, reshape_like, reverse, transpose, concat, slice, split, pad, one_hot,
+// gather): build-time shapes with unknown dims, forward values against naive references, finite-difference gradients, errors.
 #include <doctest/doctest.h>
 
 #include <numeric>
@@ -104,6 +104,94 @@ TEST_CASE("array: reshape gradients, also with several unknown dims") {
   auto r = evaluate({dx}, {{x, random_tensor({2, 4, 3}, 4)}, {gy, gv}});
   CHECK(r[0].shape() == Shape{2, 4, 3});
   check_close(r[0], gv.to_vector<double>());
+}
+
+TEST_CASE("array: reshape_like takes like's leading dims at plan time (unknown batch and time)") {
+  Graph g;
+  auto x = g.placeholder({-1, -1, 3});                  // (batch, time, features)
+  auto rows = ops::reshape(x, {-1, 3});                 // (batch·time, 3)
+  auto projected = ops::matmul(rows, g.constant(iota({3, 2}, DType::float32)));  // (batch·time, 2)
+  auto back = ops::reshape_like(projected, x, 2, {2});  // (batch, time, 2)
+  CHECK(back.shape() == Shape{-1, -1, 2});
+  CHECK(ops::reshape_like(rows, x).shape() == Shape{-1, -1, 3});
+  CHECK(ops::reshape_like(rows, x, 1, {-1}).shape() == Shape{-1, -1});
+  for (std::int64_t time : {5, 9}) {
+    CAPTURE(time);
+    Tensor xv = iota({2, time, 3}, DType::float32);
+    auto r = evaluate({back, ops::reshape_like(rows, x, 1, {-1}), projected}, {{x, xv}});
+    CHECK(r[0].shape() == Shape{2, time, 2});
+    check_close(r[0], r[2].to_vector<double>());
+    CHECK(r[1].shape() == Shape{2, time * 3});
+    check_close(r[1], xv.to_vector<double>());
+  }
+  // Known shapes are inferred at build time, tail's -1 included.
+  auto k = g.constant(iota({2, 3, 4}));
+  CHECK(ops::reshape_like(k, g.placeholder({2, 7}), 1, {-1, 2}).shape() == Shape{2, 6, 2});
+  CHECK(ops::reshape_like(k, g.placeholder({4, 6})).shape() == Shape{4, 6});
+}
+
+TEST_CASE("array: reshape_like errors and gradients") {
+  Graph g;
+  auto x = g.placeholder({2, 3, 4});
+  auto msg = message_of<ShapeError>([&] { ops::reshape_like(x, g.placeholder({5, 2}), 1, {3}); });
+  CHECK(contains(msg, "reshape_like"));
+  CHECK(contains(msg, "(2, 3, 4)"));
+  CHECK(contains(msg, "(5, 3)"));
+  CHECK_THROWS_AS(ops::reshape_like(x, g.placeholder({5, 2}), 1, {-1}), ShapeError);     // 24 / 5
+  CHECK_THROWS_AS(ops::reshape_like(x, g.placeholder({2, 2}), 3), ShapeError);           // keep > rank
+  CHECK_THROWS_AS(ops::reshape_like(x, g.placeholder({2, 2}), 1, {-1, -1}), ShapeError); // two -1
+  CHECK_THROWS_AS(ops::reshape_like(x, g.placeholder({2, 2}), 1, {-3}), ShapeError);
+  // Unknown at build time, wrong at plan time: the plan's shape inference refuses it.
+  auto u = g.placeholder({-1, 4});
+  auto bad = ops::reshape_like(u, g.placeholder({-1, 5}), 1, {3});
+  CHECK_THROWS_AS(evaluate({bad}, {{u, iota({6, 4})}}), ShapeError);
+
+  check_gradients({{2, 3, 4}}, [](const Inputs& in) -> Inputs {
+    return {ops::reshape_like(in[0], in[0].graph().constant(iota({3, 2})), 1, {4, -1})};
+  });
+  // With unknown dims the gradient is dy viewed back as x, at plan time.
+  auto p = g.placeholder({-1, -1, 3}, DType::float64);
+  auto y = ops::reshape_like(ops::reshape(p, {-1, 3}), p, 2, {3});
+  auto gy = g.placeholder({-1, -1, 3}, DType::float64);
+  auto dx = gradients(y, {p}, gy)[0];
+  Tensor gv = random_tensor({2, 7, 3}, 5);
+  auto r = evaluate({dx}, {{p, random_tensor({2, 7, 3}, 6)}, {gy, gv}});
+  CHECK(r[0].shape() == Shape{2, 7, 3});
+  check_close(r[0], gv.to_vector<double>());
+}
+
+TEST_CASE("array: reverse along any axis, with a run-time length, and its gradient") {
+  Tensor xv = iota({2, 3, 4});
+  for (int axis : {0, 1, 2, -1}) {
+    CAPTURE(axis);
+    Graph g;
+    auto r = evaluate({ops::reverse(g.constant(xv), axis)})[0];
+    const int a = axis < 0 ? axis + 3 : axis;
+    CHECK(r.shape() == xv.shape());
+    std::vector<double> want(24), xs = xv.to_vector<double>();
+    for_each_index({2, 3, 4}, [&](const Ints& idx) {
+      Ints from = idx;
+      from[static_cast<std::size_t>(a)] = xv.shape()[a] - 1 - idx[static_cast<std::size_t>(a)];
+      want[static_cast<std::size_t>(flat(idx, {2, 3, 4}))] = xs[static_cast<std::size_t>(flat(from, {2, 3, 4}))];
+    });
+    check_close(r, want);
+    check_gradients({{2, 3, 4}}, [&](const Inputs& in) -> Inputs { return {ops::reverse(in[0], axis)}; });
+  }
+  Graph g;
+  auto seq = g.placeholder({-1, -1}, DType::int32);  // (time, batch), unknown both
+  auto rev = ops::reverse(seq, 0);
+  CHECK(rev.shape() == Shape{-1, -1});
+  for (std::int64_t time : {1, 4}) {
+    std::vector<std::int32_t> v(static_cast<std::size_t>(time * 2));
+    std::iota(v.begin(), v.end(), 0);
+    auto r = evaluate({rev}, {{seq, Tensor::from_vector<std::int32_t>({time, 2}, v)}})[0].to_vector<std::int32_t>();
+    for (std::int64_t t = 0; t < time; ++t)
+      for (int b = 0; b < 2; ++b)
+        CHECK(r[static_cast<std::size_t>(t * 2 + b)] == v[static_cast<std::size_t>((time - 1 - t) * 2 + b)]);
+  }
+  CHECK(evaluate({rev}, {{seq, Tensor::zeros({0, 2}, DType::int32)}})[0].shape() == Shape{0, 2});
+  CHECK_THROWS_AS(ops::reverse(g.placeholder({2, 3}), 2), ShapeError);
+  CHECK_THROWS_AS(ops::reverse(g.constant(Tensor::from_vector<double>({}, {1.0})), 0), ShapeError);
 }
 
 TEST_CASE("array: transpose forward against a naive reference, every dtype") {

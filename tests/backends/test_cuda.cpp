@@ -365,6 +365,23 @@ TEST_CASE("cuda: transpose (any permutation, any dtype) and reshape match the CP
       check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::transpose(ops::cast(v[0], dtype), perm); }, 0, 0);
     }
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::reshape(v[0], {20, 18}); }, 0, 0);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) {
+    return ops::reshape_like(ops::reshape(v[0], {-1, 3}), v[0], 2, {-1});
+  }, 0, 0);
+}
+
+TEST_CASE("cuda: reverse along every axis, any dtype, and its gradient match the CPU") {
+  Tensor x = testing::random_tensor({4, 5, 6, 3}, 98, 0.1, 100, true, DType::float64);
+  for (DType dtype : {DType::float32, DType::float64, DType::uint8, DType::int64})
+    for (int axis : {0, 1, 2, 3}) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(axis);
+      check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::reverse(ops::cast(v[0], dtype), axis); }, 0, 0);
+    }
+  Tensor xf = testing::random_tensor({7, 2, 5}, 99, 0.1, 2, false, DType::float32);
+  check_parity({xf}, [](std::vector<SymbolicTensor> v) {
+    return gradients(ops::reduce_sum(ops::square(ops::reverse(v[0], 0))), {v[0]})[0];
+  });
 }
 
 namespace {
