@@ -43,12 +43,6 @@ void expect_known_dim(const Layer& layer, const Shape& shape, int axis, const ch
                       shape.to_string());
 }
 
-SymbolicTensor reverse_first_axis(const SymbolicTensor& x) {
-  const std::int64_t n = x.shape().dim(0);
-  if (n < 0) raise<ShapeError>("reversing a sequence needs its length; got shape {}", x.shape().to_string());
-  std::vector<std::int32_t> index(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) index[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(n - 1 - i);
-  return ops::gather(x, x.graph().constant(Tensor::from_vector<std::int32_t>(Shape{n}, index)));
-}
+SymbolicTensor reverse_first_axis(const SymbolicTensor& x) { return ops::reverse(x, 0); }
 
 }  // namespace tower::layers

@@ -24,8 +24,8 @@ void expect_input_rank(const Layer& layer, const Shape& shape, int rank, const c
 // ShapeError unless the dimension at `axis` is known (channels, features).
 void expect_known_dim(const Layer& layer, const Shape& shape, int axis, const char* what);
 
-// x (n, ...) -> x[::-1], its first axis reversed (n known): a gather with constant indices, which
-// has a gradient.
+// x (n, ...) -> x[::-1], its first axis reversed, n known or not (ops::reverse: its length is taken
+// at run time).
 SymbolicTensor reverse_first_axis(const SymbolicTensor& x);
 
 }  // namespace tower::layers

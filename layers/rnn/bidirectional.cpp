@@ -47,10 +47,8 @@ nlohmann::json inner_config(const nlohmann::json& layer) {
   return out;
 }
 
-// y (batch, time, units) -> y[:, ::-1]: the time axis gathered backwards.
-SymbolicTensor reverse_time(const SymbolicTensor& y) {
-  return ops::transpose(reverse_first_axis(ops::transpose(y, {1, 0, 2})), {1, 0, 2});  // via (time, batch, units)
-}
+// y (batch, time, units) -> y[:, ::-1], the number of steps known or not.
+SymbolicTensor reverse_time(const SymbolicTensor& y) { return ops::reverse(y, 1); }
 
 }  // namespace
 

@@ -111,13 +111,14 @@ std::vector<SymbolicTensor> Recurrent::dropout_masks(CallContext& ctx, const Sym
   return recurrent_dropout_masks(ctx, ones, rate, seed_, count, first);
 }
 
-SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std::int64_t time) {
+SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std::int64_t /*time, maybe unknown*/) {
   const SymbolicTensor kernel = read(ctx, weight(weight_name("kernel")));  // (features, gates·units)
   const std::int64_t features = kernel.shape()[0], width = gates_ * units_;
   const SymbolicTensor bias = input_bias(ctx);
-  // (time·batch, features) · kernel + bias, time-major rows.
+  const SymbolicTensor x_steps = ops::transpose(x, {1, 0, 2});  // (time, batch, features)
+  // (time·batch, features) · kernel + bias, time-major rows; xin (time, batch, features).
   auto rows_times = [&](const SymbolicTensor& xin, const SymbolicTensor& k, const SymbolicTensor& b) {
-    const SymbolicTensor rows = ops::reshape(ops::transpose(xin, {1, 0, 2}), {-1, features});
+    const SymbolicTensor rows = ops::reshape(xin, {-1, features});
     return b.defined() ? ops::dense(rows, k, b, "linear") : ops::matmul(rows, k);
   };
   SymbolicTensor projected;
@@ -127,7 +128,9 @@ SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std
     const SymbolicTensor ones = ops::ones_like(ops::reshape(ops::slice(x, {0, 0, 0}, {-1, 1, -1}), {-1, features}));
     const bool per_gate = options_.recurrent_dropout > 0.0;
     const auto masks = dropout_masks(ctx, ones, options_.dropout, per_gate ? gates_ : 1, 0);
-    auto dropped = [&](const SymbolicTensor& mask) { return ops::multiply(x, ops::reshape(mask, {-1, 1, features})); };
+    auto dropped = [&](const SymbolicTensor& mask) {
+      return ops::multiply(x_steps, ops::reshape(mask, {1, -1, features}));
+    };
     if (!per_gate) {
       projected = rows_times(dropped(masks[0]), kernel, bias);
     } else {
@@ -138,9 +141,10 @@ SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std
       projected = ops::concat(parts, 1);
     }
   } else {
-    projected = rows_times(x, kernel, bias);
+    projected = rows_times(x_steps, kernel, bias);
   }
-  return ops::reshape(projected, {time, -1, width});  // (time, batch, gates·units)
+  // Batch and time may both be unknown until a Plan is compiled: reshape_like takes them from x_steps then.
+  return ops::reshape_like(projected, x_steps, 2, {width});  // (time, batch, gates·units)
 }
 
 std::vector<SymbolicTensor> Recurrent::run_unrolled(CallContext& ctx, const SymbolicTensor& x_proj,
@@ -209,10 +213,6 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
   const std::int64_t features = weight(weight_name("kernel"))->shape()[0], time = x.shape().dim(1);
   if (x.rank() != 3 || x.shape().dim(2) != features)
     raise<ShapeError>("{}: expected input (batch, time, {}), got {}", describe(*this), features, x.shape().to_string());
-  if (time < 0)
-    raise<ShapeError>("{}: needs a known number of time steps, got input {}; give the Input its length "
-                      "(shape=(time, features)), or pad the sequences to one length and mask the padding",
-                      describe(*this), x.shape().to_string());
   const std::size_t given = inputs.size() - 1;
   if (given != 0 && given != static_cast<std::size_t>(states_))
     raise<ValueError>("{}: initial_state needs {} tensor{} of shape (batch, {}), got {}", describe(*this), states_,
@@ -237,6 +237,12 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
   if (mask.defined() && mask.dtype() != x_proj.dtype()) mask = ops::cast(mask, x_proj.dtype());
   std::vector<SymbolicTensor> ran;  // {states (time, batch, units), final states...}
   if (ctx.training && options_.recurrent_dropout > 0.0) {
+    // The steps are unrolled into the graph, one per time step.
+    if (time < 0)
+      raise<ShapeError>("{}: recurrent_dropout needs a known number of time steps in training (its steps are "
+                        "unrolled), got input {}; give the Input its length (shape=(time, features)), or set "
+                        "recurrent_dropout to 0",
+                        describe(*this), x.shape().to_string());
     const auto masks = dropout_masks(ctx, ops::ones_like(initial[0]), options_.recurrent_dropout, gates_, gates_);
     ran = run_unrolled(ctx, x_proj, initial, masks, mask, time);
   } else {
@@ -246,7 +252,7 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
     // Zeros where masked, in step order (time reversed when going backwards): (time, batch, 1).
     SymbolicTensor steps = ops::transpose(mask, {1, 0});
     if (options_.go_backwards) steps = reverse_first_axis(steps);
-    ran[0] = ops::multiply(ran[0], ops::reshape(steps, {time, -1, 1}));
+    ran[0] = ops::multiply(ran[0], ops::reshape_like(steps, steps, 2, {1}));
   }
   if (options_.stateful && ctx.updates)
     for (std::size_t i = 0; i < state_variables_->size(); ++i)

@@ -66,10 +66,11 @@ std::vector<SymbolicTensor> stateful_initial_states(CallContext& ctx, const Laye
                                                     std::vector<VariablePtr>& variables, int count,
                                                     const std::vector<std::int64_t>& state_dims, DType dtype);
 
-// inputs: x (batch, time, features) with a known number of time steps, then optionally the initial
-// states (Keras's initial_state: h, and c for LSTM), each (batch, units); zeros otherwise. With a
-// Keras mask on x (Masking, Embedding(mask_zero)), a masked step leaves the states as they were; the
-// output sequence keeps the mask.
+// inputs: x (batch, time, features), time known or not (recurrent_dropout in training needs it
+// known: it unrolls the steps), then optionally the initial states (Keras's initial_state: h, and c
+// for LSTM), each (batch, units); zeros otherwise. With a Keras mask on x (Masking,
+// Embedding(mask_zero)), a masked step leaves the states as they were; the output sequence keeps the
+// mask.
 // -> output (batch, time, units) or (batch, units), then the final states when return_state.
 // Weights (Keras's names and layout): <cell>/kernel (features, gates·units),
 // <cell>/recurrent_kernel (units, gates·units), <cell>/bias (gates·units,) (GRU with reset_after:

@@ -40,11 +40,6 @@ std::vector<SymbolicTensor> TimeDistributed::call(CallContext& ctx, const std::v
   if (inputs.size() != 1) raise<ValueError>("{}: takes one input, got {}", describe(*this), inputs.size());
   const SymbolicTensor& x = inputs[0];  // (batch, time, d...)
   const Shape step = step_shape(*this, x.shape());
-  const std::int64_t time = x.shape().dim(1);
-  if (time < 0)
-    raise<ShapeError>("{}: needs a known number of time steps, got input {}; give the Input its length "
-                      "(shape=(time, ...)), or pad the sequences to one length",
-                      describe(*this), x.shape().to_string());
   for (int axis = 2; axis < x.rank(); ++axis)
     if (x.shape().dim(axis) < 0)
       raise<ShapeError>("{}: needs known sizes after the time axis, got input {} (axis {} unknown)", describe(*this),
@@ -57,15 +52,16 @@ std::vector<SymbolicTensor> TimeDistributed::call(CallContext& ctx, const std::v
                       describe(*this), describe(*layer_), ys.size());
   const Shape& out = ys[0].shape();  // (batch·time, out...)
   if (out.rank() < 1) raise<ShapeError>("{}: the wrapped layer {} gives a scalar", describe(*this), describe(*layer_));
-  std::vector<std::int64_t> dims{-1, time};
+  std::vector<std::int64_t> tail;
   for (int axis = 1; axis < out.rank(); ++axis) {
     if (out.dim(axis) < 0)
       raise<ShapeError>("{}: the wrapped layer {} gives output {} of unknown size after the batch; TimeDistributed "
                         "needs it known to restore the time axis",
                         describe(*this), describe(*layer_), out.to_string());
-    dims.push_back(out.dim(axis));
+    tail.push_back(out.dim(axis));
   }
-  return {ops::reshape(ys[0], dims)};  // (batch, time, out...)
+  // Batch and time may both be unknown until a Plan is compiled: reshape_like takes them from x then.
+  return {ops::reshape_like(ys[0], x, 2, tail)};  // (batch, time, out...)
 }
 
 LayerPtr TimeDistributed::from_config(const nlohmann::json& config) {

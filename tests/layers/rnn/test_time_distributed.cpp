@@ -177,7 +177,7 @@ TEST_CASE("TimeDistributed: errors") {
   auto rank = message_of<ShapeError>([] { TimeDistributed(Dense(2), {.name = "td2"})(Input({4})); });
   CHECK(contains(rank, "TimeDistributed \"td2\""));
   CHECK(contains(rank, "(batch, time, ...)"));
-  CHECK(contains(message_of<ShapeError>([] { TimeDistributed(Dense(2))(Input({-1, 4})); }), "known number of time steps"));
+  CHECK(TimeDistributed(Dense(2))(Input({-1, 4})).shape() == Shape{-1, -1, 2});  // any number of steps
   CHECK(contains(message_of<ShapeError>([] { TimeDistributed{Flatten()}(Input({3, -1, 2})); }), "known sizes after the time axis"));
   CHECK(contains(message_of<ValueError>([] { TimeDistributed{Add()}({Input({3, 2}), Input({3, 2})}); }), "takes one input"));
   CHECK(contains(message_of<ValueError>([] {
