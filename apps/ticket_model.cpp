@@ -16,13 +16,10 @@ int main() try {
   const std::int64_t num_tags = 12;          // Number of unique issue tags
   const std::int64_t num_words = 10000;      // Size of vocabulary obtained when preprocessing text data
   const std::int64_t num_departments = 4;    // Number of departments for predictions
-  // The guide's inputs take any length (shape=(None,)); tower's recurrent layers need the length the
-  // data has: titles of 10 words, bodies of 100.
-  const std::int64_t title_length = 10, body_length = 100;
 
-  auto title_input = L::Input({title_length}, {.name = "title"});  // Variable-length sequence of ints
-  auto body_input = L::Input({body_length}, {.name = "body"});     // Variable-length sequence of ints
-  auto tags_input = L::Input({num_tags}, {.name = "tags"});        // Binary vectors of size `num_tags`
+  auto title_input = L::Input({-1}, {.name = "title"});      // Variable-length sequence of ints
+  auto body_input = L::Input({-1}, {.name = "body"});        // Variable-length sequence of ints
+  auto tags_input = L::Input({num_tags}, {.name = "tags"});  // Binary vectors of size `num_tags`
 
   // Embed each word in the title into a 64-dimensional vector
   auto title_features = L::Embedding(num_words, 64)(title_input);
@@ -62,8 +59,8 @@ int main() try {
     std::vector<float> v(t.data<std::int32_t>(), t.data<std::int32_t>() + t.num_elements());
     return Tensor::from_vector<float>(t.shape(), v);
   };
-  const Tensor title_data = randint(num_words, {1280, title_length});
-  const Tensor body_data = randint(num_words, {1280, body_length});
+  const Tensor title_data = randint(num_words, {1280, 10});
+  const Tensor body_data = randint(num_words, {1280, 100});
   const Tensor tags_data = as_float(randint(2, {1280, num_tags}));
   // Dummy target data
   std::vector<float> priority(1280);
