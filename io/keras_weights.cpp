@@ -294,9 +294,9 @@ void refuse_keras_archive_name(const std::string& what, const std::string& path)
   if (!path.ends_with(".keras")) return;
   const std::string stem = path.substr(0, path.size() - std::string_view(".keras").size());
   raise<ValueError>("{}: the .keras format (Keras 3's zip archive) is not implemented; tower writes Keras's HDF5 "
-                    "format, which Keras 3 reads and writes for .h5 names: use a .h5 name (\"{}.h5\"), or for weights "
-                    "alone \"{}.weights.h5\" as Keras 3 requires",
-                    what, stem, stem);
+                    "format, which Keras 3 reads and writes for .h5 names: use a .h5 name (\"{}.h5\"), for weights "
+                    "too (Keras 3 reads a name ending in .weights.h5 as its own newer weights layout, not this one)",
+                    what, stem);
 }
 
 void check_writable(const std::string& path, const std::string& what) {
