@@ -119,7 +119,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     f.classes.push_back(losses[k].name() == "sparse_categorical_crossentropy" ? outputs[k].shape().dim(-1) : 0);
   }
 
-  // An output's Keras mask (the losses leave its masked steps out), or undefined.
+  // An output's Keras mask (the losses and metrics leave its masked steps out), or undefined.
   auto mask_of = [&](const SymbolicTensor& out) {
     auto it = d.masks_of_outputs.find({out.node(), out.index()});
     return it == d.masks_of_outputs.end() ? SymbolicTensor() : it->second;
@@ -144,7 +144,9 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
       auto resolved = metric.resolve((*y)[k].shape(), outputs[k].shape());
       metric_values.push_back(f.replicas->batch_mean(
           k, f.y[k], f.sample_weight,
-          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor&) { return resolved(y_k, out); }));
+          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor&) {
+            return resolved(y_k, out, mask_of(out));
+          }));
       metric_names.push_back(prefix + metric.name());
     }
   }

@@ -58,6 +58,17 @@ SymbolicTensor per_sample(const SymbolicTensor& values) {
   return ops::reduce_mean(values, axes);
 }
 
+SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& mask) {
+  if (mask.defined() && mask.rank() == values.rank()) {
+    // values · mask · (steps / unmasked steps): their mean over everything is the unmasked steps' mean.
+    const SymbolicTensor m = mask.dtype() == values.dtype() ? mask : ops::cast(mask, values.dtype());
+    const SymbolicTensor count = ops::reduce_sum(ops::ones_like(m));
+    const SymbolicTensor kept = ops::maximum(ops::reduce_sum(m), ops::ones_like(count));
+    values = ops::multiply(values, ops::multiply(m, ops::divide(count, kept)));
+  }
+  return per_sample(values);
+}
+
 bool same_shape(const Shape& a, const Shape& b) {
   if (a.rank() != b.rank()) return false;
   for (int i = 0; i < a.rank(); ++i)
@@ -302,14 +313,7 @@ SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTens
     const SymbolicTensor ones = ops::ones_like(per_sample(y_pred));  // (batch,)
     return ops::multiply(ones.dtype() == values.dtype() ? ones : ops::cast(ones, values.dtype()), values);
   }
-  if (mask.defined() && mask.rank() == values.rank()) {
-    // values · mask · (steps / unmasked steps): their mean over everything is the unmasked steps' mean.
-    const SymbolicTensor m = mask.dtype() == values.dtype() ? mask : ops::cast(mask, values.dtype());
-    const SymbolicTensor count = ops::reduce_sum(ops::ones_like(m));
-    const SymbolicTensor kept = ops::maximum(ops::reduce_sum(m), ops::ones_like(count));
-    values = ops::multiply(values, ops::multiply(m, ops::divide(count, kept)));
-  }
-  return per_sample(values);
+  return internal::masked_per_sample(values, mask);
 }
 
 }  // namespace tower::losses

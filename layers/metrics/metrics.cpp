@@ -159,7 +159,8 @@ Metric::Metric(const std::string& name) : name_(name) {
       }
     }
     try {
-      kind_ = losses::Loss(name).name();
+      loss_ = losses::Loss(name);
+      kind_ = loss_->name();
     } catch (const ValueError&) {
       std::string known;
       for (const auto& n : kNames) known += n + ", ";
@@ -212,14 +213,16 @@ Metric Metric::resolve(const Shape& y_true, const Shape& y_pred) const {
   return m;
 }
 
-SymbolicTensor Metric::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const {
-  if (kind_ == "accuracy") return resolve(y_true.shape(), y_pred.shape())(y_true, y_pred);
+SymbolicTensor Metric::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                                  const SymbolicTensor& mask) const {
+  if (kind_ == "accuracy") return resolve(y_true.shape(), y_pred.shape())(y_true, y_pred, mask);
   if (!y_true.defined() || !y_pred.defined()) raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
   check_float(name_, y_pred);
+  if (loss_) return as_dtype((*loss_)(y_true, y_pred, mask), y_pred.dtype());
   auto values = function_(y_true, y_pred);
   if (values.rank() == 0)
     raise<ShapeError>("{}: the metric must give one value per sample (batch,), got a scalar", name_);
-  return as_dtype(per_sample(values), y_pred.dtype());
+  return as_dtype(masked_per_sample(values, mask), y_pred.dtype());
 }
 
 }  // namespace tower::metrics

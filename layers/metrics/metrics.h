@@ -3,9 +3,11 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "tower/core/graph.h"
+#include "tower/layers/losses/losses.h"
 
 namespace tower::metrics {
 
@@ -33,8 +35,11 @@ class Metric {
   const std::string& name() const { return name_; }
   // "accuracy"/"acc" resolved to a concrete metric for these shapes (other metrics: a copy).
   Metric resolve(const Shape& y_true, const Shape& y_pred) const;
-  // Per-sample values (batch,) in y_pred's float dtype.
-  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred) const;
+  // Per-sample values (batch,) in y_pred's float dtype. mask: y_pred's Keras mask (batch, time), or
+  // undefined: the masked steps are left out and the others weighted so that the batch mean is
+  // their mean, as Keras 3's metrics honour masks (as Loss does).
+  SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                            const SymbolicTensor& mask = {}) const;
 
  private:
   std::string name_;   // as reported
@@ -42,6 +47,7 @@ class Metric {
   int k_ = 5;
   double threshold_ = 0.5;
   Function function_;
+  std::optional<losses::Loss> loss_;  // a loss as a metric ("mse"): it applies the mask itself
 };
 
 // Keras's register_keras_serializable for a metric function: from now on, in this process, Metric(name)

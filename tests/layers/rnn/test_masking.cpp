@@ -1,8 +1,9 @@
 // Keras's masks: Masking and Embedding(mask_zero) make them, the recurrent layers skip masked steps,
-// Dense, TimeDistributed and merge layers pass them on, GlobalAveragePooling1D and the losses leave
-// them out. Their numbers against real Keras are in tests/golden (the masking and mask_zero cases).
+// Dense, TimeDistributed and merge layers pass them on, GlobalAveragePooling1D, the losses and the
+// metrics leave them out. Their numbers against real Keras are in tests/golden (the masking and mask_zero cases).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "tower/layers/layers.h"
@@ -76,24 +77,26 @@ TEST_CASE("masks: what passes a mask on, what combines and what drops it") {
   CHECK(Add().compute_mask({x, x}, {SymbolicTensor(), SymbolicTensor()}).at(0).defined() == false);
 }
 
-TEST_CASE("masks: the loss of a sequence output leaves the masked steps out") {
+TEST_CASE("masks: the loss and the metrics of a sequence output leave the masked steps out") {
   // A linear SimpleRNN with zero recurrent kernel returns x · kernel per step; the mse over the
   // unmasked steps alone is the loss.
   const Tensor x = padded_at_end(float32_random({2, 4, 1}, 3), {1, 3});
   Sequential model({Input({4, 1}), Masking(0.0), SimpleRNN(1, {.activation = "linear", .use_bias = false,
                                                                .return_sequences = true})});
   model.set_weights({Tensor::from_vector<float>({1, 1}, {2.0f}), Tensor::zeros({1, 1})});
-  model.compile("sgd", "mse");
+  model.compile("sgd", "mse", {"mae"});
   const Tensor y = float32_random({2, 4, 1}, 4);
   const auto xv = x.to_vector<float>(), yv = y.to_vector<float>();
-  double sum = 0;
+  double squares = 0, absolutes = 0;
   int kept = 0;
   for (int b = 0; b < 2; ++b)
     for (int t = 0; t < 4 - std::vector<int>{1, 3}[static_cast<std::size_t>(b)]; ++t) {
       const double d = 2.0 * xv[b * 4 + t] - yv[b * 4 + t];
-      sum += d * d;
+      squares += d * d;
+      absolutes += std::abs(d);
       ++kept;
     }
   const auto logs = model.evaluate(x, y, {.verbose = 0});
-  CHECK(logs.at("loss") == doctest::Approx(sum / kept).epsilon(1e-5));
+  CHECK(logs.at("loss") == doctest::Approx(squares / kept).epsilon(1e-5));
+  CHECK(logs.at("mae") == doctest::Approx(absolutes / kept).epsilon(1e-5));  // Keras 3's metrics, too
 }
