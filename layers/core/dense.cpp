@@ -41,11 +41,7 @@ std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<Symb
   } else {
     y = ops::matmul(rows, read(ctx, kernel));
   }
-  if (x.rank() != 2) {
-    auto dims = x.shape().dims();
-    dims.back() = units_;
-    y = ops::reshape(y, dims);
-  }
+  if (x.rank() != 2) y = ops::reshape_like(y, x, x.rank() - 1, {units_});  // (batch, ..., units), any unknown
   return {apply_activation(rest, y)};
 }
 

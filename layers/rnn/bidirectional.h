@@ -20,7 +20,7 @@ struct BidirectionalOptions {
   std::string name;
 };
 
-// x: (batch, time, features) with a known number of time steps, then optionally the initial states:
+// x: (batch, time, features) (time may be unknown until run time), then optionally the initial states:
 // Keras's initial_state list, its first half for the forward layer (h, and c for LSTM) and its second
 // half for the backward one, each (batch, units).
 // -> the forward output y and the backward output y_rev ((batch, units), or (batch, time, units) with

@@ -11,7 +11,7 @@ struct TimeDistributedOptions {
   std::string name;
 };
 
-// x: (batch, time, ...) with a known number of time steps and known sizes after it -> (batch, time,
+// x: (batch, time, ...) (time may be unknown until run time) with known sizes after it -> (batch, time,
 // ...out): the wrapped layer applied to each x[:, t] (batch, ...) -> (batch, ...out) with the same
 // weights. The steps are folded into the batch ((batch·time, ...)), the layer called once on them,
 // and its output (batch·time, ...out) unfolded. One input and one output.

@@ -136,7 +136,9 @@ TEST_CASE("unknown steps: Bidirectional(LSTM, return_sequences) and TimeDistribu
 TEST_CASE("unknown steps: fit trains on batches of different lengths, as a model of known length does") {
   auto build = [](std::int64_t t) {
     KerasTensor in = Input({t, 3});
-    Model m(in, TimeDistributed(Dense(1))(LSTM(4, {.return_sequences = true})(in)), "fit");
+    // Dense on (batch, time, 4) directly, as Keras users write it, and inside TimeDistributed.
+    KerasTensor h = Dense(4, {.activation = "tanh"})(LSTM(4, {.return_sequences = true})(in));
+    Model m(in, TimeDistributed(Dense(1))(h), "fit");
     m.compile("sgd", "mse");
     return m;
   };
