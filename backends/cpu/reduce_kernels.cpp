@@ -35,6 +35,34 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int>& axes, T
     });
     return;
   }
+  if (l.reduced == 1) {  // axes of length 1 (a broadcast's gradient): each value stays as it is
+    parallel_for(ctx, n_out, kElementwiseGrain, [&](std::int64_t lo, std::int64_t hi) {
+      for (auto i = lo; i < hi; ++i) py[i] = combine(init, px[i]);
+    });
+    return;
+  }
+  constexpr std::int64_t kLanes = 16;
+  if (l.inner == 1 && l.reduced >= 4 * kLanes) {
+    // Long rows to one value each (softmax-like sums over the last axis): 16 partial results across
+    // the row, so that the loop vectorizes (one running value would chain every add), then the
+    // partials combined in order.
+    parallel_for(ctx, l.outer, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, l.reduced)),
+                 [&](std::int64_t lo, std::int64_t hi) {
+                   for (auto o = lo; o < hi; ++o) {
+                     const T* row = px + o * l.reduced;
+                     T lanes[kLanes];
+                     std::fill_n(lanes, kLanes, init);
+                     std::int64_t r = 0;
+                     for (; r + kLanes <= l.reduced; r += kLanes)
+                       for (std::int64_t j = 0; j < kLanes; ++j) lanes[j] = combine(lanes[j], row[r + j]);
+                     T acc = init;
+                     for (std::int64_t j = 0; j < kLanes; ++j) acc = combine(acc, lanes[j]);
+                     for (; r < l.reduced; ++r) acc = combine(acc, row[r]);
+                     py[o] = acc;
+                   }
+                 });
+    return;
+  }
   if (l.outer >= cpu_pool(ctx).size() || l.reduced * l.inner < kElementwiseGrain) {
     parallel_for(ctx, l.outer, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, l.reduced * l.inner)),
                  [&](std::int64_t lo, std::int64_t hi) {
