@@ -111,7 +111,7 @@ std::vector<SymbolicTensor> Recurrent::dropout_masks(CallContext& ctx, const Sym
   return recurrent_dropout_masks(ctx, ones, rate, seed_, count, first);
 }
 
-SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x, std::int64_t /*time, maybe unknown*/) {
+SymbolicTensor Recurrent::project(CallContext& ctx, const SymbolicTensor& x) {
   const SymbolicTensor kernel = read(ctx, weight(weight_name("kernel")));  // (features, gates·units)
   const std::int64_t features = kernel.shape()[0], width = gates_ * units_;
   const SymbolicTensor bias = input_bias(ctx);
@@ -218,7 +218,7 @@ std::vector<SymbolicTensor> Recurrent::call(CallContext& ctx, const std::vector<
     raise<ValueError>("{}: initial_state needs {} tensor{} of shape (batch, {}), got {}", describe(*this), states_,
                       states_ == 1 ? "" : "s (h, c)", units_, given);
 
-  const SymbolicTensor x_proj = project(ctx, x, time);  // (time, batch, gates·units)
+  const SymbolicTensor x_proj = project(ctx, x);  // (time, batch, gates·units)
   std::vector<SymbolicTensor> initial;
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].rank() != 2 || inputs[i].shape().dim(1) != units_)

@@ -131,7 +131,7 @@ class Recurrent : public Layer {
 
  private:
   // x (batch, time, features) -> x_proj (time, batch, gates·units), with input dropout in training.
-  SymbolicTensor project(CallContext& ctx, const SymbolicTensor& x, std::int64_t time);
+  SymbolicTensor project(CallContext& ctx, const SymbolicTensor& x);
   // `count` dropout masks (batch, width) of `rate`, 0 or 1 / (1 - rate), for ones like `ones`; the
   // k-th mask of `first` on is seeded seed_ + first + k.
   std::vector<SymbolicTensor> dropout_masks(CallContext& ctx, const SymbolicTensor& ones, double rate, int count,
