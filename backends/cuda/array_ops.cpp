@@ -204,12 +204,8 @@ void check_rank(CudaDevice& gpu, const char* op, std::size_t rank) {
 void reverse_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  const int axis = x.shape().normalize_axis(static_cast<int>(ctx.attrs().get_int("axis")), op_names::reverse);
-  const Ints& dims = x.shape().dims();
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= dims[static_cast<std::size_t>(d)];
-  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
-  const std::int64_t n = dims[static_cast<std::size_t>(axis)];
+  const AxisLanes l = lanes_around(x.shape(), static_cast<int>(ctx.attrs().get_int("axis")), op_names::reverse);
+  const std::int64_t outer = l.outer, n = l.n, inner = l.inner;
   if (outer * n * inner == 0) return;
   CopyLayout layout;
   layout.rank = 3;
