@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/vector_math.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -189,12 +190,44 @@ void for_each_lane(KernelContext& ctx, const AxisLanes& l, F lane) {
   });
 }
 
+// True for a float lane along the last axis (stride the constant 1): vector_math's loops take it.
+template <typename T, typename S>
+constexpr bool contiguous_float = std::is_same_v<T, float> && std::is_same_v<S, std::integral_constant<std::int64_t, 1>>;
+
 // Largest element of a lane (the stabilizing shift).
 template <typename T, typename S>
 T lane_max(const T* x, std::int64_t n, S s) {
   T m = -std::numeric_limits<T>::infinity();
   for (std::int64_t j = 0; j < n; ++j) m = std::max(m, x[j * s]);
   return m;
+}
+
+// b = exp(a - max a) along a lane; returns the sum of b.
+template <typename T, typename S>
+T lane_exp(const T* a, T* b, std::int64_t n, S s) {
+  if constexpr (contiguous_float<T, S>) {  // attention's scores: vectorized
+    return exp_shifted(a, max_of(a, n), b, n);
+  } else {
+    const T m = lane_max(a, n, s);
+    T sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+      b[j * s] = std::exp(a[j * s] - m);
+      sum += b[j * s];
+    }
+    return sum;
+  }
+}
+
+// The sum of a[j] b[j] along a lane.
+template <typename T, typename S>
+T lane_dot(const T* a, const T* b, std::int64_t n, S s) {
+  if constexpr (contiguous_float<T, S>) {
+    return dot(a, b, n);
+  } else {
+    T sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) sum += a[j * s] * b[j * s];
+    return sum;
+  }
 }
 
 void softmax_kernel(KernelContext& ctx) {
@@ -207,13 +240,7 @@ void softmax_kernel(KernelContext& ctx) {
     for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
       const T* a = px + off;
       T* b = py + off;
-      T m = lane_max(a, l.n, s);
-      T sum = 0;
-      for (std::int64_t j = 0; j < l.n; ++j) {
-        T e = std::exp(a[j * s] - m);
-        b[j * s] = e;
-        sum += e;
-      }
+      const T sum = lane_exp(a, b, l.n, s);
       T inv = T(1) / sum;
       for (std::int64_t j = 0; j < l.n; ++j) b[j * s] *= inv;
     });
@@ -250,8 +277,7 @@ void softmax_grad_kernel(KernelContext& ctx) {
     const T* py = y.data<T>();
     T* po = dx.data<T>();
     for_each_lane(ctx, l, [&](std::int64_t off, auto s) {
-      T dot = 0;
-      for (std::int64_t j = 0; j < l.n; ++j) dot += pd[off + j * s] * py[off + j * s];
+      const T dot = lane_dot(pd + off, py + off, l.n, s);
       for (std::int64_t j = 0; j < l.n; ++j) {
         std::int64_t k = off + j * s;
         po[k] = py[k] * (pd[k] - dot);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/vector_math.h"
 #include "tower/core/checked.h"
 #include "tower/core/gate_activation.h"
 #include "tower/core/op_names.h"
@@ -92,15 +93,7 @@ void weight_grad(KernelContext& ctx, const T* initial, const T* states, std::int
 }
 
 // The gate updates of one batch row (each cell's arithmetic outside the GEMMs, most of it exp and tanh)
-// are compiled three times, for baseline x86-64, AVX2+FMA and AVX-512 (GCC's target_clones: the
-// loader picks the widest the CPU has), because the build itself targets baseline x86-64 and OpenBLAS
-// picks its own kernels at run time. Clang (the fuzz build) takes the baseline only.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TOWER_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
-#else
-#define TOWER_CPU_CLONES
-#endif
-
+// are compiled for baseline x86-64, AVX2+FMA and AVX-512 (TOWER_CPU_CLONES, backends/cpu/vector_math.h).
 // Their pointers never overlap (__restrict lets GCC vectorize without checking).
 
 // SimpleRNN: h = activation(h) for one row, h holding x_proj + h_{s-1} · kernel.
