@@ -164,6 +164,13 @@ void broadcast_reduced_kernel(KernelContext& ctx) {
     const T f = mean ? static_cast<T>(static_cast<double>(dy.num_elements()) / static_cast<double>(std::max<std::int64_t>(1, out.num_elements())))
                      : T(1);
     const ReduceLayout l = reduce_layout(out.shape(), axes);
+    if (l.contiguous && l.inner == 1) {  // one value across each row (a mean's or a row sum's gradient)
+      parallel_for(ctx, l.outer, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, l.reduced)),
+                   [&](std::int64_t lo, std::int64_t hi) {
+                     for (auto o = lo; o < hi; ++o) std::fill_n(po + o * l.reduced, l.reduced, pdy[o] * f);
+                   });
+      return;
+    }
     if (l.contiguous) {
       parallel_for(ctx, l.outer * l.reduced, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, l.inner)),
                    [&](std::int64_t lo, std::int64_t hi) {
