@@ -1,6 +1,9 @@
 // Reductions: sum, mean, max over axes (kept or dropped), argmax; forward values and gradients.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
@@ -35,6 +38,36 @@ TEST_CASE("reduce: long reductions split across threads") {
   auto r = evaluate({ops::reduce_sum(x, {0}), ops::reduce_mean(x)});
   check_close(r[0], {50000, 50000, 50000});
   check_close(r[1], {0.5});
+}
+
+TEST_CASE("reduce: rows to one value (partial results across the row), axes of length 1, and their gradients") {
+  Graph g;
+  // x[i][j] = (j * 37 + i * 11) mod 101 - 50: rows of 150 (past 16 partial results of 4 each) and of 7.
+  std::vector<double> long_rows, short_rows;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 150; ++j) long_rows.push_back((j * 37 + i * 11) % 101 - 50);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 7; ++j) short_rows.push_back(j - i);
+  auto a = g.constant(Tensor::from_vector<double>({3, 150}, long_rows));
+  auto b = g.constant(Tensor::from_vector<double>({3, 1, 7}, short_rows));
+  auto r = evaluate(
+      {ops::reduce_sum(a, {1}), ops::reduce_max(a, {-1}), ops::reduce_sum(b, {1}), ops::reduce_mean(b, {1, 2})});
+  std::vector<double> sums(3, 0), maxima(3, -1e9);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 150; ++j) {
+      const double v = long_rows[static_cast<std::size_t>(i * 150 + j)];
+      sums[static_cast<std::size_t>(i)] += v;
+      maxima[static_cast<std::size_t>(i)] = std::max(maxima[static_cast<std::size_t>(i)], v);
+    }
+  check_close(r[0], sums);
+  check_close(r[1], maxima);
+  CHECK(r[2].shape() == Shape{3, 7});  // over the axis of length 1: the values themselves
+  check_close(r[2], short_rows);
+  check_close(r[3], {3, 2, 1});
+  // The gradients broadcast one value across each row (a sum's and a mean's).
+  check_gradients({{3, 70}}, [](const Inputs& in) {
+    return Inputs{ops::multiply(ops::reduce_mean(in[0], {1}, true), ops::reduce_sum(in[0], {-1}, true))};
+  });
 }
 
 TEST_CASE("reduce: argmax picks the first maximum, int64") {
