@@ -214,17 +214,6 @@ TOWER_CPU_CLONES void gru_grad_row2(const Steps<T>& q, bool reset_after, const T
   }
 }
 
-// The recurrent kernel (U, n) transposed to (n, U), once per backward op: each step's d(h_{s-1}) =
-// d(gates) · kernel^T then multiplies an untransposed matrix, which OpenBLAS packs several times
-// faster than a transposed one (the packing of every step's GEMM took an eighth of an LSTM's time).
-template <typename T>
-std::vector<T> transposed(const T* kernel, std::int64_t units, std::int64_t n) {
-  std::vector<T> out(static_cast<std::size_t>(units * n));
-  for (std::int64_t r = 0; r < units; ++r)
-    for (std::int64_t c = 0; c < n; ++c) out[static_cast<std::size_t>(c * units + r)] = kernel[r * n + c];
-  return out;
-}
-
 // Copies step-ordered (steps, batch, width) rows into time order (dx_proj) when the run went backwards.
 template <typename T>
 void to_time_order(const T* by_step, T* dx, const Steps<T>& q, std::int64_t width) {
@@ -278,7 +267,6 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
     std::vector<T> by_step(q.backwards ? static_cast<std::size_t>(q.time * q.batch * U) : 0);
     T* dpre = q.backwards ? by_step.data() : dx;  // (steps, batch, U): d(x_proj[t(s)] + h_{s-1} · kernel)
     T* dh0 = ctx.outputs[2].data<T>();
-    const std::vector<T> kernel_t = transposed(kernel, U, U);
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
       T* carry = dh0 + b0 * U;  // d(h_s) from the steps after s (and the final state); dh0 at the end
@@ -296,8 +284,7 @@ void simple_rnn_grad_kernel(KernelContext& ctx) {
             carry[e] = kept ? T(0) : dh;  // a masked step passes its gradient straight to h_{s-1}
           }
         }
-        gemm(false, false, as_int(nb), as_int(U), as_int(U), dp, as_int(U), kernel_t.data(), as_int(U), carry,
-             as_int(U), T(1));
+        gemm(false, true, as_int(nb), as_int(U), as_int(U), dp, as_int(U), kernel, as_int(U), carry, as_int(U), T(1));
       }
     });
     weight_grad<T>(ctx, h0, hs, U, dpre, U, q.time, q.batch, U, U, ctx.outputs[1].data<T>(), U);
@@ -370,7 +357,6 @@ void lstm_grad_kernel(KernelContext& ctx) {
     T* dg = q.backwards ? by_step.data() : dx;  // (steps, batch, 4U): d of the gates' inputs
     T* dh0 = ctx.outputs[2].data<T>();
     T* dc0 = ctx.outputs[3].data<T>();
-    const std::vector<T> kernel_t = transposed(kernel, U, G);  // (4U, U)
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
       std::vector<T> scratch(static_cast<std::size_t>(6 * U));  // lstm_grad_row's
@@ -395,8 +381,7 @@ void lstm_grad_kernel(KernelContext& ctx) {
           for (std::int64_t j = 0; j < U; ++j) dh_carry[e + j] += dh_out[e + j], dc_carry[e + j] += dc_out[e + j];
           std::fill_n(d + r * G, G, T(0));  // a masked step passes its gradients straight to h_{s-1}, c_{s-1}
         }
-        gemm(false, false, as_int(nb), as_int(U), as_int(G), d, as_int(G), kernel_t.data(), as_int(U), dh_carry,
-             as_int(U), T(1));
+        gemm(false, true, as_int(nb), as_int(U), as_int(G), d, as_int(G), kernel, as_int(G), dh_carry, as_int(U), T(1));
       }
     });
     weight_grad<T>(ctx, h0, hs, U, dg, G, q.time, q.batch, U, G, ctx.outputs[1].data<T>(), G);
@@ -472,7 +457,6 @@ void gru_grad_kernel(KernelContext& ctx) {
     // (steps, batch, 3U): d of what the recurrent product feeds: z, r and q_h (reset_after) or n's input.
     std::vector<T> drec_buffer(static_cast<std::size_t>(q.time * q.batch * X));
     T* drec = drec_buffer.data();
-    const std::vector<T> kernel_t = transposed(kernel, U, X);  // (3U, U): z, r, h blocks of U rows
     for_row_blocks(ctx, q.batch, [&](std::int64_t b0, std::int64_t b1) {
       const std::int64_t nb = b1 - b0;
       std::vector<T> drh_buffer(reset_after ? 0 : static_cast<std::size_t>(nb * U));  // d(r h_{s-1})
@@ -497,8 +481,8 @@ void gru_grad_kernel(KernelContext& ctx) {
           std::fill_n(d + r * X, X, T(0));
         }
         if (!reset_after)  // d(r h_{s-1}) = d(n's input) · kernel[:, 2U:]^T
-          gemm(false, false, as_int(nb), as_int(U), as_int(U), d + 2 * U, as_int(X), kernel_t.data() + 2 * U * U,
-               as_int(U), drh, as_int(U));
+          gemm(false, true, as_int(nb), as_int(U), as_int(U), d + 2 * U, as_int(X), kernel + 2 * U, as_int(X), drh,
+               as_int(U));
         // Pass 2: dr; dx_proj; the third column becomes d(q_h) when reset_after.
         for (std::int64_t r = 0; r < nb; ++r) {
           const std::int64_t e = r * U;
@@ -509,8 +493,8 @@ void gru_grad_kernel(KernelContext& ctx) {
             std::fill_n(dxs + r * X, X, T(0));
         }
         // d(h_{s-1}) += d(rec) · kernel^T over the columns that h_{s-1} itself multiplies.
-        gemm(false, false, as_int(nb), as_int(U), as_int(reset_after ? X : 2 * U), d, as_int(X), kernel_t.data(),
-             as_int(U), carry, as_int(U), T(1));
+        gemm(false, true, as_int(nb), as_int(U), as_int(reset_after ? X : 2 * U), d, as_int(X), kernel, as_int(X),
+             carry, as_int(U), T(1));
       }
     });
     T* dkernel = ctx.outputs[1].data<T>();
