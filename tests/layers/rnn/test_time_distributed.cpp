@@ -17,26 +17,15 @@
 #include "tower/layers/registry.h"
 #include "tower/optimizers/optimizers.h"
 #include "tests/layers/layer_testing.h"
+#include "tests/layers/rnn/wrapper_testing.h"
 #include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
 using namespace tower;
 using namespace tower::layers;
-using tower::testing::check_close;
-using tower::testing::check_layer_gradients;
-using tower::testing::contains;
-using tower::testing::keras_shape;
-using tower::testing::message_of;
-using tower::testing::run1;
-using tower::testing::run_layer;
-using tower::testing::TempDir;
+using namespace tower::testing;  // the wrapper helpers (wrapper_testing.h) and the shared ones
 using nlohmann::json;
 namespace h5 = tower::io::hdf5;
-
-#include "tests/layers/rnn/wrapper_testing.h"
-
-using namespace tower::testing;
-
 
 // ---- TimeDistributed ------------------------------------------------------------------------------
 
