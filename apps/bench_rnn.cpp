@@ -2,12 +2,10 @@
 // Dense(10) softmax, sparse categorical crossentropy, Adam, batch 128, on random data (speed does not
 // depend on the values). For comparison with scripts/bench/rnn_torch.py and rnn_keras.py, which build
 // the same model (scripts/bench/run_rnn.sh runs the three; docs/benchmarks.md holds the results).
-#include <sys/resource.h>
-
 #include <boost/program_options.hpp>
-#include <chrono>
 #include <iostream>
 
+#include "apps/bench_fit.h"
 #include "apps/command_line.h"
 #include "tower/core/random.h"
 #include "tower/layers/layers.h"
@@ -39,15 +37,9 @@ int main(int argc, char** argv) try {
                     cell == "lstm" ? LayerRef(layers::LSTM(units)) : LayerRef(layers::GRU(units)),
                     layers::Dense(10, {.activation = "softmax"})});
   model.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
-  model.fit(x, y, {.batch_size = batch_size, .epochs = 1, .verbose = 0});  // warm-up: plans compiled
-  const auto start = std::chrono::steady_clock::now();
-  auto history = model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  std::cout << "tower " << cell << "(" << units << ") steps " << steps << " batch " << batch_size << ": "
-            << static_cast<double>(samples * epochs) / seconds << " samples/s, peak RSS " << usage.ru_maxrss / 1024
-            << " MiB, loss " << history.history.at("loss").back() << "\n";
+  apps::timed_fit(model, x, y, batch_size, epochs,
+                  cell + "(" + std::to_string(units) + ") steps " + std::to_string(steps) + " batch " +
+                      std::to_string(batch_size));
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "bench_rnn: " << e.what() << "\n";

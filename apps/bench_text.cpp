@@ -3,13 +3,11 @@
 // categorical crossentropy, Adam, batch 32, on random tokens (speed does not depend on the values).
 // For comparison with scripts/bench/text_torch.py and text_keras.py, which build the same models
 // (scripts/bench/run_text.sh runs the three; docs/benchmarks.md holds the results).
-#include <sys/resource.h>
-
 #include <boost/program_options.hpp>
-#include <chrono>
 #include <iostream>
 #include <random>
 
+#include "apps/bench_fit.h"
 #include "apps/command_line.h"
 #include "apps/text_models.h"
 #include "tower/core/random.h"
@@ -40,15 +38,8 @@ int main(int argc, char** argv) try {
   const Tensor y = Tensor::from_vector<std::int32_t>({samples}, labels);
   Model model = apps::text_classifier(kind, maxlen, vocab_size);
   model.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
-  model.fit(x, y, {.batch_size = batch_size, .epochs = 1, .verbose = 0});  // warm-up: plans compiled
-  const auto start = std::chrono::steady_clock::now();
-  auto history = model.fit(x, y, {.batch_size = batch_size, .epochs = epochs, .verbose = 0});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  std::cout << "tower " << kind << " maxlen " << maxlen << " batch " << batch_size << ": "
-            << static_cast<double>(samples * epochs) / seconds << " samples/s, peak RSS " << usage.ru_maxrss / 1024
-            << " MiB, loss " << history.history.at("loss").back() << "\n";
+  apps::timed_fit(model, x, y, batch_size, epochs,
+                  kind + " maxlen " + std::to_string(maxlen) + " batch " + std::to_string(batch_size));
   return 0;
 } catch (const tower::apps::UsageError& e) {
   std::cerr << "bench_text: " << e.what() << "\n";
