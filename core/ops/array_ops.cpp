@@ -93,29 +93,31 @@ std::int64_t count_unknown(const Shape& s) {
 
 // ---- reshape -------------------------------------------------------------------------------------
 
-std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
-  expect_num_inputs(in, 1);
-  const Shape& x = in[0].shape;
-  Ints dims = attrs.get_ints("shape");
-  int infer = -1;
-  std::int64_t known = 1;  // product of the target's given dimensions
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1) {
-      if (infer >= 0) raise<ShapeError>("target shape {} has more than one -1", Shape(dims).to_string());
-      infer = static_cast<int>(i);
-    } else if (dims[i] < 0) {
-      raise<ShapeError>("target shape has a negative dimension {} (only -1, inferred, is allowed)", dims[i]);
-    } else {
-      // Checked: a wrapped product could pass the element count check below. (Errors from shape
-      // functions get the op, its inputs and attrs added.)
-      known = checked_mul(known, dims[i], "the elements of the target shape", "no tensor can be that large");
+// The shape x viewed as (leading..., target...): `leading` are another tensor's dimensions (-1:
+// unknown until a Plan is compiled), `target` the wanted ones, whose one -1 is inferred from x's
+// element count. The count is checked once x and every dimension are known.
+Shape view_shape(const Shape& x, Ints dims, const Ints& target) {
+  int infer = -1;  // the position of target's -1 in dims
+  for (auto d : target) {
+    if (d == -1) {
+      if (infer >= 0) raise<ShapeError>("target shape {} has more than one -1", Shape(target).to_string());
+      infer = static_cast<int>(dims.size());
+    } else if (d < 0) {
+      raise<ShapeError>("target shape has a negative dimension {} (only -1, inferred, is allowed)", d);
     }
+    dims.push_back(d);
   }
-  if (!x.is_fully_known()) {
-    // The batch is unknown at build time: the inferred dimension stays unknown until a Plan is compiled.
-    return {TensorSpec{Shape(dims), in[0].dtype}};
+  // Checked: a wrapped product could pass the element count check below. (Errors from shape
+  // functions get the op, its inputs and attrs added.)
+  std::int64_t known = 1;  // product of the other dimensions
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (static_cast<int>(i) == infer) continue;
+    if (dims[i] < 0) return Shape(dims);  // a leading dimension unknown until a Plan is compiled
+    known = checked_mul(known, dims[i], "the elements of the target shape", "no tensor can be that large");
   }
-  std::int64_t n = x.num_elements();
+  // The batch is unknown at build time: the inferred dimension stays unknown until a Plan is compiled.
+  if (!x.is_fully_known()) return Shape(dims);
+  const std::int64_t n = x.num_elements();
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
       raise<ShapeError>("cannot reshape {} ({} elements) into {}: {} is not a multiple of {}", x.to_string(), n,
@@ -125,7 +127,12 @@ std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const A
     raise<ShapeError>("cannot reshape {} ({} elements) into {} ({} elements)", x.to_string(), n,
                       Shape(dims).to_string(), known);
   }
-  return {TensorSpec{Shape(dims), in[0].dtype}};
+  return Shape(dims);
+}
+
+std::vector<TensorSpec> reshape_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  return {TensorSpec{view_shape(in[0].shape, {}, attrs.get_ints("shape")), in[0].dtype}};
 }
 
 // dy viewed as x: a reshape while x has at most one unknown dimension, else x's shape taken at plan time.
@@ -139,45 +146,14 @@ Grads reshape_grad(Node& node, const Grads& dy) { return {viewed_as(dy[0], node.
 // (x, like) -> x viewed as (like[:keep]..., tail...); without attrs (reshape_grad's) like's whole shape.
 std::vector<TensorSpec> reshape_like_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
   expect_num_inputs(in, 2);
-  const Shape& x = in[0].shape;
   const Shape& like = in[1].shape;
   const std::int64_t keep = attrs.get_int("keep", -1);
-  const Ints tail = attrs.has("tail") ? attrs.get_ints("tail") : Ints{};
   if (keep < -1 || keep > like.rank())
     raise<ShapeError>("keep {} is out of range for like {} (0..{}, or -1 for all its dimensions)", keep,
                       like.to_string(), like.rank());
-  Ints dims(like.dims().begin(), like.dims().begin() + (keep < 0 ? like.rank() : keep));
-  int infer = -1;  // the position of tail's -1 in dims
-  for (auto d : tail) {
-    if (d == -1) {
-      if (infer >= 0) raise<ShapeError>("tail has more than one -1 (only one dimension can be inferred)");
-      infer = static_cast<int>(dims.size());
-    } else if (d < 0) {
-      raise<ShapeError>("tail has a negative dimension {} (only -1, inferred, is allowed)", d);
-    }
-    dims.push_back(d);
-  }
-  if (!x.is_fully_known()) return {TensorSpec{Shape(dims), in[0].dtype}};
-  std::int64_t known = 1;
-  bool all_known = true;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (static_cast<int>(i) == infer) continue;
-    if (dims[i] < 0) all_known = false;
-    else known = checked_mul(known, dims[i], "the elements of the target shape", "no tensor can be that large");
-  }
-  if (!all_known) return {TensorSpec{Shape(dims), in[0].dtype}};  // like's dims known at plan time
-  const std::int64_t n = x.num_elements();
-  if (infer >= 0) {
-    if (known == 0 || n % known != 0)
-      raise<ShapeError>("cannot view {} ({} elements) as {}: {} is not a multiple of {}", x.to_string(), n,
-                        Shape(dims).to_string(), n, known);
-    dims[static_cast<std::size_t>(infer)] = n / known;
-  } else if (known != n) {
-    raise<ShapeError>("cannot view {} ({} elements) as {} ({} elements, from {}'s first {} dimensions and tail {})",
-                      x.to_string(), n, Shape(dims).to_string(), known, like.to_string(),
-                      keep < 0 ? like.rank() : keep, Shape(tail).to_string());
-  }
-  return {TensorSpec{Shape(dims), in[0].dtype}};
+  const Ints leading(like.dims().begin(), like.dims().begin() + (keep < 0 ? like.rank() : keep));
+  return {TensorSpec{view_shape(in[0].shape, leading, attrs.has("tail") ? attrs.get_ints("tail") : Ints{}),
+                     in[0].dtype}};
 }
 
 Grads reshape_like_grad(Node& node, const Grads& dy) { return {viewed_as(dy[0], node.inputs()[0]), SymbolicTensor{}}; }
