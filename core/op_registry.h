@@ -34,6 +34,10 @@ struct OpDef {
   // With alias_input: the kernel still runs, after the view is made (it waits until the view holds its
   // value: a cross-worker sum made in place). Without: an alias step runs no kernel.
   bool alias_runs_kernel = false;
+  // Output 0 is a view of input 0 when the plan's concrete shapes show there is nothing to do (sum_to
+  // or broadcast_like to the shape the input already has, which an unknown batch hides at build
+  // time): that step runs no kernel and takes no buffer.
+  bool alias_when_unchanged = false;
   std::vector<int> mutated_inputs;    // inputs written in place; must be variables (update ops)
   OpSource source = OpSource::none;   // placeholder, constant, variable: no kernel, no shape function
   // The replicas of one collective (all_reduce) on several devices wait for each other: the plan

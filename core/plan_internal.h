@@ -46,6 +46,7 @@ struct Plan::Step {
   Device* device = nullptr;
   std::vector<Value*> inputs, outputs;
   bool mutates = false;
+  bool alias = false;  // output 0 views an input's storage (OpDef::alias_input or alias_when_unchanged)
 };
 
 // The lanes' threads (lane 0 runs on the caller's) and what they share during a run. The threads are

@@ -158,18 +158,22 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
       step.mutates = true;
       if (const auto& written = node.inputs()[static_cast<std::size_t>(m)].node()->variable()) written_.push_back(written);
     }
+    const int alias_input = node.def().alias_input >= 0 ? node.def().alias_input
+                            : node.def().alias_when_unchanged && out_specs.at(0).shape == specs.at(0).shape ? 0
+                                                                                                : -1;
+    step.alias = alias_input >= 0;
     for (std::size_t k = 0; k < out_specs.size(); ++k) {
-      bool alias = k == 0 && node.def().alias_input >= 0;
+      bool alias = k == 0 && step.alias;
       Value* v = new_value(out_specs[k], dev, alias ? Value::Kind::alias : Value::Kind::arena,
                            fmt::format("{}:{}", node.name(), k));
       if (alias) {
-        Value* src = step.inputs.at(static_cast<std::size_t>(node.def().alias_input));
+        Value* src = step.inputs.at(static_cast<std::size_t>(alias_input));
         v->alias_of = src->alias_of ? src->alias_of : src;
       }
       step.outputs.push_back(v);
       value_of[{id, static_cast<int>(k)}] = v;
     }
-    if (!alias_step(step) || node.def().alias_runs_kernel) step.kernel = find_kernel(node.op(), dev->kind());
+    if (!step.alias || node.def().alias_runs_kernel) step.kernel = find_kernel(node.op(), dev->kind());
     (step.mutates ? mutating : steps_).push_back(std::move(step));
   }
   for (auto& s : mutating) steps_.push_back(std::move(s));

@@ -137,7 +137,8 @@ void register_math_ops() {
                    },
                .grad = [](Node& n, const Grads& dy) -> Grads {
                  return {ops::broadcast_like(dy[0], n.inputs()[0]), {}};
-               }});
+               },
+               .alias_when_unchanged = true});
   register_op({.name = op_names::broadcast_like,
                .shape =
                    [](const std::vector<TensorSpec>& in, const Attrs&) {
@@ -150,7 +151,8 @@ void register_math_ops() {
                    },
                .grad = [](Node& n, const Grads& dy) -> Grads {
                  return {ops::sum_to(dy[0], n.inputs()[0]), {}};
-               }});
+               },
+               .alias_when_unchanged = true});
   register_op({.name = op_names::matmul,
                .shape =
                    [](const std::vector<TensorSpec>& in, const Attrs& attrs) {

@@ -4,6 +4,7 @@
 
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
+#include "tower/core/memory_plan.h"
 #include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
@@ -28,6 +29,38 @@ TEST_CASE("executor: liveness reuse lowers the peak memory of a deep chain") {
   CHECK(unshared.plan(feeds, {h}).peak_bytes() >= 60 * buffer);
   CHECK(plan.peak_bytes() <= 3 * buffer);  // the feed slot plus two live buffers at a time
   CHECK(plan.unshared_bytes() >= 60 * buffer);
+}
+
+TEST_CASE("executor: sum_to and broadcast_like to the shape their input has are views, not steps") {
+  Graph g;
+  auto x = g.placeholder({-1, 4}, DType::float32, "x");
+  auto y = g.placeholder({-1, 4}, DType::float32, "y");
+  auto row = g.placeholder({1, 4}, DType::float32, "row");
+  // The unknown batch hides at build time that x and y have one shape; the plan sees it.
+  auto same = ops::scale(ops::sum_to(ops::broadcast_like(x, y), y), 2.0);
+  auto reduced = ops::sum_to(x, row);
+  FeedMap feeds{{x, random_tensor({3, 4}, 1, 0.1, 1.0, false, DType::float32)},
+                {y, random_tensor({3, 4}, 2, 0.1, 1.0, false, DType::float32)},
+                {row, random_tensor({1, 4}, 3, 0.1, 1.0, false, DType::float32)}};
+  Executor executor;
+  auto r = executor.run(feeds, {same, reduced});
+  check_close(r[0], Tensor::from_vector<float>({3, 4}, [&] {
+                auto v = feeds[0].second.to_vector<float>();
+                for (float& e : v) e *= 2;
+                return v;
+              }()),
+              0, 0);
+  const auto xs = feeds[0].second.to_vector<float>();
+  std::vector<float> sums(4, 0.0f);
+  for (std::size_t i = 0; i < xs.size(); ++i) sums[i % 4] += xs[i];
+  check_close(r[1], Tensor::from_vector<float>({1, 4}, sums), 1e-6, 1e-6);
+  // Only the feeds' slots, scale's output and the real reduction take memory.
+  const std::size_t batch = align_buffer(3 * 4 * 4), row_bytes = align_buffer(4 * 4);
+  CHECK(executor.plan(feeds, {same, reduced}).unshared_bytes() == 3 * batch + 2 * row_bytes);
+  // Fed a batch of 1 for x: now sum_to(x, row) reduces nothing either, and gives x.
+  FeedMap one{{x, feeds[2].second}, {y, feeds[2].second},
+              {row, random_tensor({1, 4}, 4, 0.1, 1.0, false, DType::float32)}};
+  check_close(executor.run(one, {reduced})[0], feeds[2].second, 0, 0);
 }
 
 TEST_CASE("executor: copies between cpu:0 and cpu:1 give identical results") {
