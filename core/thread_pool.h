@@ -1,6 +1,7 @@
 // ThreadPool: a fixed set of worker threads that split loops between them (one pool per CPU device).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,11 @@ class ThreadPool {
  private:
   void worker_loop();
   void run_chunks();
+  // Spins up to a short while (kSpinRounds pauses, tens of microseconds) until done() holds; false
+  // if it still does not. A training step runs hundreds of loops back to back: a worker that slept
+  // between two of them costs a futex wake-up each time, more than many of the loops themselves.
+  template <typename Done>
+  static bool spin_until(Done done);
 
   int threads_;
   std::vector<std::thread> workers_;
@@ -37,9 +43,11 @@ class ThreadPool {
   std::mutex run_mutex_;  // one parallel_for at a time per pool
   // The job being run: chunk c covers [c * chunk_, min(n_, (c + 1) * chunk_)).
   const std::function<void(std::int64_t, std::int64_t)>* fn_ = nullptr;
-  std::int64_t n_ = 0, chunk_ = 0, num_chunks_ = 0, next_chunk_ = 0, chunks_done_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
+  // Written under mutex_; the atomics are also read without it by spinning threads.
+  std::int64_t n_ = 0, chunk_ = 0, num_chunks_ = 0, next_chunk_ = 0;
+  std::atomic<std::int64_t> chunks_done_ = 0;
+  std::atomic<std::uint64_t> generation_ = 0;
+  std::atomic<bool> stop_ = false;
 };
 
 }  // namespace tower

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "tower/backends/cpu/cpu_device.h"
 #include "tower/core/tensor.h"
@@ -114,4 +116,32 @@ TEST_CASE("thread pool: parallel_for covers every index once, nested calls run i
   single.parallel_for(100, 1, [&](std::int64_t b, std::int64_t e) { calls++, span = e - b; });
   CHECK(span == 100);
   CHECK(calls == 1);
+}
+
+TEST_CASE("thread pool: loops back to back, after idle pauses and from two threads at once") {
+  ThreadPool pool(3);
+  std::atomic<std::int64_t> total = 0;
+  const auto sum_loop = [&](int n) {
+    pool.parallel_for(n, 1, [&](std::int64_t b, std::int64_t e) {
+      for (auto i = b; i < e; ++i) total += i;
+    });
+  };
+  std::int64_t expected = 0;
+  for (int round = 0; round < 200; ++round) {  // workers still spinning between loops
+    sum_loop(round + 2);
+    expected += static_cast<std::int64_t>(round + 2) * (round + 1) / 2;
+  }
+  CHECK(total == expected);
+  for (int round = 0; round < 3; ++round) {  // workers asleep by the time the next loop starts
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    sum_loop(1000);
+    expected += 1000 * 999 / 2;
+  }
+  CHECK(total == expected);
+  std::thread other([&] {
+    for (int round = 0; round < 100; ++round) sum_loop(50);
+  });
+  for (int round = 0; round < 100; ++round) sum_loop(50);
+  other.join();
+  CHECK(total == expected + 200 * (50 * 49 / 2));
 }
