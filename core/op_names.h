@@ -97,7 +97,7 @@ inline constexpr char avg_pool2d[] = "avg_pool2d";
 inline constexpr char max_pool2d_grad[] = "max_pool2d_grad";
 inline constexpr char avg_pool2d_grad[] = "avg_pool2d_grad";
 
-// batch_norm: batch normalization (core/ops/batch_norm_ops.cpp)
+// normalization: batch and layer normalization (core/ops/normalization_ops.cpp)
 inline constexpr char batch_norm_training[] = "batch_norm_training";
 inline constexpr char batch_norm_training_grad[] = "batch_norm_training_grad";
 inline constexpr char batch_norm_stats_grad[] = "batch_norm_stats_grad";

@@ -133,7 +133,7 @@ SymbolicTensor max_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x
                                const Pool2DArgs& args);
 SymbolicTensor avg_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool2DArgs& args);
 
-// ---- batch normalization over the last axis (core/ops/batch_norm_ops.cpp) -----------------------
+// ---- batch normalization over the last axis (core/ops/normalization_ops.cpp) -----------------------
 // Training: x: (..., c), gamma, beta: (c,) -> {y (x's shape), batch mean (c,), batch variance (c,)
 // (biased, divided by the count), inv_std (c,) = 1 / sqrt(variance + epsilon)}.
 std::vector<SymbolicTensor> batch_norm_training(const SymbolicTensor& x, const SymbolicTensor& gamma,

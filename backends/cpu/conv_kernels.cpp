@@ -448,7 +448,7 @@ void register_conv_kernels() {
 void register_nn_kernels() {
   register_conv_kernels();
   register_pool_kernels();
-  register_batch_norm_kernels();
+  register_normalization_kernels();
   register_dropout_kernels();
 }
 

@@ -12,7 +12,7 @@ void register_basic_kernels();       // basic_kernels.cpp
 void register_math_kernels();        // math_kernels.cpp: elementwise binary, matmul, bias_add
 void register_activation_kernels();  // activation_kernels.cpp: unary math, activations, softmax
 void register_reduce_kernels();      // reduce_kernels.cpp
-void register_nn_kernels();          // conv_kernels.cpp, pool_kernels.cpp, batch_norm_kernels.cpp, dropout_kernels.cpp
+void register_nn_kernels();          // conv_kernels.cpp, pool_kernels.cpp, normalization_kernels.cpp, dropout_kernels.cpp
 void register_array_kernels();       // array_kernels.cpp
 void register_loss_kernels();        // loss_kernels.cpp
 void register_optimizer_kernels();   // optimizer_kernels.cpp

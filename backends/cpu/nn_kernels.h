@@ -12,7 +12,7 @@ namespace tower::cpu {
 
 void register_conv_kernels();        // conv_kernels.cpp
 void register_pool_kernels();        // pool_kernels.cpp
-void register_batch_norm_kernels();  // batch_norm_kernels.cpp
+void register_normalization_kernels();  // normalization_kernels.cpp
 void register_dropout_kernels();     // dropout_kernels.cpp
 
 // Where the windows of a conv or pooling op over x (batch, in_h, in_w, c) sit. Output position

@@ -9,7 +9,7 @@ void register_activation_ops();
 void register_reduce_ops();
 void register_conv_ops();
 void register_pool_ops();
-void register_batch_norm_ops();
+void register_normalization_ops();
 void register_dropout_ops();
 void register_array_ops();
 void register_recurrent_ops();
@@ -24,7 +24,7 @@ inline void register_all_ops() {
   register_reduce_ops();
   register_conv_ops();
   register_pool_ops();
-  register_batch_norm_ops();
+  register_normalization_ops();
   register_dropout_ops();
   register_array_ops();
   register_recurrent_ops();

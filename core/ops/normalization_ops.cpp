@@ -1,6 +1,6 @@
 // Batch normalization ops: training (batch statistics), inference (moving statistics) and their
 // gradients. Builders, shape functions and gradients side by side; kernels in
-// backends/cpu/batch_norm_kernels.cpp and backends/cuda/batch_norm_ops.cpp.
+// backends/cpu/normalization_kernels.cpp and backends/cuda/normalization_ops.cpp.
 #include <fmt/ranges.h>
 
 #include "tower/core/op_names.h"
@@ -135,7 +135,7 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
 
 }  // namespace ops
 
-void register_batch_norm_ops() {
+void register_normalization_ops() {
   register_op(
       {.name = op_names::batch_norm_training, .shape = batch_norm_training_shape, .grad = batch_norm_training_grad_fn});
   register_op({.name = op_names::batch_norm_training_grad, .shape = batch_norm_training_grad_shape});

@@ -1,6 +1,6 @@
-// The CUDA kernel table entries of the batch-normalization ops (own kernels in batch_norm_kernels.cu;
-// see batch_norm_launchers.h for why not cuDNN's).
-#include "tower/backends/cuda/batch_norm_launchers.h"
+// The CUDA kernel table entries of the batch-normalization ops (own kernels in normalization_kernels.cu;
+// see normalization_launchers.h for why not cuDNN's).
+#include "tower/backends/cuda/normalization_launchers.h"
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
@@ -96,7 +96,7 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_batch_norm_kernels() {
+void register_normalization_kernels() {
   const auto cuda = DeviceKind::cuda;
   register_kernel(op_names::batch_norm_training, cuda, batch_norm_training_kernel);
   register_kernel(op_names::batch_norm_training_grad, cuda, batch_norm_training_grad_kernel);

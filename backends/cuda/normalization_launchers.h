@@ -1,5 +1,5 @@
 // Launchers of the batch-normalization CUDA kernels over x (..., c) seen as (rows, c), with the CPU's
-// formulas (backends/cpu/batch_norm_kernels.cpp). Own kernels rather than cuDNN's: cuDNN's batch norm
+// formulas (backends/cpu/normalization_kernels.cpp). Own kernels rather than cuDNN's: cuDNN's batch norm
 // wants epsilon >= 1e-5, returns no biased batch variance and accumulates float32 in float; these sum
 // per channel in double, in a fixed order (deterministic). Plain pointers only; each returns the launch
 // status for CUDA_CHECK.

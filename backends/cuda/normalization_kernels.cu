@@ -1,10 +1,10 @@
 // CUDA batch normalization over x (..., c) seen as (rows, c): per-channel sums in double in two
 // deterministic stages (partial sums of row blocks, then their total per channel), per-channel
 // coefficients, and one affine pass over the rows. The formulas are the CPU's
-// (backends/cpu/batch_norm_kernels.cpp), including where they round to T.
+// (backends/cpu/normalization_kernels.cpp), including where they round to T.
 #include <cmath>
 
-#include "tower/backends/cuda/batch_norm_launchers.h"
+#include "tower/backends/cuda/normalization_launchers.h"
 #include "tower/backends/cuda/launch.cuh"
 
 namespace tower::cuda {

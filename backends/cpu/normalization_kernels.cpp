@@ -231,7 +231,7 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_batch_norm_kernels() {
+void register_normalization_kernels() {
   register_kernel(op_names::batch_norm_training, DeviceKind::cpu, batch_norm_training_kernel);
   register_kernel(op_names::batch_norm_training_grad, DeviceKind::cpu, batch_norm_training_grad_kernel);
   register_kernel(op_names::batch_norm_stats_grad, DeviceKind::cpu, batch_norm_stats_grad_kernel);
