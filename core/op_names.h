@@ -103,6 +103,8 @@ inline constexpr char batch_norm_training_grad[] = "batch_norm_training_grad";
 inline constexpr char batch_norm_stats_grad[] = "batch_norm_stats_grad";
 inline constexpr char batch_norm_inference[] = "batch_norm_inference";
 inline constexpr char batch_norm_inference_grad[] = "batch_norm_inference_grad";
+inline constexpr char layer_norm[] = "layer_norm";
+inline constexpr char layer_norm_grad[] = "layer_norm_grad";
 
 // dropout: dropout (core/ops/dropout_ops.cpp)
 inline constexpr char dropout[] = "dropout";

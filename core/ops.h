@@ -147,6 +147,17 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
                                     const SymbolicTensor& beta, const SymbolicTensor& mean,
                                     const SymbolicTensor& variance, double epsilon = 1e-3);
 
+// ---- layer normalization over the last axis (core/ops/normalization_ops.cpp) -----------------------
+// x: (..., n), gamma, beta: (n,) -> y (x's shape): each row of n normalized as Keras does,
+// y = x * inv + (beta - mean * inv) with inv = gamma / sqrt(variance + epsilon), the row's mean and
+// biased variance summed in double. One op instead of the dozen a composition takes; its gradient
+// (layer_norm_grad) recomputes the row statistics and has no gradient itself.
+SymbolicTensor layer_norm(const SymbolicTensor& x, const SymbolicTensor& gamma, const SymbolicTensor& beta,
+                          double epsilon = 1e-3);
+// (dy, x, gamma) -> {dx, dgamma, dbeta}.
+std::vector<SymbolicTensor> layer_norm_grad(const SymbolicTensor& dy, const SymbolicTensor& x,
+                                            const SymbolicTensor& gamma, double epsilon = 1e-3);
+
 // ---- dropout (core/ops/dropout_ops.cpp) ----------------------------------------------------------
 // Inverted dropout: keeps each element with probability 1 - rate and scales it by 1 / (1 - rate).
 // -> {y, mask} where mask (x's shape and dtype) holds 0 or 1 / (1 - rate). The mask comes from a

@@ -1,6 +1,7 @@
 // CUDA batch normalization over x (..., c) seen as (rows, c): per-channel sums in double in two
 // deterministic stages (partial sums of row blocks, then their total per channel), per-channel
-// coefficients, and one affine pass over the rows. The formulas are the CPU's
+// coefficients, and one affine pass over the rows. Layer normalization: one warp per row, and the
+// weight gradients through the same per-channel sums. The formulas are the CPU's
 // (backends/cpu/normalization_kernels.cpp), including where they round to T.
 #include <cmath>
 
@@ -30,7 +31,7 @@ struct Workspace {
   void* coefficients;
 };
 
-Workspace carve(void* workspace, BatchNormRows v) {
+Workspace carve(void* workspace, NormRows v) {
   double* p = static_cast<double*>(workspace);
   const std::int64_t parts = parts_for(v.rows);
   return {p, p + parts * 2 * v.c, p + parts * 2 * v.c + v.c};
@@ -104,7 +105,7 @@ struct InferenceGradSums {
 };
 
 template <typename F>
-cudaError_t launch_partials(F f, BatchNormRows v, double* partials, cudaStream_t stream) {
+cudaError_t launch_partials(F f, NormRows v, double* partials, cudaStream_t stream) {
   const std::int64_t parts = parts_for(v.rows);
   const std::int64_t part_rows = (v.rows + parts - 1) / parts;
   const dim3 grid(static_cast<unsigned>((v.c + kTileC - 1) / kTileC), static_cast<unsigned>(parts));
@@ -199,7 +200,7 @@ __global__ void channel_affine_kernel(const T* u, const T* a, const T* v, const 
 }
 
 template <typename T>
-cudaError_t launch_affine(const T* u, const T* a, const T* v, const T* b, const T* d, T* out, BatchNormRows rows,
+cudaError_t launch_affine(const T* u, const T* a, const T* v, const T* b, const T* d, T* out, NormRows rows,
                           cudaStream_t stream) {
   const std::int64_t n = rows.rows * rows.c;
   if (n == 0) return cudaSuccess;
@@ -207,7 +208,105 @@ cudaError_t launch_affine(const T* u, const T* a, const T* v, const T* b, const 
   return cudaGetLastError();
 }
 
-double count_of(BatchNormRows v) { return static_cast<double>(v.rows > 1 ? v.rows : 1); }
+double count_of(NormRows v) { return static_cast<double>(v.rows > 1 ? v.rows : 1); }
+
+// ---- layer normalization: one warp (32 lanes along the row, threadIdx.x) per row ----------------------
+
+constexpr int kWarpRows = 8;  // rows (warps) per block
+
+__device__ double warp_sum(double v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <typename T>
+struct RowMoments {
+  T mean, inv_std;
+};
+
+// The row's mean, then its mean squared deviation (two passes, summed in double), as the CPU.
+template <typename T>
+__device__ RowMoments<T> row_moments(const T* x, std::int64_t n, double eps) {
+  double s = 0;
+  for (std::int64_t e = threadIdx.x; e < n; e += 32) s += x[e];
+  const T mean = static_cast<T>(warp_sum(s) / static_cast<double>(n));
+  double q = 0;
+  for (std::int64_t e = threadIdx.x; e < n; e += 32) {
+    const T d = x[e] - mean;
+    q += static_cast<double>(d * d);
+  }
+  return {mean, static_cast<T>(1.0 / sqrt(warp_sum(q) / static_cast<double>(n) + eps))};
+}
+
+// Rows r of this warp: every lane of a warp takes the same rows, so the shuffles see all 32.
+#define TOWER_WARP_ROWS(r, rows)                                                                      \
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(kWarpRows) + threadIdx.y; r < (rows); \
+       r += static_cast<std::int64_t>(gridDim.x) * kWarpRows)
+
+unsigned warp_row_blocks(std::int64_t rows) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((rows + kWarpRows - 1) / kWarpRows, 65535)));
+}
+
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* gamma, const T* beta, double eps, T* y, std::int64_t rows,
+                                  std::int64_t n) {
+  TOWER_WARP_ROWS(r, rows) {
+    const T* xr = x + r * n;
+    const RowMoments<T> m = row_moments(xr, n, eps);
+    for (std::int64_t e = threadIdx.x; e < n; e += 32) {
+      const T inv = m.inv_std * gamma[e];
+      y[r * n + e] = xr[e] * inv + (beta[e] - m.mean * inv);
+    }
+  }
+}
+
+// dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dy gamma, x_hat = (x - mean) inv_std; the row's
+// (mean, inv_std) to stats (rows, 2) for the weight gradients.
+template <typename T>
+__global__ void layer_norm_dx_kernel(const T* dy, const T* x, const T* gamma, double eps, T* dx, double* stats,
+                                     std::int64_t rows, std::int64_t n) {
+  TOWER_WARP_ROWS(r, rows) {
+    const T* xr = x + r * n;
+    const T* dyr = dy + r * n;
+    const RowMoments<T> m = row_moments(xr, n, eps);
+    double gs = 0, gxs = 0;
+    for (std::int64_t e = threadIdx.x; e < n; e += 32) {
+      const T g = dyr[e] * gamma[e];
+      gs += g;
+      gxs += static_cast<double>(g * (xr[e] - m.mean));
+    }
+    const T g_mean = static_cast<T>(warp_sum(gs) / static_cast<double>(n));
+    const T gx_mean = static_cast<T>(warp_sum(gxs) / static_cast<double>(n)) * m.inv_std;
+    for (std::int64_t e = threadIdx.x; e < n; e += 32) {
+      const T x_hat = (xr[e] - m.mean) * m.inv_std;
+      dx[r * n + e] = m.inv_std * (dyr[e] * gamma[e] - g_mean - x_hat * gx_mean);
+    }
+    if (threadIdx.x == 0) stats[2 * r] = m.mean, stats[2 * r + 1] = m.inv_std;
+  }
+}
+
+// (sum dy x_hat, sum dy) over rows, per column.
+template <typename T>
+struct LayerNormWeightGradSums {
+  const T *dy, *x;
+  const double* stats;  // (rows, 2): mean, inv_std
+  std::int64_t n;
+  __device__ void operator()(std::int64_t i, std::int64_t, double& a, double& b) const {
+    const std::int64_t r = i / n;
+    const T x_hat = (x[i] - static_cast<T>(stats[2 * r])) * static_cast<T>(stats[2 * r + 1]);
+    a += static_cast<double>(dy[i] * x_hat);
+    b += dy[i];
+  }
+};
+
+template <typename T>
+__global__ void layer_norm_weight_grad_kernel(const double* partials, std::int64_t parts, std::int64_t c, T* dgamma,
+                                              T* dbeta) {
+  TOWER_GRID_STRIDE(e, c) {
+    dgamma[e] = static_cast<T>(total(partials, parts, c, e, 0));
+    dbeta[e] = static_cast<T>(total(partials, parts, c, e, 1));
+  }
+}
 
 #define TOWER_RETURN_IF_FAILED(call)                          \
   do {                                                        \
@@ -216,13 +315,13 @@ double count_of(BatchNormRows v) { return static_cast<double>(v.rows > 1 ? v.row
 
 }  // namespace
 
-std::size_t batch_norm_workspace_bytes(BatchNormRows v) {
+std::size_t batch_norm_workspace_bytes(NormRows v) {
   return static_cast<std::size_t>(parts_for(v.rows) * 2 * v.c + v.c + 3 * v.c) * sizeof(double);
 }
 
 template <typename T>
 cudaError_t launch_batch_norm_training(const T* x, const T* gamma, const T* beta, double eps, T* y, T* mean,
-                                       T* variance, T* inv_std, BatchNormRows v, void* workspace, cudaStream_t stream) {
+                                       T* variance, T* inv_std, NormRows v, void* workspace, cudaStream_t stream) {
   if (v.c == 0) return cudaSuccess;
   const Workspace ws = carve(workspace, v);
   const std::int64_t parts = parts_for(v.rows);
@@ -240,7 +339,7 @@ cudaError_t launch_batch_norm_training(const T* x, const T* gamma, const T* beta
 
 template <typename T>
 cudaError_t launch_batch_norm_training_grad(const T* dy, const T* x, const T* gamma, const T* mean, const T* inv_std,
-                                            T* dx, T* dgamma, T* dbeta, BatchNormRows v, void* workspace,
+                                            T* dx, T* dgamma, T* dbeta, NormRows v, void* workspace,
                                             cudaStream_t stream) {
   if (v.c == 0) return cudaSuccess;
   const Workspace ws = carve(workspace, v);
@@ -254,7 +353,7 @@ cudaError_t launch_batch_norm_training_grad(const T* dy, const T* x, const T* ga
 
 template <typename T>
 cudaError_t launch_batch_norm_stats_grad(const T* dmean, const T* dvariance, const T* dinv_std, const T* x,
-                                         const T* mean, const T* inv_std, T* dx, BatchNormRows v, void* workspace,
+                                         const T* mean, const T* inv_std, T* dx, NormRows v, void* workspace,
                                          cudaStream_t stream) {
   if (v.c == 0) return cudaSuccess;
   T* coefficients = static_cast<T*>(carve(workspace, v).coefficients);
@@ -266,7 +365,7 @@ cudaError_t launch_batch_norm_stats_grad(const T* dmean, const T* dvariance, con
 
 template <typename T>
 cudaError_t launch_batch_norm_inference(const T* x, const T* gamma, const T* beta, const T* mean, const T* variance,
-                                        double eps, T* y, BatchNormRows v, void* workspace, cudaStream_t stream) {
+                                        double eps, T* y, NormRows v, void* workspace, cudaStream_t stream) {
   if (v.c == 0) return cudaSuccess;
   const Workspace ws = carve(workspace, v);
   T* coefficients = static_cast<T*>(ws.coefficients);
@@ -279,7 +378,7 @@ cudaError_t launch_batch_norm_inference(const T* x, const T* gamma, const T* bet
 template <typename T>
 cudaError_t launch_batch_norm_inference_grad(const T* dy, const T* x, const T* gamma, const T* mean,
                                              const T* variance, double eps, T* dx, T* dgamma, T* dbeta, T* dmean,
-                                             T* dvariance, BatchNormRows v, void* workspace, cudaStream_t stream) {
+                                             T* dvariance, NormRows v, void* workspace, cudaStream_t stream) {
   if (v.c == 0) return cudaSuccess;
   const Workspace ws = carve(workspace, v);
   T* coefficients = static_cast<T*>(ws.coefficients);  // (scale, shift); the shift is unused
@@ -293,18 +392,51 @@ cudaError_t launch_batch_norm_inference_grad(const T* dy, const T* x, const T* g
   return launch_affine<T>(dy, coefficients, nullptr, nullptr, nullptr, dx, v, stream);
 }
 
+std::size_t layer_norm_workspace_bytes(NormRows v) {
+  return static_cast<std::size_t>(parts_for(v.rows) * 2 * v.c + 2 * v.rows) * sizeof(double);
+}
+
+template <typename T>
+cudaError_t launch_layer_norm(const T* x, const T* gamma, const T* beta, double eps, T* y, NormRows v,
+                              cudaStream_t stream) {
+  if (v.c == 0 || v.rows == 0) return cudaSuccess;
+  layer_norm_kernel<T><<<warp_row_blocks(v.rows), dim3(32, kWarpRows), 0, stream>>>(x, gamma, beta, eps, y, v.rows,
+                                                                                     v.c);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_layer_norm_grad(const T* dy, const T* x, const T* gamma, double eps, T* dx, T* dgamma, T* dbeta,
+                                   NormRows v, void* workspace, cudaStream_t stream) {
+  if (v.c == 0) return cudaSuccess;
+  double* partials = static_cast<double*>(workspace);  // (parts, 2, c), then the row statistics (rows, 2)
+  double* stats = partials + parts_for(v.rows) * 2 * v.c;
+  if (v.rows > 0) {
+    layer_norm_dx_kernel<T><<<warp_row_blocks(v.rows), dim3(32, kWarpRows), 0, stream>>>(dy, x, gamma, eps, dx, stats,
+                                                                                         v.rows, v.c);
+    TOWER_RETURN_IF_FAILED(cudaGetLastError());
+  }
+  TOWER_RETURN_IF_FAILED(launch_partials(LayerNormWeightGradSums<T>{dy, x, stats, v.c}, v, partials, stream));
+  layer_norm_weight_grad_kernel<T><<<blocks_for(v.c), kThreads, 0, stream>>>(partials, parts_for(v.rows), v.c, dgamma,
+                                                                             dbeta);
+  return cudaGetLastError();
+}
+
 #define TOWER_INSTANTIATE(T)                                                                                       \
   template cudaError_t launch_batch_norm_training<T>(const T*, const T*, const T*, double, T*, T*, T*, T*,         \
-                                                     BatchNormRows, void*, cudaStream_t);                          \
+                                                     NormRows, void*, cudaStream_t);                          \
   template cudaError_t launch_batch_norm_training_grad<T>(const T*, const T*, const T*, const T*, const T*, T*,    \
-                                                          T*, T*, BatchNormRows, void*, cudaStream_t);             \
+                                                          T*, T*, NormRows, void*, cudaStream_t);             \
   template cudaError_t launch_batch_norm_stats_grad<T>(const T*, const T*, const T*, const T*, const T*, const T*, \
-                                                       T*, BatchNormRows, void*, cudaStream_t);                    \
+                                                       T*, NormRows, void*, cudaStream_t);                    \
   template cudaError_t launch_batch_norm_inference<T>(const T*, const T*, const T*, const T*, const T*, double,    \
-                                                      T*, BatchNormRows, void*, cudaStream_t);                     \
+                                                      T*, NormRows, void*, cudaStream_t);                     \
   template cudaError_t launch_batch_norm_inference_grad<T>(const T*, const T*, const T*, const T*, const T*,       \
-                                                           double, T*, T*, T*, T*, T*, BatchNormRows, void*,       \
-                                                           cudaStream_t);
+                                                           double, T*, T*, T*, T*, T*, NormRows, void*,       \
+                                                           cudaStream_t);                                 \
+  template cudaError_t launch_layer_norm<T>(const T*, const T*, const T*, double, T*, NormRows, cudaStream_t);   \
+  template cudaError_t launch_layer_norm_grad<T>(const T*, const T*, const T*, double, T*, T*, T*, NormRows,     \
+                                                 void*, cudaStream_t);
 TOWER_INSTANTIATE(float)
 TOWER_INSTANTIATE(double)
 #undef TOWER_INSTANTIATE

@@ -1,5 +1,6 @@
-// Batch normalization ops: training (batch statistics), inference (moving statistics) and their
-// gradients. Builders, shape functions and gradients side by side; kernels in
+// Normalization ops: batch normalization in training (batch statistics) and inference (moving
+// statistics), layer normalization, and their gradients. Builders, shape functions and gradients side
+// by side; kernels in
 // backends/cpu/normalization_kernels.cpp and backends/cuda/normalization_ops.cpp.
 #include <fmt/ranges.h>
 
@@ -113,6 +114,33 @@ Grads batch_norm_inference_grad_fn(Node& node, const Grads& g) {
   return {r[0], r[1], r[2], r[3], r[4]};
 }
 
+// ---- layer normalization ----------------------------------------------------------------------------
+
+Specs layer_norm_shape(const Specs& in, const Attrs& attrs) {  // (x, gamma, beta)
+  expect_num_inputs(in, 3);
+  epsilon_attr(attrs);
+  expect_channel_vectors(in, 1, {"gamma", "beta"});
+  return {in[0]};
+}
+
+Specs layer_norm_grad_shape(const Specs& in, const Attrs& attrs) {  // (dy, x, gamma)
+  expect_num_inputs(in, 3);
+  epsilon_attr(attrs);
+  expect_same_dtype(in[0], in[1], "dy", "x");
+  if (!in[0].shape.compatible_with(in[1].shape))
+    raise<ShapeError>("dy {} and x {} must have the same shape", in[0].shape.to_string(), in[1].shape.to_string());
+  Specs rest(in.begin() + 1, in.end());
+  std::int64_t n = expect_channel_vectors(rest, 1, {"gamma"});
+  TensorSpec vec{Shape{n}, in[1].dtype};
+  return {in[1], vec, vec};
+}
+
+Grads layer_norm_grad_fn(Node& node, const Grads& g) {
+  const auto& in = node.inputs();
+  auto r = ops::layer_norm_grad(g[0], in[0], in[1], node.attrs().get_float("epsilon"));
+  return {r[0], r[1], r[2]};
+}
+
 }  // namespace
 
 namespace ops {
@@ -133,6 +161,16 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
   return x.graph().add1(op_names::batch_norm_inference, {x, gamma, beta, mean, variance}, {{"epsilon", epsilon}});
 }
 
+SymbolicTensor layer_norm(const SymbolicTensor& x, const SymbolicTensor& gamma, const SymbolicTensor& beta,
+                          double epsilon) {
+  return x.graph().add1(op_names::layer_norm, {x, gamma, beta}, {{"epsilon", epsilon}});
+}
+
+std::vector<SymbolicTensor> layer_norm_grad(const SymbolicTensor& dy, const SymbolicTensor& x,
+                                            const SymbolicTensor& gamma, double epsilon) {
+  return dy.graph().add(op_names::layer_norm_grad, {dy, x, gamma}, {{"epsilon", epsilon}});
+}
+
 }  // namespace ops
 
 void register_normalization_ops() {
@@ -144,6 +182,8 @@ void register_normalization_ops() {
                .shape = batch_norm_inference_shape,
                .grad = batch_norm_inference_grad_fn});
   register_op({.name = op_names::batch_norm_inference_grad, .shape = batch_norm_inference_grad_shape});
+  register_op({.name = op_names::layer_norm, .shape = layer_norm_shape, .grad = layer_norm_grad_fn});
+  register_op({.name = op_names::layer_norm_grad, .shape = layer_norm_grad_shape});
 }
 
 }  // namespace tower

@@ -68,6 +68,14 @@ std::vector<SymbolicTensor> LayerNormalization::call(CallContext& ctx, const std
   };
   const SymbolicTensor gamma = param("gamma"), beta = param("beta");
 
+  // Over the last axis alone (Keras's default): one fused op, its missing weights as constants.
+  if (axes.size() == 1 && axes[0] == x.rank() - 1) {
+    const auto filled = [&](const SymbolicTensor& w, double value) {
+      return w.defined() ? w
+                         : ctx.graph.constant(Tensor::full(Shape{x.shape()[axes[0]]}, value, x.dtype()));
+    };
+    return {ops::layer_norm(x, filled(gamma, 1.0), filled(beta, 0.0), options_.epsilon)};
+  }
   // Keras: mean, variance = moments(x); inv = rsqrt(variance + epsilon) * gamma;
   // y = x * inv + (beta - mean * inv).
   const SymbolicTensor mean = ops::reduce_mean(x, reduce_axes, true);

@@ -1,4 +1,4 @@
-// GPU checks of convolution (cuDNN), pooling and batch normalization against the CPU (label gpu):
+// GPU checks of convolution (cuDNN), pooling, batch and layer normalization against the CPU (label gpu):
 // forward ops and gradients, "valid" and "same" padding (odd sizes where "same" is asymmetric),
 // strides 2, dilation 2, float32 and float64. With no visible GPU the executable prints why and exits
 // with 77, which CTest reports as skipped.
@@ -223,4 +223,29 @@ TEST_CASE("cuda: batch normalization (training, inference and their gradients) m
                        t.rtol, 1e-4);
         }
       }
+}
+
+TEST_CASE("cuda: layer normalization and its gradient match the CPU") {
+  // Rows shorter and longer than a warp, a tail, one column; 6400 rows over several partial sums.
+  const std::vector<Shape> shapes = {{64, 5}, {4, 7, 33}, {32, 200, 32}, {3, 300}, {8, 1}};
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const Shape& shape : shapes) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(shape.to_string());
+      const std::int64_t n = shape.dim(-1);
+      Tensor x = random(shape, 141, dtype, 3.0);
+      Tensor dy = random(shape, 142, dtype);
+      Tensor gamma = random({n}, 143, dtype, 2.0);
+      Tensor beta = random({n}, 144, dtype);
+      const Tolerance t = tolerance(dtype, 1e-5);
+      check_parity({x, gamma, beta},
+                   [&](std::vector<SymbolicTensor> v) { return ops::layer_norm(v[0], v[1], v[2], 1e-3); }, t.rtol,
+                   t.atol);
+      for (std::size_t k = 0; k < 3; ++k) {  // dx, dgamma, dbeta
+        CAPTURE(k);
+        check_parity({dy, x, gamma},
+                     [&](std::vector<SymbolicTensor> v) { return ops::layer_norm_grad(v[0], v[1], v[2], 1e-3)[k]; },
+                     t.rtol, 1e-4);
+      }
+    }
 }

@@ -1,4 +1,4 @@
-// conv2d (and its backward ops), max/avg pooling, batch normalization and dropout: forward values
+// conv2d (and its backward ops), max/avg pooling, batch and layer normalization and dropout: forward values
 // against direct loops and hand examples, finite-difference gradients, and bad input at build time.
 #include <doctest/doctest.h>
 
@@ -411,6 +411,40 @@ TEST_CASE("nn: batch_norm_inference values and gradients") {
       [](const Inputs& in) { return Inputs{ops::batch_norm_inference(in[0], in[1], in[2], in[3], in[4])}; }, positive);
 }
 
+TEST_CASE("nn: layer_norm forward values, against Keras's formula in double") {
+  for (DType dtype : {DType::float64, DType::float32})
+    for (const Shape& shape : {Shape{4, 3, 5}, Shape{2, 40}, Shape{3, 1}}) {  // 40: lanes and a tail; 1: variance 0
+      CAPTURE(shape.to_string());
+      const double eps = 1e-3, tol = dtype == DType::float64 ? 1e-10 : 1e-5;
+      const std::int64_t n = shape.dim(-1);
+      Tensor xt = random_tensor(shape, 17, 0.1, 3.0, false, dtype);
+      Tensor gt = random_tensor({n}, 18, 0.5, 1.5, false, dtype);
+      Tensor bt = random_tensor({n}, 19, 0.1, 1.0, false, dtype);
+      auto xv = xt.to_vector<double>(), gv = gt.to_vector<double>(), bv = bt.to_vector<double>();
+      std::vector<double> y(xv.size());
+      for (std::size_t r = 0; r < xv.size() / static_cast<std::size_t>(n); ++r) {
+        const double* row = xv.data() + r * static_cast<std::size_t>(n);
+        double mean = 0, var = 0;
+        for (std::int64_t e = 0; e < n; ++e) mean += row[e] / static_cast<double>(n);
+        for (std::int64_t e = 0; e < n; ++e) var += (row[e] - mean) * (row[e] - mean) / static_cast<double>(n);
+        for (std::int64_t e = 0; e < n; ++e) {
+          const double inv = gv[e] / std::sqrt(var + eps);
+          y[r * static_cast<std::size_t>(n) + e] = row[e] * inv + (bv[e] - mean * inv);
+        }
+      }
+      Graph g;
+      auto x = g.placeholder(shape, dtype);
+      check_close(evaluate({ops::layer_norm(x, g.constant(gt), g.constant(bt), eps)}, {{x, xt}})[0], y, tol, tol);
+    }
+}
+
+TEST_CASE("nn: layer_norm gradients") {
+  check_gradients({{4, 2, 3}, {3}, {3}},
+                  [](const Inputs& in) { return Inputs{ops::layer_norm(in[0], in[1], in[2])}; });
+  check_gradients({{3, 37}, {37}, {37}},  // a row longer than the 16 lanes, with a tail
+                  [](const Inputs& in) { return Inputs{ops::layer_norm(in[0], in[1], in[2], 0.01)}; });
+}
+
 TEST_CASE("nn: batch norm rejects bad input at build time") {
   Graph g;
   auto x = g.placeholder({-1, 5, 5, 3});
@@ -423,6 +457,9 @@ TEST_CASE("nn: batch norm rejects bad input at build time") {
   check_throws_naming<ShapeError>([&] { ops::batch_norm_training(c3, c3, c3); }, {"batch_norm_training", "rank 2"});
   check_throws_naming<ValueError>([&] { ops::batch_norm_training(x, c3, c3, -1.0); },
                                   {"batch_norm_training", "epsilon"});
+  check_throws_naming<ShapeError>([&] { ops::layer_norm(x, c3, c4); }, {"layer_norm", "(4,)", "beta"});
+  check_throws_naming<ShapeError>([&] { ops::layer_norm_grad(g.placeholder({-1, 5, 5, 4}), x, c3); },
+                                  {"layer_norm_grad", "dy", "same shape"});
 }
 
 TEST_CASE("nn: dropout keeps about 1 - rate, scales, and follows uniform_at") {
