@@ -17,20 +17,21 @@ struct PhiloxBlock {
   std::uint32_t word[4];
 };
 
+// Random123's constants for Philox4x32: the round multipliers and the Weyl key increments.
+inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u;  // golden ratio
+inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;  // sqrt(3) - 1
+
 // Four 32-bit words from a 64-bit key and a 128-bit counter (counter_hi, counter_lo). Word 0 is the
 // least significant, as in Random123's ctr[0] / key[0].
 TOWER_HOST_DEVICE inline PhiloxBlock philox4x32_block(std::uint64_t key, std::uint64_t counter_hi,
                                                       std::uint64_t counter_lo) {
-  // Random123's constants for Philox4x32: the round multipliers and the Weyl key increments.
-  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr std::uint32_t kW0 = 0x9E3779B9u;  // golden ratio
-  constexpr std::uint32_t kW1 = 0xBB67AE85u;  // sqrt(3) - 1
   std::uint32_t c0 = static_cast<std::uint32_t>(counter_lo), c1 = static_cast<std::uint32_t>(counter_lo >> 32);
   std::uint32_t c2 = static_cast<std::uint32_t>(counter_hi), c3 = static_cast<std::uint32_t>(counter_hi >> 32);
   std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
   for (int round = 0; round < 10; ++round) {
-    if (round > 0) k0 += kW0, k1 += kW1;
-    const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * c0, p1 = static_cast<std::uint64_t>(kM1) * c2;
+    if (round > 0) k0 += kPhiloxW0, k1 += kPhiloxW1;
+    const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * c0, p1 = static_cast<std::uint64_t>(kPhiloxM1) * c2;
     const std::uint32_t hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
     const std::uint32_t hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
     const std::uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;

@@ -499,19 +499,29 @@ TEST_CASE("nn: dropout keeps about 1 - rate, scales, and follows uniform_at") {
 }
 
 TEST_CASE("nn: dropout with a row offset draws, for its rows, the whole batch's masks") {
-  // 7 rows of 3 (rows not a multiple of 4 elements: shares start inside a Philox block) split 3:2:2.
+  // Rows not a multiple of 4 elements: shares start inside a Philox block. 7 rows of 3 split 3:2:2;
+  // 20 rows of 37 split 7:6:7, long enough for the CPU's 64 elements at a time with a ragged start.
+  for (const std::int64_t width : {3, 37}) {
+    CAPTURE(width);
+    const std::vector<std::int64_t> shares =
+        width == 3 ? std::vector<std::int64_t>{3, 2, 2} : std::vector<std::int64_t>{7, 6, 7};
+    Graph g;
+    auto x = g.placeholder({-1, width});
+    Tensor xt = random_tensor({shares[0] + shares[1] + shares[2], width}, 5, 0.1, 1.0, false, DType::float32);
+    std::vector<SymbolicTensor> fetches{ops::dropout(x, 0.5, 11)[1]};
+    for (int i = 0; i < 3; ++i)
+      fetches.push_back(ops::dropout(ops::batch_share(x, shares, i), 0.5, 11, ops::batch_share_start(x, shares, i))[1]);
+    const auto r = evaluate(fetches, {{x, xt}});
+    const auto whole = r[0].to_vector<float>();
+    std::vector<float> joined;
+    for (int i = 1; i <= 3; ++i)
+      for (float v : r[static_cast<std::size_t>(i)].to_vector<float>()) joined.push_back(v);
+    CHECK(joined == whole);
+    for (std::size_t i = 0; i < whole.size(); ++i)
+      if ((whole[i] != 0) != (uniform_at(11, 0, i) < 0.5)) FAIL_CHECK("element ", i, " differs from uniform_at");
+  }
   Graph g;
   auto x = g.placeholder({-1, 3});
-  Tensor xt = random_tensor({7, 3}, 5, 0.1, 1.0, false, DType::float32);
-  std::vector<SymbolicTensor> fetches{ops::dropout(x, 0.5, 11)[1]};
-  for (int i = 0; i < 3; ++i)
-    fetches.push_back(ops::dropout(ops::batch_share(x, {3, 2, 2}, i), 0.5, 11, ops::batch_share_start(x, {3, 2, 2}, i))[1]);
-  const auto r = evaluate(fetches, {{x, xt}});
-  const auto whole = r[0].to_vector<float>();
-  std::vector<float> joined;
-  for (int i = 1; i <= 3; ++i)
-    for (float v : r[static_cast<std::size_t>(i)].to_vector<float>()) joined.push_back(v);
-  CHECK(joined == whole);
   check_throws_naming<ValueError>([&] { ops::dropout(x, 0.5, 1, g.constant(Tensor::scalar(1.0))); },
                                   {"dropout", "row offset", "int64"});
 }
