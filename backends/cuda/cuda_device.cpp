@@ -248,6 +248,7 @@ void register_cuda_backend() {
   cuda::register_pool_kernels();
   cuda::register_normalization_kernels();
   cuda::register_recurrent_kernels();
+  cuda::register_attention_kernels();
   cuda::register_collective_kernels();
 }
 

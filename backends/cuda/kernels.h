@@ -15,5 +15,6 @@ void register_conv_kernels();         // conv_ops.cpp: conv2d and its two backwa
 void register_pool_kernels();         // pool_ops.cpp + pool_kernels.cu: max/avg pooling and their gradients
 void register_normalization_kernels();   // normalization_ops.cpp + normalization_kernels.cu: batch and layer norm
 void register_recurrent_kernels();    // recurrent_ops.cpp + recurrent_kernels.cu: simple_rnn, lstm, gru and gradients
+void register_attention_kernels();    // attention_ops.cpp + attention_kernels.cu: dot_product_attention (cuBLAS)
 void register_collective_kernels();   // collective_ops.cpp + nccl.cpp: all_reduce through NCCL
 }

@@ -1,9 +1,11 @@
-// GPU checks of convolution (cuDNN), pooling, batch and layer normalization against the CPU (label gpu):
+// GPU checks of convolution (cuDNN), pooling, batch and layer normalization and scaled dot-product
+// attention against the CPU (label gpu):
 // forward ops and gradients, "valid" and "same" padding (odd sizes where "same" is asymmetric),
 // strides 2, dilation 2, float32 and float64. With no visible GPU the executable prints why and exits
 // with 77, which CTest reports as skipped.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -246,6 +248,57 @@ TEST_CASE("cuda: layer normalization and its gradient match the CPU") {
         check_parity({dy, x, gamma},
                      [&](std::vector<SymbolicTensor> v) { return ops::layer_norm_grad(v[0], v[1], v[2], 1e-3)[k]; },
                      t.rtol, 1e-4);
+      }
+    }
+}
+
+TEST_CASE("cuda: dot_product_attention and its gradient match the CPU, with and without broadcast masks") {
+  struct AttentionCase {
+    std::int64_t batch, t, s, heads, h, hv;
+  };
+  // B < N (a GEMM batch over the heads, a loop over the batch), B > N (the other way), B = 1.
+  const std::vector<AttentionCase> cases = {{2, 5, 7, 3, 4, 6}, {4, 50, 50, 2, 32, 32}, {1, 3, 9, 4, 8, 5}};
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const AttentionCase& c : cases) {
+      const std::int64_t B = c.batch, T = c.t, S = c.s, N = c.heads;
+      for (const Shape& mask_shape : {Shape{}, Shape{B, 1, T, S}, Shape{1, N, T, S}, Shape{B, N, T, S}}) {
+        CAPTURE(dtype_name(dtype));
+        const std::string dims = Shape{B, T, S, N, c.h, c.hv}.to_string();  // (B, T, S, N, H, Hv)
+        CAPTURE(dims);
+        CAPTURE(mask_shape.to_string());
+        const double scale = 1 / std::sqrt(static_cast<double>(c.h));
+        std::vector<Tensor> inputs = {random({B, T, N, c.h}, 151, dtype, 2.0), random({B, S, N, c.h}, 152, dtype, 2.0),
+                                      random({B, S, N, c.hv}, 153, dtype), random({B, T, N, c.hv}, 154, dtype)};
+        const bool masked = mask_shape.rank() == 4;
+        if (masked) {  // about a third zeros, and the first query row of (0, 0) all zeros; cast in the graph
+          std::vector<double> m(static_cast<std::size_t>(mask_shape.num_elements()));
+          for (std::size_t i = 0; i < m.size(); ++i) m[i] = (i * 7919 % 3 == 0) ? 0.0 : 1.0;
+          for (std::int64_t j = 0; j < S; ++j) m[static_cast<std::size_t>(j)] = 0.0;
+          inputs.push_back(Tensor::from_vector<double>(mask_shape, m));
+        }
+        const auto mask_of = [&](const std::vector<SymbolicTensor>& v) {
+          return masked ? ops::cast(v[4], dtype) : SymbolicTensor();
+        };
+        // Float32: the softmax turns the logits' rounding into relative errors of p.
+        const double rtol = dtype == DType::float32 ? 1e-4 : 1e-10, atol = dtype == DType::float32 ? 1e-5 : 1e-10;
+        for (std::size_t k = 0; k < 2; ++k) {  // o, p
+          CAPTURE(k);
+          check_parity(inputs,
+                       [&](std::vector<SymbolicTensor> v) {
+                         return ops::dot_product_attention(v[0], v[1], v[2], mask_of(v), scale)[k];
+                       },
+                       rtol, atol);
+        }
+        for (std::size_t k = 0; k < 3; ++k) {  // dq, dk, dv
+          CAPTURE(k);
+          check_parity(inputs,
+                       [&](std::vector<SymbolicTensor> v) {
+                         const SymbolicTensor mask = mask_of(v);
+                         auto r = ops::dot_product_attention(v[0], v[1], v[2], mask, scale);
+                         return ops::dot_product_attention_grad(v[3], v[0], v[1], v[2], r[1], mask, scale)[k];
+                       },
+                       rtol, dtype == DType::float32 ? 1e-4 : 1e-10);
+        }
       }
     }
 }
