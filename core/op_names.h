@@ -106,6 +106,10 @@ inline constexpr char batch_norm_inference_grad[] = "batch_norm_inference_grad";
 inline constexpr char layer_norm[] = "layer_norm";
 inline constexpr char layer_norm_grad[] = "layer_norm_grad";
 
+// attention: scaled dot-product attention per head (core/ops/attention_ops.cpp)
+inline constexpr char dot_product_attention[] = "dot_product_attention";
+inline constexpr char dot_product_attention_grad[] = "dot_product_attention_grad";
+
 // dropout: dropout (core/ops/dropout_ops.cpp)
 inline constexpr char dropout[] = "dropout";
 

@@ -158,6 +158,21 @@ SymbolicTensor layer_norm(const SymbolicTensor& x, const SymbolicTensor& gamma, 
 std::vector<SymbolicTensor> layer_norm_grad(const SymbolicTensor& dy, const SymbolicTensor& x,
                                             const SymbolicTensor& gamma, double epsilon = 1e-3);
 
+// ---- scaled dot-product attention (core/ops/attention_ops.cpp) ---------------------------------------
+// MultiHeadAttention's core for every batch item b and head n at once, in the layout of its
+// projections (no transposes): q (B, T, N, H), k (B, S, N, H), v (B, S, N, Hv); mask (optional;
+// 1 = attend) of shape (B or 1, N or 1, T, S). Per (b, n): logits = scale q k^T (T, S), where the mask
+// is 0 the logit is -1e9 (Keras's where), p = softmax over S, o = p v. -> {o (B, T, N, Hv),
+// probabilities p (B, N, T, S)}. p is kept for the gradient and is not differentiable itself.
+std::vector<SymbolicTensor> dot_product_attention(const SymbolicTensor& q, const SymbolicTensor& k,
+                                                  const SymbolicTensor& v, const SymbolicTensor& mask, double scale);
+// (do, q, k, v, p[, mask]) -> {dq, dk, dv}; the logits' gradient is 0 where the mask is 0 (a fully
+// masked row's p is uniform, yet its logits were constants).
+std::vector<SymbolicTensor> dot_product_attention_grad(const SymbolicTensor& d_out, const SymbolicTensor& q,
+                                                       const SymbolicTensor& k, const SymbolicTensor& v,
+                                                       const SymbolicTensor& probabilities,
+                                                       const SymbolicTensor& mask, double scale);
+
 // ---- dropout (core/ops/dropout_ops.cpp) ----------------------------------------------------------
 // Inverted dropout: keeps each element with probability 1 - rate and scales it by 1 / (1 - rate).
 // -> {y, mask} where mask (x's shape and dtype) holds 0 or 1 / (1 - rate). The mask comes from a

@@ -72,6 +72,7 @@ void register_cpu_backend() {
   cpu::register_optimizer_kernels();
   cpu::register_collective_kernels();
   cpu::register_recurrent_kernels();
+  cpu::register_attention_kernels();
 }
 
 }  // namespace tower

@@ -18,6 +18,7 @@ void register_loss_kernels();        // loss_kernels.cpp
 void register_optimizer_kernels();   // optimizer_kernels.cpp
 void register_collective_kernels();  // collective_kernels.cpp: all_reduce
 void register_recurrent_kernels();   // recurrent_kernels.cpp: simple_rnn, lstm, gru and their gradients
+void register_attention_kernels();   // attention_kernels.cpp: dot_product_attention and its gradient
 
 // Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through OpenBLAS on the
 // calling thread (math_kernels.cpp). Sizes are the caller's to check against int.

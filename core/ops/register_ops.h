@@ -11,6 +11,7 @@ void register_conv_ops();
 void register_pool_ops();
 void register_normalization_ops();
 void register_dropout_ops();
+void register_attention_ops();
 void register_array_ops();
 void register_recurrent_ops();
 void register_loss_ops();
@@ -26,6 +27,7 @@ inline void register_all_ops() {
   register_pool_ops();
   register_normalization_ops();
   register_dropout_ops();
+  register_attention_ops();
   register_array_ops();
   register_recurrent_ops();
   register_loss_ops();

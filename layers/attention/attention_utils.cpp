@@ -22,16 +22,14 @@ SymbolicTensor causal_mask(Graph& graph, std::int64_t t, std::int64_t s, DType d
   }));
 }
 
-SymbolicTensor masked_softmax(const SymbolicTensor& logits, const SymbolicTensor& mask, bool zero_masked) {
+SymbolicTensor masked_softmax(const SymbolicTensor& logits, const SymbolicTensor& mask) {
   if (!mask.defined()) return ops::softmax(logits, -1);
   Graph& g = logits.graph();
   // where(mask, logits, -1e9) as logits * mask + (mask - 1) * 1e9: exact for a 0/1 mask.
   const SymbolicTensor one = g.constant(Tensor::scalar(1.0, logits.dtype()));
   const SymbolicTensor padded =
       ops::add(ops::multiply(logits, mask), ops::scale(ops::subtract(mask, one), 1e9));
-  SymbolicTensor p = ops::softmax(padded, -1);
-  if (zero_masked) p = ops::multiply(p, mask);
-  return p;
+  return ops::multiply(ops::softmax(padded, -1), mask);
 }
 
 }  // namespace tower::layers

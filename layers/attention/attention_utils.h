@@ -16,8 +16,8 @@ SymbolicTensor attention_mask_part(const SymbolicTensor& mask, DType dtype);
 SymbolicTensor causal_mask(Graph& graph, std::int64_t t, std::int64_t s, DType dtype);
 
 // Keras 3's Softmax(mask) over the last axis: logits where mask is 0 become -1e9 (mask broadcasts
-// against logits), then the softmax; with zero_masked, the masked probabilities are set to 0 after it
-// (a fully masked row then gives zeros rather than a uniform row). mask undefined: a plain softmax.
-SymbolicTensor masked_softmax(const SymbolicTensor& logits, const SymbolicTensor& mask, bool zero_masked);
+// against logits), then the softmax, then the masked probabilities are set to 0 (a fully masked row
+// gives zeros rather than a uniform row). mask undefined: a plain softmax.
+SymbolicTensor masked_softmax(const SymbolicTensor& logits, const SymbolicTensor& mask);
 
 }  // namespace tower::layers

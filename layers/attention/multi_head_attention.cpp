@@ -161,7 +161,7 @@ std::vector<SymbolicTensor> MultiHeadAttention::call(CallContext& ctx, const std
   const bool bias = options_.use_bias;
 
   // Keras's EinsumDense "abc,cde->abde": the rows (batch·time, d) times the kernel (d, N·h) plus the
-  // bias (N·h,), then (batch, N, time, h) for the per-head products.
+  // bias (N·h,), as (batch, time, N, h).
   auto project = [&](const SymbolicTensor& x, const std::string& name, std::int64_t head_size) {
     const VariablePtr kernel = weight(name + "/kernel");
     const std::int64_t d = kernel->shape()[0];
@@ -173,16 +173,13 @@ std::vector<SymbolicTensor> MultiHeadAttention::call(CallContext& ctx, const std
     const SymbolicTensor w = ops::reshape(read(ctx, kernel), {d, n * head_size});         // (d, N·h)
     const SymbolicTensor y = bias ? ops::dense(rows, w, ops::reshape(read(ctx, weight(name + "/bias")), {n * head_size}))
                                   : ops::matmul(rows, w);                                  // (batch·time, N·h)
-    return ops::transpose(ops::reshape(y, {-1, steps, n, head_size}), {0, 2, 1, 3});      // (batch, N, time, h)
+    return ops::reshape(y, {-1, steps, n, head_size});                                     // (batch, time, N, h)
   };
-  // Keras scales the projected query by 1 / sqrt(key_dim) before the product.
-  const SymbolicTensor q = ops::scale(project(query, "query", h), 1.0 / std::sqrt(static_cast<double>(h)));
-  const SymbolicTensor k = project(key, "key", h);
-  const SymbolicTensor v = project(value, "value", hv);
-  const SymbolicTensor scores = ops::batch_matmul(q, k, false, true);  // (batch, N, T, S)
+  const SymbolicTensor q = project(query, "query", h), k = project(key, "key", h), v = project(value, "value", hv);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(h));
 
   // The attention mask, rank 4 to broadcast over the heads: Keras's _compute_attention_mask.
-  const DType dtype = scores.dtype();
+  const DType dtype = q.dtype();
   SymbolicTensor mask;  // (batch or 1, 1 or N, T, S), 1 = attend
   auto combine = [&](const SymbolicTensor& m) { mask = mask.defined() ? ops::multiply(mask, m) : m; };
   if (SymbolicTensor m = input_mask(ctx, 0); m.defined()) combine(ops::reshape(attention_mask_part(m, dtype), {-1, 1, t, 1}));
@@ -202,15 +199,25 @@ std::vector<SymbolicTensor> MultiHeadAttention::call(CallContext& ctx, const std
     combine(rank3 ? ops::reshape(m, {-1, 1, t, s}) : m);
   }
 
-  // Keras 3 zeroes the masked probabilities only on its Softmax-layer path (dropout or scores returned).
-  const bool zero_masked = options_.dropout > 0.0 || return_attention_scores_;
-  const SymbolicTensor probabilities = masked_softmax(scores, mask, zero_masked);  // (batch, N, T, S)
-  SymbolicTensor attended = probabilities;
-  if (ctx.training && options_.dropout > 0.0)
-    attended = ops::dropout(probabilities, options_.dropout, seed_, ctx.replica ? ctx.replica->first_row : SymbolicTensor())[0];
-  // (batch, N, T, H_v) -> (batch·T, N·H_v), then Keras's "abcd,cde->abe" output projection.
-  const SymbolicTensor context =
-      ops::reshape(ops::transpose(ops::batch_matmul(attended, v), {0, 2, 1, 3}), {-1, n * hv});
+  // Keras 3 zeroes the masked probabilities only on its Softmax-layer path (dropout or scores returned);
+  // without either, the products and softmax are one op (dot_product_attention).
+  const bool softmax_layer_path = options_.dropout > 0.0 || return_attention_scores_;
+  SymbolicTensor probabilities, context;  // (batch, N, T, S); (batch·T, N·H_v)
+  if (softmax_layer_path) {
+    const auto heads_first = [](const SymbolicTensor& x) { return ops::transpose(x, {0, 2, 1, 3}); };  // (batch, N, time, h)
+    // Keras scales the projected query by 1 / sqrt(key_dim) before the product.
+    const SymbolicTensor scores = ops::batch_matmul(ops::scale(heads_first(q), scale), heads_first(k), false, true);
+    probabilities = masked_softmax(scores, mask);
+    SymbolicTensor attended = probabilities;
+    if (ctx.training && options_.dropout > 0.0)
+      attended = ops::dropout(probabilities, options_.dropout, seed_, ctx.replica ? ctx.replica->first_row : SymbolicTensor())[0];
+    context = ops::reshape(ops::transpose(ops::batch_matmul(attended, heads_first(v)), {0, 2, 1, 3}), {-1, n * hv});
+  } else {
+    if (mask.defined() && (mask.shape()[2] != t || mask.shape()[3] != s))  // the op takes whole (T, S) masks
+      mask = ops::multiply(mask, ctx.graph.constant(Tensor::full(Shape{1, 1, t, s}, 1.0, dtype)));
+    context = ops::reshape(ops::dot_product_attention(q, k, v, mask, scale)[0], {-1, n * hv});
+  }
+  // Keras's "abcd,cde->abe" output projection of the (batch·T, N·H_v) context.
   const VariablePtr out_kernel = weight("attention_output/kernel");  // (N, H_v, out...)
   std::vector<std::int64_t> out(out_kernel->shape().dims().begin() + 2, out_kernel->shape().dims().end());
   const std::int64_t out_size = product(out);
