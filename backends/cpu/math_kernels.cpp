@@ -144,6 +144,29 @@ void gemm_rows(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& y, 
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* py = y.data<T>();
+  // Few rows and a long k (a weight gradient: m and n the kernel's sizes, k the batch's rows): row
+  // blocks would pack all of op(b) on every thread for a small product each. Each thread multiplies
+  // a slice of k into its own (m, n) partial instead, and the partials are added.
+  const int threads = cpu_pool(ctx).size();
+  if (threads > 1 && k >= 8 * std::max(m, n) && m * n * k >= (1 << 20)) {
+    std::vector<T> partials(static_cast<std::size_t>((threads - 1) * m * n));  // threads 1.. (thread 0: y)
+    parallel_for(ctx, threads, 1, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t t = lo; t < hi; ++t) {
+        const std::int64_t k0 = k * t / threads, k1 = k * (t + 1) / threads;
+        const T* a_part = ta ? pa + k0 * lda : pa + k0;  // op(a)'s columns k0..k1
+        const T* b_part = tb ? pb + k0 : pb + k0 * ldb;  // op(b)'s rows k0..k1
+        T* c = t == 0 ? py : partials.data() + (t - 1) * m * n;
+        gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k1 - k0), a_part, lda, b_part, ldb, c,
+             static_cast<int>(n));
+      }
+    });
+    for (int t = 1; t < threads; ++t) {
+      const T* c = partials.data() + (t - 1) * m * n;
+      for (std::int64_t i = 0; i < m * n; ++i) py[i] += c[i];
+    }
+    finish(py, 0, m);
+    return;
+  }
   // About 1 MFLOP per block at least; fewer, larger blocks keep OpenBLAS efficient.
   const std::int64_t grain = std::max<std::int64_t>(16, (1 << 20) / std::max<std::int64_t>(1, 2 * n * k));
   parallel_for(ctx, m, grain, [&](std::int64_t lo, std::int64_t hi) {

@@ -2,6 +2,9 @@
 // forward values and finite-difference gradients.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
+
 #include "tower/core/ops.h"
 #include "tests/support/grad_check.h"
 
@@ -50,23 +53,35 @@ TEST_CASE("math: sum_to and broadcast_like") {
 }
 
 TEST_CASE("math: matmul with every transpose, against a naive product") {
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      Graph g;
-      const std::int64_t m = 37, k = 19, n = 23;
-      Tensor av = testing::random_tensor(ta ? Shape{k, m} : Shape{m, k}, 5, 0.1, 1, false, DType::float32);
-      Tensor bv = testing::random_tensor(tb ? Shape{n, k} : Shape{k, n}, 6, 0.1, 1, false, DType::float32);
-      auto y = evaluate({ops::matmul(g.constant(av), g.constant(bv), ta, tb)})[0];
-      auto A = av.to_vector<double>(), B = bv.to_vector<double>();
-      std::vector<double> expected(static_cast<std::size_t>(m * n), 0.0);
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j)
-          for (std::int64_t p = 0; p < k; ++p)
-            expected[static_cast<std::size_t>(i * n + j)] +=
-                A[static_cast<std::size_t>(ta ? p * m + i : i * k + p)] * B[static_cast<std::size_t>(tb ? j * k + p : p * n + j)];
-      CHECK(y.shape() == Shape{m, n});
-      check_close(y, expected, 1e-5, 1e-5);
-    }
+  // (37, 19, 23): row blocks on the pool; (13, 5000, 17): a long k split between the threads.
+  for (const auto& sizes : {std::array<std::int64_t, 3>{37, 19, 23}, std::array<std::int64_t, 3>{13, 5000, 17}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const std::int64_t m = sizes[0], k = sizes[1], n = sizes[2];
+        CAPTURE(k);
+        Graph g;
+        Tensor av = testing::random_tensor(ta ? Shape{k, m} : Shape{m, k}, 5, 0.1, 1, false, DType::float32);
+        Tensor bv = testing::random_tensor(tb ? Shape{n, k} : Shape{k, n}, 6, 0.1, 1, false, DType::float32);
+        auto y = evaluate({ops::matmul(g.constant(av), g.constant(bv), ta, tb)})[0];
+        auto A = av.to_vector<double>(), B = bv.to_vector<double>();
+        std::vector<double> expected(static_cast<std::size_t>(m * n), 0.0);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j)
+            for (std::int64_t p = 0; p < k; ++p)
+              expected[static_cast<std::size_t>(i * n + j)] += A[static_cast<std::size_t>(ta ? p * m + i : i * k + p)] *
+                                                               B[static_cast<std::size_t>(tb ? j * k + p : p * n + j)];
+        CHECK(y.shape() == Shape{m, n});
+        const double tol = k > 1000 ? 2e-4 : 1e-5;  // float sums of 5000 products of up to 1 in size
+        check_close(y, expected, tol, tol);
+        if (ta || tb) continue;
+        // dense adds the bias and ReLU after the split product's partials are summed.
+        Tensor bias = testing::random_tensor({n}, 7, 0.1, 1, false, DType::float32);
+        auto z = evaluate({ops::dense(g.constant(av), g.constant(bv), g.constant(bias), "relu")})[0];
+        auto bias_values = bias.to_vector<double>();
+        for (std::size_t i = 0; i < expected.size(); ++i)
+          expected[i] = std::max(0.0, expected[i] + bias_values[i % static_cast<std::size_t>(n)]);
+        check_close(z, expected, tol, tol);
+      }
 }
 
 TEST_CASE("math: batch_matmul with every transpose, against a naive loop over the batch") {
