@@ -145,6 +145,19 @@ inline ModelPtr gru() {
       "gru");
 }
 
+// make_golden.py's write_stateful: every recurrent layer stateful, the batch size fixed.
+inline ModelPtr stateful() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({3, 3}, {.name = "in", .batch_size = 4}),
+          L::SimpleRNN(4, {.return_sequences = true, .stateful = true, .name = "rnn"}),
+          L::LSTM(4, {.return_sequences = true, .stateful = true, .name = "lstm"}),
+          L::GRU(3, {.stateful = true, .name = "gru"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "stateful");
+}
+
 inline ModelPtr rnn_states() {
   auto seq_in = L::Input({5, 3}, {.name = "seq"});
   auto ctx_in = L::Input({2}, {.name = "ctx"});

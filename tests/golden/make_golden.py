@@ -740,6 +740,56 @@ def write_case(name, build):
     return path
 
 
+# ---- stateful recurrent layers: states carried from batch to batch ---------------------------------------
+
+def write_stateful():
+    """SimpleRNN, LSTM and GRU with stateful=True: predictions of two batches in a row (the second starts
+    from the states the first left), after reset_states, and two SGD and two Adam train_on_batch steps
+    (which carry the states too) followed by a prediction that starts from the states training left."""
+    rng = rng_for("stateful")
+    keras.utils.set_random_seed(SEED)
+    model = keras.Sequential([
+        keras.Input((3, 3), batch_size=BATCH, name="in"),
+        L.SimpleRNN(4, stateful=True, return_sequences=True, name="rnn"),
+        L.LSTM(4, stateful=True, return_sequences=True, name="lstm"),
+        L.GRU(3, stateful=True, name="gru"),
+        L.Dense(2, name="out"),
+    ], name="stateful")
+    set_golden_weights(model, rng)
+    initial = [w.numpy().copy() for w in model.weights]
+    x1, x2 = normal(rng, (BATCH, 3, 3)), normal(rng, (BATCH, 3, 3))
+    y1, y2 = normal(rng, (BATCH, 2)), normal(rng, (BATCH, 2))
+
+    def reset():
+        for layer in model.layers:
+            if hasattr(layer, "reset_states"):
+                layer.reset_states()
+
+    def predict(x):
+        return model.predict(x, batch_size=BATCH, verbose=0)
+
+    with new_file(os.path.join(FILES, "stateful.h5")) as f:
+        f.attrs["description"] = write_stateful.__doc__
+        put_names(f, "weight_names", [n for n, _ in weight_items(model)])
+        for n, w in weight_items(model):
+            put(f, f"weights/{n}", w.numpy())
+        for name, v in (("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)):
+            put(f, name, v)
+        reset()
+        put(f, "predict1", predict(x1))
+        put(f, "predict2_carried", predict(x2))
+        reset()
+        put(f, "predict2_reset", predict(x2))
+        for opt_name in ("sgd", "adam"):
+            model.set_weights(initial)
+            model.compile(optimizer=OPTIMIZERS[opt_name](), loss="mse")
+            reset()
+            g = group(f, f"optimizers/{opt_name}")
+            put(g, "losses", np.array([model.train_on_batch(x1, y1), model.train_on_batch(x2, y2)], np.float32))
+            put(g, "weights", flat([w.numpy() for w in model.weights]))
+            put(g, "predict_after", predict(x1))
+
+
 # ---- losses, metrics and schedules on their own -------------------------------------------------------
 
 def write_losses():
@@ -866,10 +916,11 @@ def main():
             print("wrote", write_case(name, build))
     if args.cases:
         return
+    write_stateful()
     write_losses()
     write_metrics()
     write_schedules()
-    print("wrote losses.h5, metrics.h5, schedules.h5")
+    print("wrote stateful.h5, losses.h5, metrics.h5, schedules.h5")
 
 
 if __name__ == "__main__":

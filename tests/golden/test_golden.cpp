@@ -470,6 +470,32 @@ TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)
   check_case(find_case("rnn_states"));
 }
 
+TEST_CASE("golden: stateful SimpleRNN, LSTM and GRU carry their states as Keras's do (predict, train_on_batch)") {
+  Golden g(kFiles + "stateful.h5");
+  ModelPtr built = stateful();
+  Model& model = *built;
+  const Tensor x1 = g.read("x1"), x2 = g.read("x2"), y1 = g.read("y1"), y2 = g.read("y2");
+  const auto predict = [&](const Tensor& x) { return model.predict(x, {.batch_size = 4}); };
+  set_golden_weights(model, g);
+  model.reset_states();
+  expect_close("stateful: predict1", predict(x1), g.read("predict1"));
+  expect_close("stateful: predict2_carried", predict(x2), g.read("predict2_carried"));
+  model.reset_states();
+  expect_close("stateful: predict2_reset", predict(x2), g.read("predict2_reset"));
+  for (const auto& opt : g.children("optimizers")) {
+    const std::string where = "stateful: optimizers/" + opt + "/";
+    set_golden_weights(model, g);
+    model.compile(optimizer_table().at(opt)(), losses::MeanSquaredError());
+    model.reset_states();
+    const double first = model.train_on_batch({x1}, {y1}).at("loss");
+    const double second = model.train_on_batch({x2}, {y2}).at("loss");
+    expect_close(where + "losses", {first, second}, g.values("optimizers/" + opt + "/losses"), Shape{2});
+    expect_flat(where + "weights", g.names("weight_names"), weights_in_file_order(model, g),
+                g.values("optimizers/" + opt + "/weights"));
+    expect_close(where + "predict_after", predict(x1), g.read("optimizers/" + opt + "/predict_after"));
+  }
+}
+
 TEST_CASE("golden: per-sample losses") {
   Golden g(kFiles + "losses.h5");
   const std::map<std::string, Loss> table = {
