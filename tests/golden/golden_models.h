@@ -145,8 +145,8 @@ inline ModelPtr gru() {
       "gru");
 }
 
-// make_golden.py's write_stateful: every recurrent layer stateful, the batch size fixed.
-inline ModelPtr stateful() {
+// make_golden.py's stateful_models: every recurrent layer stateful, the batch size fixed.
+inline ModelPtr stateful_rnn() {
   return std::make_shared<Sequential>(
       std::vector<LayerRef>{
           L::Input({3, 3}, {.name = "in", .batch_size = 4}),
@@ -156,6 +156,18 @@ inline ModelPtr stateful() {
           L::Dense(2, {.name = "out"}),
       },
       "stateful");
+}
+
+inline ModelPtr stateful_conv_lstm() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({2, 5, 5, 1}, {.name = "in", .batch_size = 4}),
+          L::ConvLSTM2D(2, {3, 3},
+                        {.padding = "same", .recurrent_activation = "sigmoid", .stateful = true, .name = "conv_lstm"}),
+          L::Flatten({.name = "flat"}),
+          L::Dense(2, {.name = "out"}),
+      },
+      "stateful_conv_lstm");
 }
 
 inline ModelPtr rnn_states() {

@@ -742,52 +742,65 @@ def write_case(name, build):
 
 # ---- stateful recurrent layers: states carried from batch to batch ---------------------------------------
 
-def write_stateful():
-    """SimpleRNN, LSTM and GRU with stateful=True: predictions of two batches in a row (the second starts
-    from the states the first left), after reset_states, and two SGD and two Adam train_on_batch steps
-    (which carry the states too) followed by a prediction that starts from the states training left."""
-    rng = rng_for("stateful")
-    keras.utils.set_random_seed(SEED)
-    model = keras.Sequential([
+def stateful_models():
+    """Every recurrent layer stateful, the batch size fixed: SimpleRNN, LSTM and GRU; ConvLSTM2D."""
+    rnn = keras.Sequential([
         keras.Input((3, 3), batch_size=BATCH, name="in"),
         L.SimpleRNN(4, stateful=True, return_sequences=True, name="rnn"),
         L.LSTM(4, stateful=True, return_sequences=True, name="lstm"),
         L.GRU(3, stateful=True, name="gru"),
         L.Dense(2, name="out"),
     ], name="stateful")
-    set_golden_weights(model, rng)
-    initial = [w.numpy().copy() for w in model.weights]
-    x1, x2 = normal(rng, (BATCH, 3, 3)), normal(rng, (BATCH, 3, 3))
-    y1, y2 = normal(rng, (BATCH, 2)), normal(rng, (BATCH, 2))
+    conv = keras.Sequential([
+        keras.Input((2, 5, 5, 1), batch_size=BATCH, name="in"),
+        L.ConvLSTM2D(2, (3, 3), padding="same", recurrent_activation="sigmoid", stateful=True, name="conv_lstm"),
+        L.Flatten(name="flat"),
+        L.Dense(2, name="out"),
+    ], name="stateful_conv_lstm")
+    return {"rnn": (rnn, (3, 3)), "conv_lstm": (conv, (2, 5, 5, 1))}
 
-    def reset():
-        for layer in model.layers:
-            if hasattr(layer, "reset_states"):
-                layer.reset_states()
 
-    def predict(x):
-        return model.predict(x, batch_size=BATCH, verbose=0)
-
+def write_stateful():
+    """Predictions of two batches in a row (the second starts from the states the first left), after
+    reset_states, and two SGD and two Adam train_on_batch steps (which carry the states too) followed
+    by a prediction that starts from the states training left; one group per model of stateful_models."""
+    keras.utils.set_random_seed(SEED)
     with new_file(os.path.join(FILES, "stateful.h5")) as f:
         f.attrs["description"] = write_stateful.__doc__
-        put_names(f, "weight_names", [n for n, _ in weight_items(model)])
-        for n, w in weight_items(model):
-            put(f, f"weights/{n}", w.numpy())
-        for name, v in (("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)):
-            put(f, name, v)
-        reset()
-        put(f, "predict1", predict(x1))
-        put(f, "predict2_carried", predict(x2))
-        reset()
-        put(f, "predict2_reset", predict(x2))
-        for opt_name in ("sgd", "adam"):
-            model.set_weights(initial)
-            model.compile(optimizer=OPTIMIZERS[opt_name](), loss="mse")
+        for name, (model, shape) in stateful_models().items():
+            rng = rng_for("stateful_" + name)
+            set_golden_weights(model, rng)
+            initial = [w.numpy().copy() for w in model.weights]
+            x1, x2 = normal(rng, (BATCH,) + shape), normal(rng, (BATCH,) + shape)
+            y1, y2 = normal(rng, (BATCH, 2)), normal(rng, (BATCH, 2))
+
+            def reset():
+                for layer in model.layers:
+                    if hasattr(layer, "reset_states"):
+                        layer.reset_states()
+
+            def predict(x):
+                return model.predict(x, batch_size=BATCH, verbose=0)
+
+            m = group(f, name)
+            put_names(m, "weight_names", [n for n, _ in weight_items(model)])
+            for n, w in weight_items(model):
+                put(m, f"weights/{n}", w.numpy())
+            for key, v in (("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)):
+                put(m, key, v)
             reset()
-            g = group(f, f"optimizers/{opt_name}")
-            put(g, "losses", np.array([model.train_on_batch(x1, y1), model.train_on_batch(x2, y2)], np.float32))
-            put(g, "weights", flat([w.numpy() for w in model.weights]))
-            put(g, "predict_after", predict(x1))
+            put(m, "predict1", predict(x1))
+            put(m, "predict2_carried", predict(x2))
+            reset()
+            put(m, "predict2_reset", predict(x2))
+            for opt_name in ("sgd", "adam"):
+                model.set_weights(initial)
+                model.compile(optimizer=OPTIMIZERS[opt_name](), loss="mse")
+                reset()
+                g = group(m, f"optimizers/{opt_name}")
+                put(g, "losses", np.array([model.train_on_batch(x1, y1), model.train_on_batch(x2, y2)], np.float32))
+                put(g, "weights", flat([w.numpy() for w in model.weights]))
+                put(g, "predict_after", predict(x1))
 
 
 # ---- losses, metrics and schedules on their own -------------------------------------------------------

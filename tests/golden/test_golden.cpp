@@ -103,7 +103,10 @@ class Golden {
   bool has(const std::string& path) const { return file_.exists(path); }
   Tensor read(const std::string& path) const { return file_.read_dataset(path); }
   std::vector<double> values(const std::string& path) const { return values_of(read(path)); }
-  std::vector<std::string> names(const std::string& attr) const { return file_.read_string_array_attr(attr); }
+  // A string-array attribute of the file, or of the group `at` ("rnn/").
+  std::vector<std::string> names(const std::string& attr, const std::string& at = "") const {
+    return at.empty() ? file_.read_string_array_attr(attr) : file_.group(at).read_string_array_attr(attr);
+  }
   std::int64_t int_attr(const std::string& attr) const { return file_.read_int_attr(attr); }
   std::vector<std::string> children(const std::string& group) const { return file_.group(group).children(); }
   const std::string& path() const { return path_; }
@@ -131,16 +134,17 @@ std::map<std::string, VariablePtr> weights_by_name(const Model& model) {
   return out;
 }
 
-// Sets every weight of `model` from /weights/<name>; the file and the model must have the same set.
-void set_golden_weights(Model& model, const Golden& g) {
+// Sets every weight of `model` from <at>weights/<name> (at: "" or a group, "rnn/"); the file and the
+// model must have the same set.
+void set_golden_weights(Model& model, const Golden& g, const std::string& at = "") {
   auto by_name = weights_by_name(model);
-  auto names = g.names("weight_names");
+  auto names = g.names("weight_names", at);
   REQUIRE_MESSAGE(by_name.size() == names.size(),
                   g.path() << ": the model has " << by_name.size() << " weights, Keras's " << names.size());
   for (const auto& name : names) {
     auto it = by_name.find(name);
     REQUIRE_MESSAGE(it != by_name.end(), g.path() << ": the model has no weight \"" << name << "\"");
-    Tensor value = g.read("weights/" + name);
+    Tensor value = g.read(at + "weights/" + name);
     REQUIRE_MESSAGE(value.shape() == it->second->shape(), g.path() << ": weight " << name << " has shape "
                                                                    << it->second->shape().to_string() << " in tower, "
                                                                    << value.shape().to_string() << " in Keras");
@@ -174,11 +178,11 @@ void expect_flat(const std::string& what, const std::vector<std::string>& names,
                 what << ": Keras's array has " << expected.size() << " values, tower's " << offset);
 }
 
-// The model's weights in the order of the file's weight_names.
-std::vector<Tensor> weights_in_file_order(const Model& model, const Golden& g) {
+// The model's weights in the order of the file's (or group at's) weight_names.
+std::vector<Tensor> weights_in_file_order(const Model& model, const Golden& g, const std::string& at = "") {
   auto by_name = weights_by_name(model);
   std::vector<Tensor> out;
-  for (const auto& name : g.names("weight_names")) out.push_back(by_name.at(name)->value());
+  for (const auto& name : g.names("weight_names", at)) out.push_back(by_name.at(name)->value());
   return out;
 }
 
@@ -470,29 +474,36 @@ TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)
   check_case(find_case("rnn_states"));
 }
 
-TEST_CASE("golden: stateful SimpleRNN, LSTM and GRU carry their states as Keras's do (predict, train_on_batch)") {
+TEST_CASE(
+    "golden: stateful SimpleRNN, LSTM, GRU and ConvLSTM2D carry their states as Keras's (predict, train_on_batch)") {
   Golden g(kFiles + "stateful.h5");
-  ModelPtr built = stateful();
-  Model& model = *built;
-  const Tensor x1 = g.read("x1"), x2 = g.read("x2"), y1 = g.read("y1"), y2 = g.read("y2");
-  const auto predict = [&](const Tensor& x) { return model.predict(x, {.batch_size = 4}); };
-  set_golden_weights(model, g);
-  model.reset_states();
-  expect_close("stateful: predict1", predict(x1), g.read("predict1"));
-  expect_close("stateful: predict2_carried", predict(x2), g.read("predict2_carried"));
-  model.reset_states();
-  expect_close("stateful: predict2_reset", predict(x2), g.read("predict2_reset"));
-  for (const auto& opt : g.children("optimizers")) {
-    const std::string where = "stateful: optimizers/" + opt + "/";
-    set_golden_weights(model, g);
-    model.compile(optimizer_table().at(opt)(), losses::MeanSquaredError());
+  const std::map<std::string, std::function<ModelPtr()>> models = {{"rnn", stateful_rnn},
+                                                                   {"conv_lstm", stateful_conv_lstm}};
+  CHECK(g.children("/").size() == models.size());
+  for (const auto& [name, build] : models) {
+    const std::string at = name + "/", tag = "stateful.h5 " + at;
+    ModelPtr built = build();
+    Model& model = *built;
+    const Tensor x1 = g.read(at + "x1"), x2 = g.read(at + "x2"), y1 = g.read(at + "y1"), y2 = g.read(at + "y2");
+    const auto predict = [&model](const Tensor& x) { return model.predict(x, {.batch_size = 4}); };
+    set_golden_weights(model, g, at);
     model.reset_states();
-    const double first = model.train_on_batch({x1}, {y1}).at("loss");
-    const double second = model.train_on_batch({x2}, {y2}).at("loss");
-    expect_close(where + "losses", {first, second}, g.values("optimizers/" + opt + "/losses"), Shape{2});
-    expect_flat(where + "weights", g.names("weight_names"), weights_in_file_order(model, g),
-                g.values("optimizers/" + opt + "/weights"));
-    expect_close(where + "predict_after", predict(x1), g.read("optimizers/" + opt + "/predict_after"));
+    expect_close(tag + "predict1", predict(x1), g.read(at + "predict1"));
+    expect_close(tag + "predict2_carried", predict(x2), g.read(at + "predict2_carried"));
+    model.reset_states();
+    expect_close(tag + "predict2_reset", predict(x2), g.read(at + "predict2_reset"));
+    for (const auto& opt : g.children(at + "optimizers")) {
+      const std::string where = at + "optimizers/" + opt + "/";
+      set_golden_weights(model, g, at);
+      model.compile(optimizer_table().at(opt)(), losses::MeanSquaredError());
+      model.reset_states();
+      const double first = model.train_on_batch({x1}, {y1}).at("loss");
+      const double second = model.train_on_batch({x2}, {y2}).at("loss");
+      expect_close("stateful.h5 " + where + "losses", {first, second}, g.values(where + "losses"), Shape{2});
+      expect_flat("stateful.h5 " + where + "weights", g.names("weight_names", at), weights_in_file_order(model, g, at),
+                  g.values(where + "weights"));
+      expect_close("stateful.h5 " + where + "predict_after", predict(x1), g.read(where + "predict_after"));
+    }
   }
 }
 
