@@ -150,8 +150,9 @@ SymbolicTensor batch_norm_inference(const SymbolicTensor& x, const SymbolicTenso
 // ---- layer normalization over the last axis (core/ops/normalization_ops.cpp) -----------------------
 // x: (..., n), gamma, beta: (n,) -> y (x's shape): each row of n normalized as Keras does,
 // y = x * inv + (beta - mean * inv) with inv = gamma / sqrt(variance + epsilon), the row's mean and
-// biased variance summed in double. One op instead of the dozen a composition takes; its gradient
-// (layer_norm_grad) recomputes the row statistics and has no gradient itself.
+// biased variance in two passes (16 partial sums in x's dtype on the CPU, double on a GPU). One op
+// instead of the dozen a composition takes; its gradient (layer_norm_grad) recomputes the row
+// statistics and has no gradient itself.
 SymbolicTensor layer_norm(const SymbolicTensor& x, const SymbolicTensor& gamma, const SymbolicTensor& beta,
                           double epsilon = 1e-3);
 // (dy, x, gamma) -> {dx, dgamma, dbeta}.
