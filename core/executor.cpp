@@ -80,7 +80,7 @@ void Plan::assign_buffers() {
   }
 }
 
-bool Plan::alias_step(const Step& step) { return step.node && step.node->def().alias_input >= 0; }
+bool Plan::alias_step(const Step& step) { return step.alias; }
 
 // Runs of consecutive steps without outputs, of one op with equal attrs on one device, go to the
 // op's group kernel in one call when it has one (the optimizer updates of all variables).
