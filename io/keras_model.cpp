@@ -26,14 +26,29 @@ using nlohmann::json;
 json loss_to_config(const losses::Loss& loss) {
   const auto& o = loss.options();
   const losses::LossOptions defaults;
-  if (!o.from_logits && o.label_smoothing == defaults.label_smoothing && o.delta == defaults.delta) return loss.name();
-  // Keras's loss object: {"class_name": "CategoricalCrossentropy", "config": {...}}.
-  json config = {{"name", loss.name()}, {"reduction", "auto"}, {"from_logits", o.from_logits}};
-  if (o.label_smoothing != 0.0) config["label_smoothing"] = o.label_smoothing;
-  if (loss.name() == "huber") config["delta"] = o.delta;
+  const std::string& name = loss.name();
+  if (o.from_logits == defaults.from_logits && o.label_smoothing == defaults.label_smoothing &&
+      o.delta == defaults.delta && o.apply_class_balancing == defaults.apply_class_balancing &&
+      o.alpha == defaults.alpha && o.gamma == defaults.gamma && o.axis == defaults.axis)
+    return name;
+  // Keras's loss object: {"class_name": "CategoricalCrossentropy", "config": {...}}, with only the
+  // keys that class's constructor takes (Keras refuses others), and the reduction both tf.keras 2
+  // and Keras 3 accept.
+  json config = {{"name", name}, {"reduction", "sum_over_batch_size"}};
+  const bool focal = name == "binary_focal_crossentropy" || name == "categorical_focal_crossentropy";
+  if (focal || name.ends_with("crossentropy")) config["from_logits"] = o.from_logits;
+  if (focal || (name.ends_with("crossentropy") && name != "sparse_categorical_crossentropy"))
+    config["label_smoothing"] = o.label_smoothing;
+  if (focal || name == "cosine_similarity") config["axis"] = o.axis;
+  if (name == "binary_focal_crossentropy") config["apply_class_balancing"] = o.apply_class_balancing;
+  if (focal) {
+    config["alpha"] = o.alpha;
+    config["gamma"] = o.gamma;
+  }
+  if (name == "huber") config["delta"] = o.delta;
   std::string class_name;
   bool upper = true;
-  for (char c : loss.name()) {
+  for (char c : name) {
     if (c == '_') {
       upper = true;
       continue;
@@ -41,6 +56,7 @@ json loss_to_config(const losses::Loss& loss) {
     class_name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
     upper = false;
   }
+  if (name == "kl_divergence") class_name = "KLDivergence";  // Keras's spelling
   return {{"class_name", class_name}, {"config", config}};
 }
 
@@ -50,12 +66,24 @@ losses::Loss loss_from_config(const json& j) {
     // Keras 3's plain function: {"class_name": "function", "config": "my_loss"}.
     if (j.contains("config") && j["config"].is_string()) return losses::Loss(j["config"].get<std::string>());
     const json c = j.value("config", json::object());
-    losses::LossOptions o;
-    o.from_logits = c.value("from_logits", false);
-    if (c.contains("label_smoothing") && c["label_smoothing"].is_number()) o.label_smoothing = c["label_smoothing"];
-    if (c.contains("delta") && c["delta"].is_number()) o.delta = c["delta"];
     std::string name = j["class_name"].get<std::string>();
     if (name == "function" || name == "LossFunctionWrapper") name = c.value("fn", c.value("name", name));
+    losses::LossOptions o;
+    auto number = [&](const char* key, double& field) {
+      if (!c.contains(key) || c[key].is_null()) return;
+      if (!c[key].is_number())
+        raise<ValueError>("training_config: loss {}'s {} must be a number, got {} (a per-class list of alpha is not "
+                          "supported)",
+                          name, key, c[key].dump());
+      field = c[key].get<double>();
+    };
+    o.from_logits = c.value("from_logits", false);
+    o.apply_class_balancing = c.value("apply_class_balancing", false);
+    number("label_smoothing", o.label_smoothing);
+    number("delta", o.delta);
+    number("alpha", o.alpha);
+    number("gamma", o.gamma);
+    if (c.contains("axis") && c["axis"].is_number_integer()) o.axis = c["axis"].get<int>();
     return losses::Loss(name, o);
   }
   raise<ValueError>("training_config: cannot read the loss {}", j.dump());

@@ -153,8 +153,13 @@ SymbolicTensor sparse_categorical_crossentropy(const std::string& loss, const Lo
   return over_rows(logits, y_true, ops::sparse_softmax_cross_entropy);
 }
 
-SymbolicTensor binary_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
-                                   SymbolicTensor y_pred) {
+// y_true, y_pred of binary_crossentropy, ranks matched and (batch,) made (batch, 1); y_true smoothed
+// and of y_pred's dtype; logits: y_pred's logits when known (from_logits, or y_pred out of a sigmoid).
+struct BinaryInputs {
+  SymbolicTensor y_true, y_pred, logits;
+};
+
+BinaryInputs binary_inputs(const std::string& loss, const LossOptions& o, SymbolicTensor y_true, SymbolicTensor y_pred) {
   SymbolicTensor x = logits_of(y_pred, "sigmoid");  // looked for before any reshape of y_pred
   if (!x.defined() && o.from_logits) x = y_pred;
   match_ranks(y_true, y_pred);
@@ -167,20 +172,82 @@ SymbolicTensor binary_crossentropy(const std::string& loss, const LossOptions& o
   auto z = as_dtype(y_true, y_pred.dtype());
   if (o.label_smoothing > 0.0)
     z = ops::add(ops::scale(z, 1.0 - o.label_smoothing), constant_like(z, 0.5 * o.label_smoothing));
-  SymbolicTensor bce;
-  if (x.defined()) {
+  return {z, y_pred, x};
+}
+
+// Keras's backend binary_crossentropy, elementwise: (batch, ..., n).
+SymbolicTensor binary_crossentropy_values(const BinaryInputs& in) {
+  const SymbolicTensor& z = in.y_true;
+  if (const SymbolicTensor& x = in.logits; x.defined()) {
     // TF's sigmoid_cross_entropy_with_logits: max(x, 0) - x z + log(1 + exp(-|x|)); min(-x, x) is
     // -|x| with TF's gradient at 0.
     auto neg_abs = ops::minimum(ops::negative(x), x);
     auto softplus = ops::log(ops::add(constant_like(x, 1.0), ops::exp(neg_abs)));
-    bce = ops::add(ops::subtract(ops::maximum(x, constant_like(x, 0.0)), ops::multiply(x, z)), softplus);
-  } else {
-    auto p = clip(y_pred, kEpsilon, 1.0 - kEpsilon);
-    auto one = constant_like(p, 1.0);
-    bce = ops::negative(
-        ops::add(ops::multiply(z, ops::log(p)), ops::multiply(ops::subtract(one, z), ops::log(ops::subtract(one, p)))));
+    return ops::add(ops::subtract(ops::maximum(x, constant_like(x, 0.0)), ops::multiply(x, z)), softplus);
   }
-  return bce;
+  auto p = clip(in.y_pred, kEpsilon, 1.0 - kEpsilon);
+  auto one = constant_like(p, 1.0);
+  return ops::negative(
+      ops::add(ops::multiply(z, ops::log(p)), ops::multiply(ops::subtract(one, z), ops::log(ops::subtract(one, p)))));
+}
+
+SymbolicTensor binary_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
+                                   SymbolicTensor y_pred) {
+  return binary_crossentropy_values(binary_inputs(loss, o, y_true, y_pred));
+}
+
+// x ** gamma for x >= 0 (Keras's ops.power): whole powers by products (exact as TF's pow for 2);
+// others as exp(gamma log x) with x kept >= 1e-30 so that the gradient at x = 0 is 0, not NaN.
+SymbolicTensor power(const SymbolicTensor& x, double gamma) {
+  if (gamma == 0.0) return ops::ones_like(x);
+  if (gamma > 0.0 && gamma <= 16.0 && gamma == static_cast<double>(static_cast<int>(gamma))) {
+    SymbolicTensor result, base = x;
+    for (int n = static_cast<int>(gamma);; n >>= 1) {
+      if (n & 1) result = result.defined() ? ops::multiply(result, base) : base;
+      if (n <= 1) break;
+      base = ops::square(base);
+    }
+    return result;
+  }
+  return ops::exp(ops::scale(ops::log(ops::maximum(x, constant_like(x, 1e-30))), gamma));
+}
+
+// Keras's binary_focal_crossentropy: (1 - p_t)^gamma · bce, p_t the probability of the true class,
+// weighted by alpha (1s) / 1 - alpha (0s) with apply_class_balancing; the bce on the logits when
+// known, as Keras (its sigmoid carries them).
+SymbolicTensor binary_focal_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
+                                         SymbolicTensor y_pred) {
+  BinaryInputs in = binary_inputs(loss, o, y_true, y_pred);
+  // Keras's ops.sigmoid(y_pred) carries y_pred itself as the logits, even when y_pred is a sigmoid's.
+  if (o.from_logits) in.logits = in.y_pred;
+  const SymbolicTensor& z = in.y_true;
+  const SymbolicTensor p = o.from_logits ? ops::sigmoid(in.y_pred) : in.y_pred;  // (batch, ..., n)
+  auto one = constant_like(p, 1.0);
+  auto one_minus_z = ops::subtract(one, z);
+  auto p_t = ops::add(ops::multiply(z, p), ops::multiply(one_minus_z, ops::subtract(one, p)));
+  auto focal = ops::multiply(power(ops::subtract(one, p_t), o.gamma), binary_crossentropy_values(in));
+  if (o.apply_class_balancing)
+    focal = ops::multiply(ops::add(ops::scale(z, o.alpha), ops::scale(one_minus_z, 1.0 - o.alpha)), focal);
+  return ops::reduce_mean(focal, {-1});
+}
+
+// Keras's categorical_focal_crossentropy: sum over classes of alpha (1 - p)^gamma · -y log p, with p
+// the renormalised, clipped probabilities (softmax of y_pred when from_logits; never the fused path).
+SymbolicTensor categorical_focal_crossentropy(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
+                                              SymbolicTensor y_pred) {
+  if (y_pred.rank() < 2)
+    raise<ShapeError>("{}: y_pred must be (batch, ..., classes), got {}", loss, y_pred.shape().to_string());
+  check_same_shape(loss, y_true, y_pred, " (one-hot labels; for integer class ids one-hot encode them first)");
+  y_true = as_dtype(y_true, y_pred.dtype());
+  if (o.label_smoothing > 0.0) {
+    const auto classes = static_cast<double>(y_pred.shape().dim(-1));
+    y_true = ops::add(ops::scale(y_true, 1.0 - o.label_smoothing), constant_like(y_true, o.label_smoothing / classes));
+  }
+  if (o.from_logits) y_pred = ops::softmax(y_pred);
+  auto p = clip(ops::divide(y_pred, ops::reduce_sum(y_pred, {-1}, true)), kEpsilon, 1.0 - kEpsilon);  // (batch, ..., classes)
+  auto cce = ops::negative(ops::multiply(y_true, ops::log(p)));
+  auto weight = ops::scale(power(ops::subtract(constant_like(p, 1.0), p), o.gamma), o.alpha);
+  return ops::reduce_sum(ops::multiply(weight, cce), {-1});
 }
 
 // Elementwise losses: ranks matched as Keras, (batch,) treated as (batch, 1); f gives the mean over
@@ -219,20 +286,144 @@ SymbolicTensor huber(const std::string& loss, const LossOptions& o, SymbolicTens
   });
 }
 
+// softplus(x) = log(1 + exp(x)), stably: max(x, 0) + log(1 + exp(-|x|)).
+SymbolicTensor softplus(const SymbolicTensor& x) {
+  return ops::add(ops::maximum(x, constant_like(x, 0.0)),
+                  ops::log(ops::add(constant_like(x, 1.0), ops::exp(ops::minimum(ops::negative(x), x)))));
+}
+
+SymbolicTensor log_cosh(const std::string& loss, const LossOptions&, SymbolicTensor y_true, SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    // Keras's log(cosh(e)) = e + softplus(-2 e) - log 2.
+    auto e = ops::subtract(p, t);
+    return ops::reduce_mean(
+        ops::subtract(ops::add(e, softplus(ops::scale(e, -2.0))), constant_like(e, 0.69314718055994530942)), {-1});
+  });
+}
+
+SymbolicTensor kl_divergence(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
+                             SymbolicTensor y_pred) {
+  // Keras sums over the last axis; a (batch,) pair counts as (batch, 1) here (Keras would sum the batch).
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    auto tc = clip(t, kEpsilon, 1.0), pc = clip(p, kEpsilon, 1.0);
+    return ops::reduce_sum(ops::multiply(tc, ops::log(ops::divide(tc, pc))), {-1});
+  });
+}
+
+SymbolicTensor poisson(const std::string& loss, const LossOptions&, SymbolicTensor y_true, SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    return ops::reduce_mean(ops::subtract(p, ops::multiply(t, ops::log(ops::add(p, constant_like(p, kEpsilon))))), {-1});
+  });
+}
+
+// Keras's convert_binary_labels_to_hinge: 2 y - 1 when every label of the batch is 0 or 1, else y.
+SymbolicTensor hinge_labels(const SymbolicTensor& y) {
+  auto is_binary = ops::add(ops::equal(y, constant_like(y, 0.0)), ops::equal(y, constant_like(y, 1.0)));
+  auto all_binary = ops::subtract(constant_like(y, 1.0), ops::reduce_max(ops::subtract(constant_like(y, 1.0), is_binary)));
+  return ops::add(y, ops::multiply(all_binary, ops::subtract(y, constant_like(y, 1.0))));  // y + b (y - 1)
+}
+
+// max(1 - y_true y_pred, 0), y_true in {-1, 1} (or {0, 1}, converted).
+SymbolicTensor hinge_margin(const SymbolicTensor& t, const SymbolicTensor& p) {
+  return ops::relu(ops::subtract(constant_like(p, 1.0), ops::multiply(hinge_labels(t), p)));
+}
+
+SymbolicTensor hinge(const std::string& loss, const LossOptions&, SymbolicTensor y_true, SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    return ops::reduce_mean(hinge_margin(t, p), {-1});
+  });
+}
+
+SymbolicTensor squared_hinge(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
+                             SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    return ops::reduce_mean(ops::square(hinge_margin(t, p)), {-1});
+  });
+}
+
+SymbolicTensor categorical_hinge(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
+                                 SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    // max(neg - pos + 1, 0): pos = sum(y_true y_pred), neg = max((1 - y_true) y_pred) over the classes.
+    auto pos = ops::reduce_sum(ops::multiply(t, p), {-1});
+    auto neg = ops::reduce_max(ops::multiply(ops::subtract(constant_like(t, 1.0), t), p), {-1});
+    return ops::relu(ops::add(ops::subtract(neg, pos), constant_like(pos, 1.0)));
+  });
+}
+
+SymbolicTensor mean_absolute_percentage_error(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
+                                              SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    auto diff = ops::abs(ops::divide(ops::subtract(t, p), ops::maximum(ops::abs(t), constant_like(t, kEpsilon))));
+    return ops::scale(ops::reduce_mean(diff, {-1}), 100.0);
+  });
+}
+
+SymbolicTensor mean_squared_logarithmic_error(const std::string& loss, const LossOptions&, SymbolicTensor y_true,
+                                              SymbolicTensor y_pred) {
+  return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
+    auto log1 = [](const SymbolicTensor& v) {
+      return ops::log(ops::add(ops::maximum(v, constant_like(v, kEpsilon)), constant_like(v, 1.0)));
+    };
+    return ops::reduce_mean(ops::square(ops::subtract(log1(p), log1(t))), {-1});
+  });
+}
+
+// Keras's normalize: x · min(rsqrt(sum x²), 1/epsilon) along axis; as x / sqrt(max(sum x², eps²)),
+// the same values, with a zero gradient (not NaN) for a zero vector.
+SymbolicTensor l2_normalize(const SymbolicTensor& x, int axis) {
+  auto squares = ops::reduce_sum(ops::square(x), {axis}, true);
+  return ops::divide(x, ops::sqrt(ops::maximum(squares, constant_like(squares, kEpsilon * kEpsilon))));
+}
+
+SymbolicTensor cosine_similarity(const std::string& loss, const LossOptions& o, SymbolicTensor y_true,
+                                 SymbolicTensor y_pred) {
+  match_ranks(y_true, y_pred);
+  check_same_shape(loss, y_true, y_pred);
+  if (y_pred.rank() == 1) {
+    y_true = expand_last(y_true);
+    y_pred = expand_last(y_pred);
+  }
+  const int axis = y_pred.shape().normalize_axis(o.axis, loss.c_str());
+  if (axis == 0)
+    raise<ValueError>("{}: axis {} is the batch axis of y_pred {}; give an axis after it (Keras's default is -1)", loss,
+                      o.axis, y_pred.shape().to_string());
+  auto t = as_dtype(y_true, y_pred.dtype());
+  // -sum(normalize(y_true) · normalize(y_pred)) along axis: (batch, ...) without that axis.
+  return ops::negative(ops::reduce_sum(ops::multiply(l2_normalize(t, axis), l2_normalize(y_pred, axis)), {axis}));
+}
+
 using Impl = SymbolicTensor (*)(const std::string&, const LossOptions&, SymbolicTensor, SymbolicTensor);
-const std::map<std::string, Impl> kLosses = {{"binary_crossentropy", binary_crossentropy},
-                                             {"categorical_crossentropy", categorical_crossentropy},
-                                             {"huber", huber},
-                                             {"mean_absolute_error", mean_absolute_error},
-                                             {"mean_squared_error", mean_squared_error},
-                                             {"sparse_categorical_crossentropy", sparse_categorical_crossentropy}};
+const std::map<std::string, Impl> kLosses = {
+    {"binary_crossentropy", binary_crossentropy},
+    {"binary_focal_crossentropy", binary_focal_crossentropy},
+    {"categorical_crossentropy", categorical_crossentropy},
+    {"categorical_focal_crossentropy", categorical_focal_crossentropy},
+    {"categorical_hinge", categorical_hinge},
+    {"cosine_similarity", cosine_similarity},
+    {"hinge", hinge},
+    {"huber", huber},
+    {"kl_divergence", kl_divergence},
+    {"log_cosh", log_cosh},
+    {"mean_absolute_error", mean_absolute_error},
+    {"mean_absolute_percentage_error", mean_absolute_percentage_error},
+    {"mean_squared_error", mean_squared_error},
+    {"mean_squared_logarithmic_error", mean_squared_logarithmic_error},
+    {"poisson", poisson},
+    {"sparse_categorical_crossentropy", sparse_categorical_crossentropy},
+    {"squared_hinge", squared_hinge}};
 
 // Keras's to_snake_case ("MeanSquaredError" -> "mean_squared_error"), then the aliases.
 std::string canonical(const std::string& name) {
   static const std::map<std::string, std::string> aliases = {
       {"mse", "mean_squared_error"},  {"MSE", "mean_squared_error"},  {"mae", "mean_absolute_error"},
       {"MAE", "mean_absolute_error"}, {"bce", "binary_crossentropy"}, {"BCE", "binary_crossentropy"},
-      {"huber_loss", "huber"}};
+      {"huber_loss", "huber"},
+      // Keras 3's aliases, and tf.keras 2's (logcosh, kullback_leibler_divergence) for its files.
+      {"kld", "kl_divergence"},  {"KLD", "kl_divergence"},  {"kullback_leibler_divergence", "kl_divergence"},
+      {"mape", "mean_absolute_percentage_error"},  {"MAPE", "mean_absolute_percentage_error"},
+      {"msle", "mean_squared_logarithmic_error"},  {"MSLE", "mean_squared_logarithmic_error"},
+      {"logcosh", "log_cosh"}};
   if (auto it = aliases.find(name); it != aliases.end()) return it->second;
   return to_snake_case(name);
 }
@@ -279,7 +470,7 @@ Loss::Loss(const std::string& name, const LossOptions& options) : name_(canonica
     std::string known;
     for (const auto& entry : kLosses) known += entry.first + ", ";
     raise<ValueError>(
-        "Unknown loss \"{}\". Known losses: {}and the aliases mse, mae, bce, huber_loss (or pass a "
+        "Unknown loss \"{}\". Known losses: {}and the aliases mse, mae, bce, huber_loss, logcosh, kld, kullback_leibler_divergence, mape, msle (or pass a "
         "C++ function: Loss(function, name)). If \"{}\" is your own loss (say, in a saved training_config), "
         "pass it as custom_objects (models::load_model(path, {{.losses = {{{{\"{}\", function}}}}}})) or "
         "register it once with losses::register_loss(\"{}\", function)",
@@ -287,11 +478,17 @@ Loss::Loss(const std::string& name, const LossOptions& options) : name_(canonica
   }
   if (options.label_smoothing < 0.0 || options.label_smoothing > 1.0)
     raise<ValueError>("{}: label_smoothing must be in [0, 1], got {}", name_, options.label_smoothing);
-  if (options.label_smoothing != 0.0 && name_ != "categorical_crossentropy" && name_ != "binary_crossentropy")
+  const bool smoothable = name_ == "categorical_crossentropy" || name_ == "binary_crossentropy" ||
+                          name_ == "binary_focal_crossentropy" || name_ == "categorical_focal_crossentropy";
+  if (options.label_smoothing != 0.0 && !smoothable)
     raise<ValueError>(
-        "{}: label_smoothing is not supported (as in Keras; for sparse labels use "
-        "categorical_crossentropy with one-hot labels)",
+        "{}: label_smoothing is not supported (as in Keras, where only the categorical, binary and focal "
+        "crossentropies take it; for sparse labels use categorical_crossentropy with one-hot labels)",
         name_);
+  if (options.axis != -1 && name_ != "cosine_similarity")
+    raise<ValueError>("{}: axis {} is not supported; tower's losses work on the last axis (-1), except "
+                      "cosine_similarity, which takes any axis after the batch",
+                      name_, options.axis);
   function_ = [impl = it->second, n = name_, o = options](const SymbolicTensor& t, const SymbolicTensor& p) {
     return impl(n, o, t, p);
   };

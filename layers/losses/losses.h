@@ -13,12 +13,19 @@ struct LossOptions {
   bool from_logits = false;      // crossentropies: y_pred holds logits rather than probabilities
   double label_smoothing = 0.0;  // categorical and binary crossentropy
   double delta = 1.0;            // huber
+  bool apply_class_balancing = false;  // binary_focal_crossentropy: weight alpha for 1s, 1 - alpha for 0s
+  double alpha = 0.25;                 // focal crossentropies
+  double gamma = 2.0;                  // focal crossentropies: the focusing exponent
+  int axis = -1;                       // cosine_similarity (every other loss works on the last axis)
 };
 
 // A loss function: y_true, y_pred -> per-sample loss (batch,) (the mean over the last axis for
 // elementwise losses, as Keras). Names: categorical_crossentropy, sparse_categorical_crossentropy,
 // binary_crossentropy, mean_squared_error ("mse"), mean_absolute_error ("mae"), huber (Keras's
-// "huber_loss" too); CamelCase class names are accepted. A name is looked up in the custom_objects of
+// "huber_loss" too), log_cosh ("logcosh"), kl_divergence ("kld", "kullback_leibler_divergence"),
+// poisson, hinge, squared_hinge, categorical_hinge, cosine_similarity (the NEGATIVE similarity, as
+// Keras), mean_absolute_percentage_error ("mape"), mean_squared_logarithmic_error ("msle"),
+// binary_focal_crossentropy, categorical_focal_crossentropy; CamelCase class names are accepted. A name is looked up in the custom_objects of
 // the innermost CustomObjectScope (layers/registry.h) first, then among these, then among the losses
 // given to register_loss. Unknown names throw ValueError saying how to supply the loss.
 class Loss {
@@ -59,5 +66,18 @@ inline Loss BinaryCrossentropy(const LossOptions& o = {}) { return Loss("binary_
 inline Loss MeanSquaredError() { return Loss("mean_squared_error"); }
 inline Loss MeanAbsoluteError() { return Loss("mean_absolute_error"); }
 inline Loss Huber(double delta = 1.0) { return Loss("huber", {.delta = delta}); }
+inline Loss LogCosh() { return Loss("log_cosh"); }
+inline Loss KLDivergence() { return Loss("kl_divergence"); }
+inline Loss Poisson() { return Loss("poisson"); }
+inline Loss Hinge() { return Loss("hinge"); }
+inline Loss SquaredHinge() { return Loss("squared_hinge"); }
+inline Loss CategoricalHinge() { return Loss("categorical_hinge"); }
+inline Loss CosineSimilarity(int axis = -1) { return Loss("cosine_similarity", {.axis = axis}); }
+inline Loss MeanAbsolutePercentageError() { return Loss("mean_absolute_percentage_error"); }
+inline Loss MeanSquaredLogarithmicError() { return Loss("mean_squared_logarithmic_error"); }
+// Options used: apply_class_balancing, alpha, gamma, from_logits, label_smoothing.
+inline Loss BinaryFocalCrossentropy(const LossOptions& o = {}) { return Loss("binary_focal_crossentropy", o); }
+// Options used: alpha, gamma, from_logits, label_smoothing.
+inline Loss CategoricalFocalCrossentropy(const LossOptions& o = {}) { return Loss("categorical_focal_crossentropy", o); }
 
 }  // namespace tower::losses

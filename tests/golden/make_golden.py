@@ -815,6 +815,14 @@ def write_losses():
     bin_prob = rng.uniform(0.02, 0.98, (BATCH, 2)).astype(np.float32)
     reg_true = normal(rng, (BATCH, 3))
     reg_pred = normal(rng, (BATCH, 3), 1.5)
+    # issue 18's losses: data drawn after the above, so the earlier cases keep theirs
+    probs2 = keras.ops.convert_to_numpy(keras.ops.softmax(normal(rng, (BATCH, 3), 2.0)))
+    pos_true = rng.uniform(0.0, 3.0, (BATCH, 3)).astype(np.float32)
+    pos_pred = rng.uniform(0.1, 3.0, (BATCH, 3)).astype(np.float32)
+    pm_true = 2.0 * bin_true - 1.0  # hinge labels in {-1, 1}
+    cos_true = reg_true.copy()
+    cos_true[1] = 0.0  # a zero vector: similarity 0, as Keras's normalize
+    L = keras.losses
     cases = {
         "categorical_crossentropy": (keras.losses.CategoricalCrossentropy(reduction=None), onehot, probs),
         "categorical_crossentropy_from_logits": (
@@ -834,6 +842,35 @@ def write_losses():
         "mean_absolute_error": (keras.losses.MeanAbsoluteError(reduction=None), reg_true, reg_pred),
         "huber": (keras.losses.Huber(reduction=None), reg_true, reg_pred),
         "huber_delta_0.5": (keras.losses.Huber(delta=0.5, reduction=None), reg_true, reg_pred),
+        "log_cosh": (L.LogCosh(reduction=None), reg_true, reg_pred),
+        "kl_divergence": (L.KLDivergence(reduction=None), probs2, probs),
+        "kl_divergence_onehot": (L.KLDivergence(reduction=None), onehot, probs),
+        "poisson": (L.Poisson(reduction=None), pos_true, pos_pred),
+        "hinge": (L.Hinge(reduction=None), bin_true, logits[:, :2]),
+        "hinge_plus_minus_one": (L.Hinge(reduction=None), pm_true, logits[:, :2]),
+        "squared_hinge": (L.SquaredHinge(reduction=None), bin_true, logits[:, :2]),
+        "categorical_hinge": (L.CategoricalHinge(reduction=None), onehot, logits),
+        "cosine_similarity": (L.CosineSimilarity(reduction=None), cos_true, reg_pred),
+        "mean_absolute_percentage_error": (L.MeanAbsolutePercentageError(reduction=None), reg_true, reg_pred),
+        "mean_squared_logarithmic_error": (L.MeanSquaredLogarithmicError(reduction=None), pos_true, pos_pred),
+        "mean_squared_logarithmic_error_negative": (
+            L.MeanSquaredLogarithmicError(reduction=None), reg_true, reg_pred),
+        "binary_focal_crossentropy": (L.BinaryFocalCrossentropy(reduction=None), bin_true, bin_prob),
+        "binary_focal_crossentropy_balanced_gamma3": (
+            L.BinaryFocalCrossentropy(apply_class_balancing=True, alpha=0.4, gamma=3.0, reduction=None),
+            bin_true, bin_prob),
+        "binary_focal_crossentropy_from_logits": (
+            L.BinaryFocalCrossentropy(from_logits=True, reduction=None), bin_true, logits[:, :2]),
+        "binary_focal_crossentropy_from_logits_gamma0.5_smoothing": (
+            L.BinaryFocalCrossentropy(from_logits=True, gamma=0.5, label_smoothing=0.1, apply_class_balancing=True,
+                                      reduction=None), bin_true, logits[:, :2]),
+        "binary_focal_crossentropy_label_smoothing": (
+            L.BinaryFocalCrossentropy(label_smoothing=0.2, reduction=None), bin_true, bin_prob),
+        "categorical_focal_crossentropy": (L.CategoricalFocalCrossentropy(reduction=None), onehot, probs),
+        "categorical_focal_crossentropy_from_logits": (
+            L.CategoricalFocalCrossentropy(from_logits=True, reduction=None), onehot, logits),
+        "categorical_focal_crossentropy_smoothing_alpha_gamma": (
+            L.CategoricalFocalCrossentropy(alpha=0.5, gamma=1.5, label_smoothing=0.1, reduction=None), onehot, probs),
     }
     with new_file(os.path.join(FILES, "losses.h5")) as f:
         for name, (fn, yt, yp) in cases.items():

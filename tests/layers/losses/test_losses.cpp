@@ -251,3 +251,158 @@ TEST_CASE("losses: errors name the loss, the shapes and the fix") {
   msg = message_of<DTypeError>([&] { Loss("mse")(k.c({3}, ids), k.ints({3}, {1, 3, 0})); });
   CHECK(contains(msg, "float"));
 }
+
+// ---- issue 18's losses (their values on random data are in tests/golden's losses.h5) ------------------
+
+TEST_CASE("losses: the names and aliases of Keras's other losses") {
+  CHECK(Loss("logcosh").name() == "log_cosh");
+  CHECK(Loss("LogCosh").name() == "log_cosh");
+  CHECK(Loss("kld").name() == "kl_divergence");
+  CHECK(Loss("KLD").name() == "kl_divergence");
+  CHECK(Loss("kullback_leibler_divergence").name() == "kl_divergence");
+  CHECK(Loss("KLDivergence").name() == "kl_divergence");
+  CHECK(Loss("mape").name() == "mean_absolute_percentage_error");
+  CHECK(Loss("MAPE").name() == "mean_absolute_percentage_error");
+  CHECK(Loss("msle").name() == "mean_squared_logarithmic_error");
+  CHECK(Loss("MSLE").name() == "mean_squared_logarithmic_error");
+  CHECK(Loss("CosineSimilarity").name() == "cosine_similarity");
+  CHECK(Loss("SquaredHinge").name() == "squared_hinge");
+  CHECK(Loss("BinaryFocalCrossentropy").name() == "binary_focal_crossentropy");
+  CHECK(Loss("CategoricalFocalCrossentropy").name() == "categorical_focal_crossentropy");
+  CHECK(losses::Poisson().name() == "poisson");
+  CHECK(losses::CategoricalHinge().name() == "categorical_hinge");
+  // Keras's defaults.
+  const auto focal = losses::BinaryFocalCrossentropy().options();
+  CHECK(focal.alpha == 0.25);
+  CHECK(focal.gamma == 2.0);
+  CHECK_FALSE(focal.apply_class_balancing);
+  CHECK_FALSE(focal.from_logits);
+  CHECK(losses::CosineSimilarity().options().axis == -1);
+}
+
+TEST_CASE("losses: Keras's other losses match Keras") {
+  Case k;
+  auto t = k.c({2, 3}, rt), q = k.c({2, 3}, rp);
+  // keras.losses.log_cosh(rt, rp), mean_absolute_percentage_error (a 0 in y_true: divided by epsilon),
+  // mean_squared_logarithmic_error (negatives taken as epsilon)
+  expect_values(losses::LogCosh()(t, q), {0.48336962, 0.4630705});
+  expect_values(Loss("mape")(t, q), {56.666668, 66666692}, 1e-5);
+  expect_values(Loss("msle")(t, q), {0.018184358, 0.160151});
+  // keras.losses.poisson(abs(rt), abs(rp) + 0.1)
+  expect_values(losses::Poisson()(k.c({2, 3}, {1, 2, 0.5f, 0, 3, 1}), k.c({2, 3}, {1.6f, 0.1f, 0.5f, 0.3f, 1.1f, 1.4f})),
+                {2.227246, 0.7258656});
+  // keras.losses.kl_divergence(bt, bp): both clipped to [epsilon, 1]
+  expect_values(losses::KLDivergence()(k.c({3, 2}, bt), k.c({3, 2}, bp)), {0.22314216, 0.91629076, -1.560727e-06});
+  // keras.losses.hinge(bt, bl), squared_hinge: 0/1 labels taken as -1/1
+  expect_values(losses::Hinge()(k.c({3, 2}, bt), k.c({3, 2}, bl)), {0, 0.65, 0.5});
+  expect_values(losses::SquaredHinge()(k.c({3, 2}, bt), k.c({3, 2}, bl)), {0, 0.8449999, 0.5});
+  // keras.losses.categorical_hinge(yt, p)
+  expect_values(losses::CategoricalHinge()(k.c({3, 4}, yt), k.c({3, 4}, p)), {1.1, 1.3, 0.7});
+  // keras.losses.CosineSimilarity(axis=1, reduction=None)(yt3, yp3): (2, 2), whose mean per sample is
+  // tower's (batch,)
+  auto yt3 = k.c({2, 3, 2}, {1, 2, -2, -1, 0.5f, 1.5f, 0, 1, 3, 4, -1, 0});
+  auto yp3 = k.c({2, 3, 2}, {1.5f, 1.5f, 0, 0, 0.4f, 0.4f, -0.2f, -0.2f, 1, 1, -1.3f, -1.3f});
+  expect_values(losses::CosineSimilarity(1)(yt3, yp3), {(-0.47792608 - 0.8612415) / 2, (-0.8229759 - 0.5577991) / 2});
+  // keras.losses.binary_focal_crossentropy(bt, keras.ops.sigmoid(bl)): Keras's sigmoid carries its
+  // logits, so the cross-entropy is taken on them; tower finds them in the graph.
+  expect_values(losses::BinaryFocalCrossentropy()(k.c({3, 2}, bt), ops::sigmoid(k.c({3, 2}, bl))),
+                {0.004253204, 0.14096187, 0.0866434});
+  expect_values(losses::BinaryFocalCrossentropy({.from_logits = true})(k.c({3, 2}, bt), k.c({3, 2}, bl)),
+                {0.004253204, 0.14096187, 0.0866434});
+  // keras.losses.CategoricalFocalCrossentropy(reduction=None)(yt, keras.ops.softmax(logits))
+  expect_values(losses::CategoricalFocalCrossentropy()(k.c({3, 4}, yt), ops::softmax(k.c({3, 4}, logits))),
+                {1.8881463e-02, 3.4111191e-03, 4.2351647e-22});
+}
+
+TEST_CASE("losses: gradients through Keras's other losses") {
+  using tower::testing::GradCheckOptions;
+  auto constant = [](const SymbolicTensor& x, const Shape& shape, const std::vector<double>& v) {
+    return x.graph().constant(Tensor::from_vector<double>(shape, v));
+  };
+  const std::vector<double> one_hot = {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+  const std::vector<double> binary = {0, 1, 1, 0, 0, 1};
+  SUBCASE("log_cosh, mean_absolute_percentage_error, cosine_similarity") {
+    check_gradients({{3, 2}, {2, 3, 2}}, [&](const auto& in) {
+      auto target = constant(in[0], {3, 2}, {0.5, -1.2, 2.5, 2.0, -3.0, 1.5});
+      auto target3 = constant(in[1], {2, 3, 2}, {1, 2, -2, -1, 0.5, 1.5, 0, 1, 3, 4, -1, 0});
+      return std::vector{losses::LogCosh()(target, in[0]), losses::MeanAbsolutePercentageError()(target, in[0]),
+                         losses::CosineSimilarity()(target, in[0]), losses::CosineSimilarity(1)(target3, in[1])};
+    });
+  }
+  SUBCASE("mean_squared_logarithmic_error, poisson, kl_divergence") {
+    check_gradients(
+        {{3, 2}},
+        [&](const auto& in) {
+          auto target = constant(in[0], {3, 2}, {0.5, 0.2, 2.5, 0.0, 0.3, 1.5});
+          auto dist = constant(in[0], {3, 2}, {0.3, 0.7, 0.9, 0.1, 0.0, 1.0});
+          return std::vector{losses::MeanSquaredLogarithmicError()(target, in[0]), losses::Poisson()(target, in[0]),
+                             losses::KLDivergence()(dist, in[0])};
+        },
+        GradCheckOptions{.max_abs = 0.95, .positive = true});
+  }
+  SUBCASE("hinge, squared_hinge, categorical_hinge") {
+    check_gradients(
+        {{3, 2}, {3, 4}},
+        [&](const auto& in) {
+          auto y = constant(in[0], {3, 2}, binary);
+          auto signs = constant(in[0], {3, 2}, {-1, 1, 1, -1, -1, 1});
+          return std::vector{losses::Hinge()(y, in[0]), losses::SquaredHinge()(signs, in[0]),
+                             losses::CategoricalHinge()(constant(in[1], {3, 4}, one_hot), in[1])};
+        },
+        GradCheckOptions{.max_abs = 0.9});
+  }
+  SUBCASE("binary_focal_crossentropy: probabilities, logits, through a sigmoid, gamma 0.5") {
+    check_gradients(
+        {{3, 2}, {3, 2}},
+        [&](const auto& in) {
+          auto y = constant(in[0], {3, 2}, binary);
+          return std::vector{
+              losses::BinaryFocalCrossentropy({.label_smoothing = 0.1})(y, in[0]),
+              losses::BinaryFocalCrossentropy({.from_logits = true, .apply_class_balancing = true, .gamma = 3})(y, in[1]),
+              losses::BinaryFocalCrossentropy({.gamma = 0.5})(y, ops::sigmoid(in[1]))};
+        },
+        GradCheckOptions{.max_abs = 0.9, .positive = true});
+  }
+  SUBCASE("categorical_focal_crossentropy: probabilities and logits") {
+    check_gradients(
+        {{3, 4}, {3, 4}},
+        [&](const auto& in) {
+          auto y = constant(in[0], {3, 4}, one_hot);
+          return std::vector{
+              losses::CategoricalFocalCrossentropy({.label_smoothing = 0.1})(y, in[0]),
+              losses::CategoricalFocalCrossentropy({.from_logits = true, .alpha = 0.5, .gamma = 1.5})(y, in[1])};
+        },
+        GradCheckOptions{.positive = true});
+  }
+}
+
+TEST_CASE("losses: Keras's other losses name themselves and the shapes in errors") {
+  Case k;
+  for (const char* name :
+       {"log_cosh", "kl_divergence", "poisson", "hinge", "squared_hinge", "categorical_hinge", "cosine_similarity",
+        "mean_absolute_percentage_error", "mean_squared_logarithmic_error", "binary_focal_crossentropy",
+        "categorical_focal_crossentropy"}) {
+    CAPTURE(name);
+    const Loss loss(name);
+    auto msg = message_of<ShapeError>([&] { loss(k.c({2, 3}, rt), k.c({3, 2}, rp)); });
+    CHECK(contains(msg, name));
+    CHECK(contains(msg, "(2, 3)"));
+    CHECK(contains(msg, "(3, 2)"));
+  }
+  auto msg = message_of<ShapeError>(
+      [&] { losses::CategoricalFocalCrossentropy()(k.ints({3}, {1, 3, 0}), k.c({3}, {0.1f, 0.2f, 0.7f})); });
+  CHECK(contains(msg, "categorical_focal_crossentropy"));
+  CHECK(contains(msg, "(batch, ..., classes)"));
+  msg = message_of<ValueError>([] { Loss("hinge", {.label_smoothing = 0.1}); });
+  CHECK(contains(msg, "hinge"));
+  CHECK(contains(msg, "label_smoothing"));
+  msg = message_of<ValueError>([] { Loss("mse", {.axis = 1}); });
+  CHECK(contains(msg, "mean_squared_error"));
+  CHECK(contains(msg, "axis"));
+  msg = message_of<ValueError>([&] { losses::CosineSimilarity(0)(k.c({2, 3}, rt), k.c({2, 3}, rp)); });
+  CHECK(contains(msg, "cosine_similarity"));
+  CHECK(contains(msg, "batch axis"));
+  // Keras 3's SparseCategoricalCrossentropy takes no label_smoothing either.
+  msg = message_of<ValueError>([] { Loss("sparse_categorical_crossentropy", {.label_smoothing = 0.1}); });
+  CHECK(contains(msg, "label_smoothing"));
+}
