@@ -29,9 +29,12 @@ void Conv2D::build(const std::vector<Shape>& input_shapes) {
   const Shape& in = input_shapes.at(0);
   expect_input_rank(*this, in, 4, "(batch, height, width, channels)");
   expect_known_dim(*this, in, -1, "channels");
-  add_weight("kernel", {kernel_size_[0], kernel_size_[1], in.dim(-1), filters_}, options_.kernel_initializer,
-             options_.kernel_regularizer);
-  if (options_.use_bias) add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer);
+  auto kernel = add_weight("kernel", {kernel_size_[0], kernel_size_[1], in.dim(-1), filters_},
+                           options_.kernel_initializer, options_.kernel_regularizer);
+  set_constraint(kernel, options_.kernel_constraint);
+  if (options_.use_bias)
+    set_constraint(add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer),
+                   options_.bias_constraint);
 }
 
 std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
@@ -62,12 +65,15 @@ nlohmann::json Conv2D::get_config() const {
                               {"kernel_regularizer", options_.kernel_regularizer.get_config()},
                               {"bias_regularizer", options_.bias_regularizer.get_config()},
                               {"activity_regularizer", nullptr},
-                              {"kernel_constraint", nullptr},
-                              {"bias_constraint", nullptr}});
+                              {"kernel_constraint", options_.kernel_constraint.get_config()},
+                              {"bias_constraint", options_.bias_constraint.get_config()}});
 }
 
 LayerPtr Conv2D::from_config(const nlohmann::json& config) {
-  ConfigReader r(config, "Conv2D");
+  nlohmann::json rest = config;
+  Constraint kernel_constraint = take_constraint(rest, "kernel_constraint", "Conv2D");
+  Constraint bias_constraint = take_constraint(rest, "bias_constraint", "Conv2D");
+  ConfigReader r(rest, "Conv2D");
   r.check_common();
   r.expect("groups", 1, "grouped convolutions");
   r.expect("lora_rank", nullptr, "LoRA");
@@ -80,6 +86,8 @@ LayerPtr Conv2D::from_config(const nlohmann::json& config) {
                         .bias_initializer = r.initializer("bias_initializer", "zeros"),
                         .kernel_regularizer = r.regularizer("kernel_regularizer"),
                         .bias_regularizer = r.regularizer("bias_regularizer"),
+                        .kernel_constraint = kernel_constraint,
+                        .bias_constraint = bias_constraint,
                         .name = r.name()};
   return r.finish(Conv2D(r.integer("filters"), r.ints("kernel_size"), options));
 }

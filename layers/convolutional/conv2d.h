@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -17,6 +18,8 @@ struct Conv2DOptions {
   Initializer bias_initializer = "zeros";
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
+  Constraint kernel_constraint;  // applied after each optimizer update
+  Constraint bias_constraint;
   std::string name;
 };
 

@@ -19,8 +19,12 @@ void Dense::build(const std::vector<Shape>& input_shapes) {
   if (in.rank() < 2 || in.dim(-1) <= 0)
     raise<ShapeError>("Dense \"{}\": expected input of shape (batch, ..., features) with known features, got {}",
                       name(), in.to_string());
-  add_weight("kernel", {in.dim(-1), units_}, options_.kernel_initializer, options_.kernel_regularizer);  // (in, units)
-  if (options_.use_bias) add_weight("bias", {units_}, options_.bias_initializer, options_.bias_regularizer);  // (units,)
+  auto kernel = add_weight("kernel", {in.dim(-1), units_}, options_.kernel_initializer,
+                           options_.kernel_regularizer);  // (in, units)
+  set_constraint(kernel, options_.kernel_constraint);
+  if (options_.use_bias)
+    set_constraint(add_weight("bias", {units_}, options_.bias_initializer, options_.bias_regularizer),  // (units,)
+                   options_.bias_constraint);
 }
 
 std::vector<SymbolicTensor> Dense::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
@@ -54,12 +58,15 @@ nlohmann::json Dense::get_config() const {
                               {"kernel_regularizer", options_.kernel_regularizer.get_config()},
                               {"bias_regularizer", options_.bias_regularizer.get_config()},
                               {"activity_regularizer", nullptr},
-                              {"kernel_constraint", nullptr},
-                              {"bias_constraint", nullptr}});
+                              {"kernel_constraint", options_.kernel_constraint.get_config()},
+                              {"bias_constraint", options_.bias_constraint.get_config()}});
 }
 
 LayerPtr Dense::from_config(const nlohmann::json& config) {
-  ConfigReader r(config, "Dense");
+  nlohmann::json rest = config;
+  Constraint kernel_constraint = take_constraint(rest, "kernel_constraint", "Dense");
+  Constraint bias_constraint = take_constraint(rest, "bias_constraint", "Dense");
+  ConfigReader r(rest, "Dense");
   r.check_common();
   r.expect("lora_rank", nullptr, "LoRA");
   r.expect("quantization_config", nullptr, "quantized layers");
@@ -69,6 +76,8 @@ LayerPtr Dense::from_config(const nlohmann::json& config) {
                        .bias_initializer = r.initializer("bias_initializer", "zeros"),
                        .kernel_regularizer = r.regularizer("kernel_regularizer"),
                        .bias_regularizer = r.regularizer("bias_regularizer"),
+                       .kernel_constraint = kernel_constraint,
+                       .bias_constraint = bias_constraint,
                        .name = r.name()};
   return r.finish(Dense(r.integer("units"), options));
 }

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -14,6 +15,8 @@ struct DenseOptions {
   Initializer bias_initializer = "zeros";
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
+  Constraint kernel_constraint;  // applied after each optimizer update
+  Constraint bias_constraint;
   std::string name;
 };
 

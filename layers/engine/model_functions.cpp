@@ -7,6 +7,7 @@
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
+#include "tower/layers/constraints.h"
 #include "tower/layers/engine/batches.h"
 #include "tower/layers/engine/model_internal.h"
 
@@ -174,6 +175,15 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   f.iteration = f.graph.placeholder({}, DType::float32, "iteration");
   auto applied = f.replicas->apply_gradients(total, variables, *d.compile_args.optimizer, f.learning_rate, f.iteration);
   f.targets.insert(f.targets.begin(), applied.begin(), applied.end());
+  // The constraints read the weights the update wrote, so they run as a graph of their own after it.
+  for (const auto& variable : variables) {
+    const Constraint constraint = constraint_of(variable);
+    if (!constraint.defined()) continue;
+    if (!f.constraint_graph) f.constraint_graph = std::make_unique<Graph>();
+    const SymbolicTensor w = f.constraint_graph->variable(variable);
+    f.constraint_targets.push_back(ops::assign(w, constraint(w)));
+  }
+  if (f.constraint_graph) f.constraint_executor = std::make_unique<Executor>(compute_device(*this));
 }
 
 namespace {
@@ -264,6 +274,7 @@ std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer
   graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
   std::vector<double> out;
   for (const auto& v : run(fed)) out.push_back(v.item());
+  if (constraint_executor) constraint_executor->run({}, {}, constraint_targets);
   optimizer.finish_step();
   return out;
 }

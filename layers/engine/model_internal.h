@@ -29,6 +29,11 @@ struct Model::Function {
   std::unique_ptr<ReplicatedCall> replicas;  // the model called per replica (its hooks run around each step)
   std::shared_ptr<const Replication> replication;  // what made `replicas` (null: the model as it is)
   std::unique_ptr<Executor> executor;
+  // Weight constraints (train only): a graph assigning each constrained trainable weight its constrained
+  // value, run after every step as Keras applies constraints after the optimizer's update. Empty: none.
+  std::unique_ptr<Graph> constraint_graph;
+  std::vector<Node*> constraint_targets;
+  std::unique_ptr<Executor> constraint_executor;
   std::int64_t last_batch_size = 0;  // the global batch's rows, of the batch feeds() made last
 
   // Runs the graph once (fetches and targets) on the batch feeds() made, with the replication's hooks

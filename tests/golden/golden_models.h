@@ -355,4 +355,22 @@ inline ModelPtr attention_masks() {
   return std::make_shared<Model>(in, out, "attention_masks");
 }
 
+// Weight constraints after each step (max_norm, min_max_norm, unit_norm, non_neg), PReLU with and without
+// shared axes, Minimum.
+inline ModelPtr others() {
+  auto in = L::Input({6}, {.name = "in"});
+  auto a = L::Dense(8, {.kernel_constraint = constraints::max_norm(1.5), .name = "d1"})(in);
+  auto r = L::Reshape({4, 2}, {.name = "reshape"})(a);
+  auto p = L::PReLU({.alpha_constraint = constraints::min_max_norm(0.2, 0.8, 0.7),
+                     .shared_axes = {1},
+                     .name = "prelu_shared"})(r);
+  auto f = L::Flatten({.name = "flat"})(p);
+  auto b = L::PReLU({.name = "prelu"})(L::Dense(8, {.name = "d2"})(in));
+  auto m = L::Minimum({.name = "min"})({f, b});
+  auto out = L::Dense(3, {.kernel_constraint = constraints::unit_norm(),
+                          .bias_constraint = constraints::non_neg(),
+                          .name = "out"})(m);
+  return std::make_shared<Model>(in, out, "others");
+}
+
 }  // namespace tower::golden_models

@@ -579,13 +579,34 @@ def case_attention_masks():
                             "mean, Dense gelu; mse")
 
 
+def case_others():
+    rng = rng_for("others")
+    C = keras.constraints
+    inp = keras.Input((6,), name="in")
+    a = L.Dense(8, kernel_constraint=C.MaxNorm(1.5), name="d1")(inp)
+    r = L.Reshape((4, 2), name="reshape")(a)
+    p = L.PReLU(shared_axes=[1], alpha_constraint=C.MinMaxNorm(0.2, 0.8, rate=0.7), name="prelu_shared")(r)
+    f = L.Flatten(name="flat")(p)
+    b = L.PReLU(name="prelu")(L.Dense(8, name="d2")(inp))
+    m = L.Minimum(name="min")([f, b])
+    out = L.Dense(3, kernel_constraint=C.UnitNorm(), bias_constraint=C.NonNeg(), name="out")(m)
+    model = keras.Model(inp, out, name="others")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6))], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional; Dense kernel_constraint max_norm(1.5), PReLU (shared_axes [1], "
+                            "alpha_constraint min_max_norm(0.2, 0.8, rate 0.7)), PReLU, Minimum, Dense "
+                            "kernel_constraint unit_norm and bias_constraint non_neg; mean_squared_error; mae "
+                            "(ThresholdedReLU is not in Keras 3: unit tests)")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
     "dropout": case_dropout, "lstm": case_lstm, "gru": case_gru, "rnn_states": case_rnn_states,
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
-    "attention": case_attention, "attention_masks": case_attention_masks,
+    "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

@@ -226,6 +226,7 @@ const std::vector<Case>& cases() {
       {"bidirectional", bidirectional, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"attention", attention, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"attention_masks", attention_masks, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"others", others, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -469,6 +470,9 @@ TEST_CASE("golden: attention (LayerNormalization, MultiHeadAttention, Attention,
 }
 TEST_CASE("golden: attention_masks (Embedding mask_zero through MultiHeadAttention, Attention, AdditiveAttention)") {
   check_case(find_case("attention_masks"));
+}
+TEST_CASE("golden: others (kernel/bias/alpha constraints after each step, PReLU with shared_axes, Minimum)") {
+  check_case(find_case("others"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));

@@ -57,10 +57,16 @@ std::vector<Sample> samples() {
                          .use_bias = false, .kernel_initializer = "he_normal",
                          .kernel_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "conv"}),
       {{7, 7, 2}});
+  add(Conv2D(2, 3, {.kernel_constraint = constraints::unit_norm({0, 1, 2}),
+                    .bias_constraint = constraints::min_max_norm(0.5, 2.0, 0.5), .name = "conv_constrained"}),
+      {{5, 5, 2}});
   add(Cropping1D({1, 2}, {.name = "crop1d"}), {{6, 2}});
   add(Dense(6, {.activation = "softmax", .kernel_initializer = Initializer::variance_scaling(2.0, "fan_out", "uniform"),
                 .bias_initializer = Initializer::constant(0.25), .kernel_regularizer = regularizers::l2(0.01),
                 .bias_regularizer = regularizers::l1(0.003), .name = "dense"}),
+      {{5}});
+  add(Dense(4, {.kernel_constraint = constraints::max_norm(1.5, {0, 1}), .bias_constraint = constraints::non_neg(),
+                .name = "dense_constrained"}),
       {{5}});
   add(Dot({1, 2}, {.normalize = true, .name = "dot"}), {{3, 5}, {4, 3}});
   add(Dropout(0.3, {.seed = 42, .name = "drop"}), {{5}});
@@ -88,11 +94,15 @@ std::vector<Sample> samples() {
   add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});
   add(Maximum({.name = "max"}), {{4}, {4}});
+  add(Minimum({.name = "min"}), {{4}, {4}});
   add(MultiHeadAttention(2, 3, {.value_dim = 4, .dropout = 0.1, .use_bias = false, .output_shape = {5},
                                 .kernel_initializer = "he_normal", .kernel_regularizer = regularizers::l2(0.01),
                                 .name = "mha"}),
       {{3, 4}, {5, 6}});
   add(Multiply({.name = "mul"}), {{4}, {4}});
+  add(PReLU({.alpha_initializer = Initializer::constant(0.25), .alpha_regularizer = regularizers::l2(0.01),
+             .alpha_constraint = constraints::max_norm(1.0), .shared_axes = {1}, .name = "prelu"}),
+      {{3, 4}});
   add(Permute({3, 1, 2}, {.name = "permute"}), {{2, 3, 4}});
   add(ReLU({.max_value = 6.0, .negative_slope = 0.1, .threshold = 0.5, .name = "relu"}), {{5}});
   add(RepeatVector(3, {.name = "repeat"}), {{4}});
@@ -101,6 +111,7 @@ std::vector<Sample> samples() {
   add(Softmax({.axis = 1, .name = "softmax"}), {{3, 4}});
   add(SpatialDropout1D(0.3, {.seed = 42, .name = "sdrop1d"}), {{5, 2}});
   add(Subtract({.name = "sub"}), {{4}, {4}});
+  add(ThresholdedReLU({.theta = 0.4, .name = "thresholded"}), {{5}});
   add(TimeDistributed(Dense(3, {.activation = "relu", .name = "td_dense"}), {.name = "td"}), {{5, 4}});
   add(UpSampling1D(3, {.name = "up1d"}), {{4, 2}});
   add(ZeroPadding1D({2, 1}, {.name = "pad1d"}), {{3, 2}});
@@ -350,11 +361,24 @@ TEST_CASE("layer configs: errors name the class, the layer and the field") {
   CHECK(contains(cf, "data_format"));
   CHECK(contains(cf, "channels_first"));
 
+  // Dense reads Keras's constraints (layers/constraints.h); an unknown one, or one on a layer that has
+  // none wired (Embedding), is refused with the layer and the field.
+  auto max_norm = layer_from_config(json::parse(R"({"class_name": "Dense", "config": {"name": "d_ok", "units": 2,
+      "kernel_constraint": {"class_name": "MaxNorm", "config": {"max_value": 2}}, "bias_constraint": "non_neg"}})"));
+  CHECK(max_norm->get_config()["kernel_constraint"]["class_name"] == "MaxNorm");
+  CHECK(max_norm->get_config()["bias_constraint"]["class_name"] == "NonNeg");
   auto constraint = message_of<ValueError>([] {
     layer_from_config(json::parse(R"({"class_name": "Dense", "config": {"name": "d_c", "units": 2,
-        "kernel_constraint": {"class_name": "MaxNorm", "config": {"max_value": 2}}}})"));
+        "kernel_constraint": {"class_name": "RadialConstraint", "config": {}}}})"));
   });
+  CHECK(contains(constraint, "Dense \"d_c\""));
   CHECK(contains(constraint, "kernel_constraint"));
+  CHECK(contains(constraint, "RadialConstraint"));
+  auto unwired = message_of<ValueError>([] {
+    layer_from_config(json::parse(R"({"class_name": "Embedding", "config": {"name": "e_c", "input_dim": 5,
+        "output_dim": 2, "embeddings_constraint": {"class_name": "MaxNorm", "config": {"max_value": 2}}}})"));
+  });
+  CHECK(contains(unwired, "embeddings_constraint"));
 
   auto sparse = message_of<ValueError>([] {
     layer_from_config(json::parse(R"({"class_name": "Embedding", "config": {"name": "e_m", "input_dim": 5,

@@ -1,12 +1,15 @@
 // The activations family: activation functions by name (values printed by Keras 3.15, gradients),
-// and the layers Activation, ReLU, LeakyReLU, ELU and Softmax.
+// and the layers Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU and ThresholdedReLU.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "tower/core/ops.h"
 #include "tower/layers/activations/activations.h"
 #include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
@@ -137,4 +140,80 @@ TEST_CASE("activation layers: gradients and bad arguments") {
   CHECK(contains(msg, "LeakyReLU \"lr\""));
   CHECK(contains(message_of<ValueError>([] { layers::ELU(NAN); }), "alpha"));
   CHECK(contains(message_of<ValueError>([] { layers::Softmax({.axis = 2})(layers::Input({4})); }), "axis 2"));
+}
+
+TEST_CASE("PReLU: weights, values, shared_axes, gradients, configs") {
+  clear_session();
+  layers::PReLU prelu;
+  CHECK(prelu.name() == "p_re_lu");
+  CHECK(tower::testing::keras_shape(prelu, {2, 3}) == Shape{-1, 2, 3});
+  REQUIRE(prelu.weights().size() == 1);
+  CHECK(prelu.weights()[0]->name() == "p_re_lu/alpha:0");
+  CHECK(prelu.weights()[0]->shape() == Shape{2, 3});
+  check_close(prelu.weights()[0]->value(), {0, 0, 0, 0, 0, 0});  // alpha_initializer "zeros"
+  prelu.set_weights({floats({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f})});
+  check_close(run1(prelu, floats({1, 2, 3}, {-1, 2, -3, 4, -5, 6})), {-0.1, 2, -0.9, 4, -2.5, 6}, 1e-6, 1e-6);
+
+  // shared_axes {1}: one slope per channel of (batch, 2, 3), alpha (1, 3), as Keras.
+  layers::PReLU shared({.shared_axes = {1}, .name = "shared"});
+  CHECK(tower::testing::keras_shape(shared, {2, 3}) == Shape{-1, 2, 3});
+  CHECK(shared.weights()[0]->shape() == Shape{1, 3});
+  shared.set_weights({floats({1, 3}, {0.5f, -1.f, 2.f})});
+  check_close(run1(shared, floats({1, 2, 3}, {-1, -2, -3, 4, -5, 6})), {-0.5, 2, -6, 4, 5, 6}, 1e-6, 1e-6);
+  layers::PReLU all_shared({.shared_axes = {1, 2}});
+  CHECK(tower::testing::keras_shape(all_shared, {4, 5}) == Shape{-1, 4, 5});
+  CHECK(all_shared.weights()[0]->shape() == Shape{1, 1});
+
+  layers::PReLU fresh({.alpha_initializer = Initializer::constant(0.25)});
+  tower::testing::check_layer_gradients(fresh, {{2, 3}});
+  layers::PReLU fresh_shared({.alpha_initializer = Initializer::constant(-0.5), .shared_axes = {2}});
+  tower::testing::check_layer_gradients(fresh_shared, {{3, 2, 4}});
+
+  // Config round trip, with Keras 3's form of shared_axes and alpha_constraint.
+  auto config = layers::PReLU({.alpha_regularizer = regularizers::l2(0.01),
+                               .alpha_constraint = constraints::non_neg(),
+                               .shared_axes = {1, 2},
+                               .name = "p"})
+                    .get_config();
+  CHECK(config["shared_axes"] == nlohmann::json::array({1, 2}));
+  CHECK(config["alpha_constraint"]["class_name"] == "NonNeg");
+  auto back = layers::layer_from_config({{"class_name", "PReLU"}, {"config", config}});
+  CHECK(back->get_config() == config);
+  auto* p = dynamic_cast<layers::PReLU*>(back.get());
+  REQUIRE(p != nullptr);
+  CHECK(p->options().shared_axes == std::vector<std::int64_t>{1, 2});
+  CHECK(p->options().alpha_constraint.kind == Constraint::Kind::non_neg);
+  CHECK(layers::PReLU().get_config()["shared_axes"].is_null());
+
+  CHECK(contains(message_of<ValueError>([] { layers::PReLU({.shared_axes = {0}}); }), "shared_axes"));
+  CHECK(contains(message_of<ValueError>([] { layers::PReLU({.shared_axes = {3}, .name = "p3"})(layers::Input({4})); }),
+                 "PReLU \"p3\""));
+  CHECK(contains(message_of<ShapeError>([] { layers::PReLU()(layers::Input({-1, 4})); }), "known dimensions"));
+}
+
+TEST_CASE("ThresholdedReLU: values as tf.keras 2, gradients, configs") {
+  clear_session();
+  const Tensor x = floats({2, 4}, {-4.f, -2.f, -0.5f, 0.f, 0.3f, 1.f, 2.5f, 7.f});
+  layers::ThresholdedReLU t;
+  CHECK(t.name() == "thresholded_re_lu");
+  CHECK(t.theta() == 1.0);
+  // tf.keras 2: x * (x > theta); x == theta gives 0.
+  check_close(run1(t, x), {0, 0, 0, 0, 0, 0, 2.5, 7}, 1e-6, 1e-6);
+  layers::ThresholdedReLU low({.theta = 0.3});
+  check_close(run1(low, x), {0, 0, 0, 0, 0, 1, 2.5, 7}, 1e-6, 1e-6);
+  layers::ThresholdedReLU zero({.theta = 0.0});
+  check_close(run1(zero, x), {0, 0, 0, 0, 0.3, 1, 2.5, 7}, 1e-6, 1e-6);
+  layers::ThresholdedReLU g({.theta = 0.05});
+  check_weightless_gradients(g, {{3, 5}}, {.min_abs = 0.1});
+
+  auto config = layers::ThresholdedReLU({.theta = 0.1, .name = "tr"}).get_config();
+  CHECK(config["theta"] == doctest::Approx(0.1));
+  auto back = layers::layer_from_config({{"class_name", "ThresholdedReLU"}, {"config", config}});
+  CHECK(back->get_config() == config);
+  CHECK(dynamic_cast<layers::ThresholdedReLU&>(*back).theta() == doctest::Approx(0.1));
+  // A tf.keras 2 config without theta: the default 1.0.
+  auto plain = layers::layer_from_config({{"class_name", "ThresholdedReLU"}, {"config", {{"name", "t2"}}}});
+  CHECK(dynamic_cast<layers::ThresholdedReLU&>(*plain).theta() == 1.0);
+  CHECK(contains(message_of<ValueError>([] { layers::ThresholdedReLU({.theta = -1.0, .name = "tn"}); }),
+                 "ThresholdedReLU \"tn\""));
 }

@@ -1,9 +1,12 @@
-// The merging family: Add, Subtract, Multiply, Average, Maximum and Concatenate: values, broadcasting,
+// The merging family: Add, Subtract, Multiply, Average, Maximum, Minimum and Concatenate: values, broadcasting,
 // ranks, gradients, and errors that name the shapes that differ.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tower/core/ops.h"
 #include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
@@ -51,6 +54,24 @@ TEST_CASE("Add, Subtract, Multiply, Average, Maximum: values, broadcasting, rank
   check_weightless_gradients(maximum, {{2, 3}, {2, 3}});
   check_weightless_gradients(scale_rows, {{2, 2, 3}, {2, 3}});
   check_weightless_gradients(subtract, {{2, 3}, {2, 1}});
+}
+
+TEST_CASE("Minimum: values, broadcasting, gradients, config") {
+  Tensor a = floats({2, 3}, {1, -2, 3, 4, 5, -6});
+  Tensor b = floats({2, 3}, {0.5, 2, -1, 4, -5, 1});
+  Tensor c = floats({2, 3}, {2, 2, 2, -1, -1, -1});
+  layers::Minimum minimum;
+  CHECK(minimum.name().rfind("minimum", 0) == 0);
+  CHECK(minimum({layers::Input({3}), layers::Input({3})}).shape() == Shape{-1, 3});
+  check_close(run_layer(minimum, {a, b, c})[0], {0.5, -2, -1, -1, -5, -6});
+  layers::Minimum broadcast;
+  check_close(run_layer(broadcast, {a, floats({2, 1}, {0, 4})})[0], {0, -2, 0, 4, 4, -6});
+  check_weightless_gradients(minimum, {{2, 3}, {2, 3}});
+  auto config = layers::Minimum({.name = "mn"}).get_config();
+  auto back = layers::layer_from_config({{"class_name", "Minimum"}, {"config", config}});
+  CHECK(back->class_name() == "Minimum");
+  CHECK(back->get_config() == config);
+  CHECK(contains(message_of<ShapeError>([] { layers::Minimum()({layers::Input({3}), layers::Input({4})}); }), "3"));
 }
 
 TEST_CASE("merge layers: bad inputs name the shapes that differ") {
