@@ -24,16 +24,19 @@ inline void cpu_relax() {
   std::this_thread::yield();
 #endif
 }
-}  // namespace
 
+// Spins a short while (kSpinRounds pauses) until done() holds; false if it still does not. A training
+// step runs hundreds of loops back to back: a worker that slept between two of them costs a futex
+// wake-up each time, more than many of the loops themselves.
 template <typename Done>
-bool ThreadPool::spin_until(Done done) {
+bool spin_until(Done done) {
   for (int i = 0; i < kSpinRounds; ++i) {
     if (done()) return true;
     cpu_relax();
   }
   return done();
 }
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });

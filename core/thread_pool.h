@@ -30,11 +30,6 @@ class ThreadPool {
  private:
   void worker_loop();
   void run_chunks();
-  // Spins up to a short while (kSpinRounds pauses, tens of microseconds) until done() holds; false
-  // if it still does not. A training step runs hundreds of loops back to back: a worker that slept
-  // between two of them costs a futex wake-up each time, more than many of the loops themselves.
-  template <typename Done>
-  static bool spin_until(Done done);
 
   int threads_;
   std::vector<std::thread> workers_;

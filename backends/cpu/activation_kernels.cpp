@@ -178,7 +178,7 @@ void for_each_lane(KernelContext& ctx, const AxisLanes& l, F lane) {
   std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / (4 * l.n));  // ~4 passes per element
   if (l.inner == 1) {
     parallel_for(ctx, lanes, grain, [&](std::int64_t b, std::int64_t e) {
-      for (auto k = b; k < e; ++k) lane(k * l.n, std::integral_constant<std::int64_t, 1>{});
+      for (auto k = b; k < e; ++k) lane(k * l.n, UnitStride{});
     });
     return;
   }
@@ -188,46 +188,6 @@ void for_each_lane(KernelContext& ctx, const AxisLanes& l, F lane) {
       lane(o * l.n * l.inner + i, l.inner);
     }
   });
-}
-
-// True for a float lane along the last axis (stride the constant 1): vector_math's loops take it.
-template <typename T, typename S>
-constexpr bool contiguous_float = std::is_same_v<T, float> && std::is_same_v<S, std::integral_constant<std::int64_t, 1>>;
-
-// Largest element of a lane (the stabilizing shift).
-template <typename T, typename S>
-T lane_max(const T* x, std::int64_t n, S s) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (std::int64_t j = 0; j < n; ++j) m = std::max(m, x[j * s]);
-  return m;
-}
-
-// b = exp(a - max a) along a lane; returns the sum of b.
-template <typename T, typename S>
-T lane_exp(const T* a, T* b, std::int64_t n, S s) {
-  if constexpr (contiguous_float<T, S>) {  // attention's scores: vectorized
-    return exp_shifted(a, max_of(a, n), b, n);
-  } else {
-    const T m = lane_max(a, n, s);
-    T sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      b[j * s] = std::exp(a[j * s] - m);
-      sum += b[j * s];
-    }
-    return sum;
-  }
-}
-
-// The sum of a[j] b[j] along a lane.
-template <typename T, typename S>
-T lane_dot(const T* a, const T* b, std::int64_t n, S s) {
-  if constexpr (contiguous_float<T, S>) {
-    return dot(a, b, n);
-  } else {
-    T sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) sum += a[j * s] * b[j * s];
-    return sum;
-  }
 }
 
 void softmax_kernel(KernelContext& ctx) {

@@ -4,8 +4,6 @@
 // transposes) and the softmax runs row by row; only the probabilities p go to memory, once, for the
 // gradient. Fewer than the pool's threads when batch·heads is smaller than it.
 #include <algorithm>
-#include <cmath>
-#include <vector>
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/vector_math.h"
@@ -41,31 +39,12 @@ void product(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, c
        static_cast<int>(ldb), c, static_cast<int>(ldc));
 }
 
-// p = softmax(logits) along a row of n (logits is scratch and may be overwritten).
+// p = softmax(logits) along a row of n.
 template <typename T>
-void softmax_row(T* logits, T* p, std::int64_t n) {
+void softmax_row(const T* logits, T* p, std::int64_t n) {
   if (n == 0) return;
-  T sum;
-  if constexpr (std::is_same_v<T, float>) {
-    sum = exp_shifted(logits, max_of(logits, n), p, n);
-  } else {
-    const T m = *std::max_element(logits, logits + n);
-    sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) sum += p[j] = std::exp(logits[j] - m);
-  }
-  const T inv = T(1) / sum;
+  const T inv = T(1) / lane_exp(logits, p, n, UnitStride{});
   for (std::int64_t j = 0; j < n; ++j) p[j] *= inv;
-}
-
-template <typename T>
-T row_dot(const T* a, const T* b, std::int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    return dot(a, b, n);
-  } else {
-    T sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) sum += a[j] * b[j];
-    return sum;
-  }
 }
 
 // The mask of (b, n)'s rows, (T, S) with rows S apart, in a (B or 1, N or 1, T, S) mask; null without one.
@@ -78,12 +57,12 @@ const T* mask_rows(const KernelContext& ctx, std::size_t input, const Dims& d, s
   return mask.data<T>() + b * per_b + n * per_n;
 }
 
-// Runs fn(b, n, scratch) for every (batch item, head) on the pool, scratch a (T, S) buffer per thread.
+// Runs fn(b, n, buffer) for every (batch item, head) on the pool, buffer a (T, S) scratch per thread.
 template <typename T, typename F>
 void for_each_head(KernelContext& ctx, const Dims& d, F fn) {
   parallel_for(ctx, d.batch * d.heads, 1, [&](std::int64_t lo, std::int64_t hi) {
-    std::vector<T> scratch(static_cast<std::size_t>(d.t * d.s));
-    for (std::int64_t i = lo; i < hi; ++i) fn(i / d.heads, i % d.heads, scratch.data());
+    T* buffer = scratch<T>(d.t * d.s);
+    for (std::int64_t i = lo; i < hi; ++i) fn(i / d.heads, i % d.heads, buffer);
   });
 }
 
@@ -140,7 +119,7 @@ void dot_product_attention_grad_kernel(KernelContext& ctx) {
       for (std::int64_t t = 0; t < d.t; ++t) {
         T* row = dlogits + t * d.s;
         const T* p_row = p_bn + t * d.s;
-        const T sum = row_dot(row, p_row, d.s);
+        const T sum = lane_dot(row, p_row, d.s, UnitStride{});
         for (std::int64_t j = 0; j < d.s; ++j) row[j] = p_row[j] * (row[j] - sum) * factor;
         if (mask_bn)
           for (std::int64_t j = 0; j < d.s; ++j) row[j] = mask_bn[t * d.s + j] != T(0) ? row[j] : T(0);

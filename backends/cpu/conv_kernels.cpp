@@ -180,14 +180,6 @@ constexpr std::int64_t kColBlockElements = 1 << 17;
 // Below about this many FLOPs a conv runs on one thread: waking the pool would cost more.
 constexpr std::int64_t kParallelFlops = 1 << 20;
 
-// A thread's im2col buffer, reused across calls; at most max(kColBlockElements, 16 * kk) elements.
-template <typename T>
-T* scratch(std::int64_t elements) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < static_cast<std::size_t>(elements)) buffer.resize(static_cast<std::size_t>(elements));
-  return buffer.data();
-}
-
 // Copies n elements. Runs in im2col are often a few elements (kernel_w * channels with one
 // channel); fixed-size copies for those avoid a library call or a vectorized loop's set-up per run.
 template <typename T>

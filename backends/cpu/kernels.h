@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tower/backends/cpu/cpu_device.h"
 #include "tower/core/tensor.h"
@@ -29,6 +30,17 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
 
 // Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
 constexpr std::int64_t kElementwiseGrain = 1 << 15;
+
+// The calling thread's buffer of at least `elements` T, kept across calls (it only grows), so that a
+// kernel's working memory (im2col blocks, attention logits, per-thread partial products) allocates
+// nothing in a steady training step. One buffer per thread and T: a pointer holds until the thread's
+// next scratch<T> call.
+template <typename T>
+T* scratch(std::int64_t elements) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < static_cast<std::size_t>(elements)) buffer.resize(static_cast<std::size_t>(elements));
+  return buffer.data();
+}
 
 // Runs fn(begin, end) over [0, n) on the kernel's device pool in chunks of at least `grain`.
 template <typename F>

@@ -149,19 +149,19 @@ void gemm_rows(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& y, 
   // a slice of k into its own (m, n) partial instead, and the partials are added.
   const int threads = cpu_pool(ctx).size();
   if (threads > 1 && k >= 8 * std::max(m, n) && m * n * k >= (1 << 20)) {
-    std::vector<T> partials(static_cast<std::size_t>((threads - 1) * m * n));  // threads 1.. (thread 0: y)
+    T* partials = scratch<T>((threads - 1) * m * n);  // threads 1.. (thread 0: y), on the caller's buffer
     parallel_for(ctx, threads, 1, [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t t = lo; t < hi; ++t) {
         const std::int64_t k0 = k * t / threads, k1 = k * (t + 1) / threads;
         const T* a_part = ta ? pa + k0 * lda : pa + k0;  // op(a)'s columns k0..k1
         const T* b_part = tb ? pb + k0 : pb + k0 * ldb;  // op(b)'s rows k0..k1
-        T* c = t == 0 ? py : partials.data() + (t - 1) * m * n;
+        T* c = t == 0 ? py : partials + (t - 1) * m * n;
         gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k1 - k0), a_part, lda, b_part, ldb, c,
              static_cast<int>(n));
       }
     });
     for (int t = 1; t < threads; ++t) {
-      const T* c = partials.data() + (t - 1) * m * n;
+      const T* c = partials + (t - 1) * m * n;
       for (std::int64_t i = 0; i < m * n; ++i) py[i] += c[i];
     }
     finish(py, 0, m);

@@ -1,6 +1,7 @@
 // CPU normalization: batch normalization over every axis but the last (channels_last), training
 // forward with batch statistics and its gradient, inference with moving statistics and its fused
 // gradient; layer normalization over the last axis and its gradient.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -28,18 +29,18 @@ std::int64_t row_grain(const RowsView& v) {
 }
 
 // Per-channel sums over all rows: each of up to pool-size parts adds fn(r0, r1, acc) into its own
-// acc (width doubles; double keeps float32 sums of large batches accurate); returns their total.
+// acc (width doubles; double keeps float32 sums of large batches accurate); returns their total
+// (width doubles in the calling thread's scratch: read them before the next sum_rows).
 template <typename F>
-std::vector<double> sum_rows(KernelContext& ctx, const RowsView& v, std::int64_t width, F&& fn) {
+const double* sum_rows(KernelContext& ctx, const RowsView& v, std::int64_t width, F&& fn) {
   const std::int64_t parts = std::clamp<std::int64_t>(v.rows / row_grain(v), 1, cpu_pool(ctx).size());
-  std::vector<double> acc(static_cast<std::size_t>(parts * width), 0.0);  // (parts, width)
+  double* acc = scratch<double>(parts * width);  // (parts, width)
+  std::fill_n(acc, parts * width, 0.0);
   parallel_for(ctx, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-    for (std::int64_t p = p0; p < p1; ++p) fn(v.rows * p / parts, v.rows * (p + 1) / parts, acc.data() + p * width);
+    for (std::int64_t p = p0; p < p1; ++p) fn(v.rows * p / parts, v.rows * (p + 1) / parts, acc + p * width);
   });
   for (std::int64_t p = 1; p < parts; ++p)
-    for (std::int64_t e = 0; e < width; ++e)
-      acc[static_cast<std::size_t>(e)] += acc[static_cast<std::size_t>(p * width + e)];
-  acc.resize(static_cast<std::size_t>(width));
+    for (std::int64_t e = 0; e < width; ++e) acc[e] += acc[p * width + e];
   return acc;
 }
 
@@ -342,8 +343,8 @@ void layer_norm_grad_kernel(KernelContext& ctx) {
     T* dgamma = ctx.outputs[1].data<T>();
     T* dbeta = ctx.outputs[2].data<T>();
     for (std::int64_t e = 0; e < n; ++e) {
-      dgamma[e] = static_cast<T>(sums[static_cast<std::size_t>(e)]);
-      dbeta[e] = static_cast<T>(sums[static_cast<std::size_t>(n + e)]);
+      dgamma[e] = static_cast<T>(sums[e]);
+      dbeta[e] = static_cast<T>(sums[n + e]);
     }
   });
 }

@@ -9,6 +9,7 @@
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
+#include "tower/layers/activations/activations.h"
 #include "tower/layers/layer.h"
 #include "tower/layers/losses/losses_internal.h"
 #include "tower/layers/registry.h"
@@ -286,18 +287,12 @@ SymbolicTensor huber(const std::string& loss, const LossOptions& o, SymbolicTens
   });
 }
 
-// softplus(x) = log(1 + exp(x)), stably: max(x, 0) + log(1 + exp(-|x|)).
-SymbolicTensor softplus(const SymbolicTensor& x) {
-  return ops::add(ops::maximum(x, constant_like(x, 0.0)),
-                  ops::log(ops::add(constant_like(x, 1.0), ops::exp(ops::minimum(ops::negative(x), x)))));
-}
-
 SymbolicTensor log_cosh(const std::string& loss, const LossOptions&, SymbolicTensor y_true, SymbolicTensor y_pred) {
   return elementwise(loss, y_true, y_pred, [](const SymbolicTensor& t, const SymbolicTensor& p) {
     // Keras's log(cosh(e)) = e + softplus(-2 e) - log 2.
     auto e = ops::subtract(p, t);
     return ops::reduce_mean(
-        ops::subtract(ops::add(e, softplus(ops::scale(e, -2.0))), constant_like(e, 0.69314718055994530942)), {-1});
+        ops::subtract(ops::add(e, apply_activation("softplus", ops::scale(e, -2.0))), constant_like(e, 0.69314718055994530942)), {-1});
   });
 }
 
