@@ -940,6 +940,139 @@ def write_metrics():
             put(g, "per_sample", values)
 
 
+# ---- stateful metrics (Keras's update_state / result) ------------------------------------------------------
+
+def stateful_metric_cases():
+    """(metric, batches): each batch (y_true, y_pred, sample_weight or None); Mean/Sum take values as y_pred."""
+    rng = np.random.default_rng(SEED + 7)
+    M = keras.metrics
+
+    def binary(n, ties=False, weights=False):
+        y = rng.integers(0, 2, (n, 1)).astype(np.float32)
+        p = rng.uniform(0.0, 1.0, (n, 1)).astype(np.float32)
+        if ties:  # few distinct values, the ends included
+            p = rng.choice(np.array([0.0, 0.2, 0.5, 0.5, 0.7, 1.0], np.float32), (n, 1))
+        return y, p, (rng.uniform(0.2, 2.0, (n,)).astype(np.float32) if weights else None)
+
+    def multi(n, classes=4, weights=False, hot=True):
+        p = keras.ops.convert_to_numpy(keras.ops.softmax(normal(rng, (n, classes), 1.5)))
+        ids = rng.integers(0, classes, (n,))
+        y = np.eye(classes, dtype=np.float32)[ids] if hot else rng.integers(0, 2, (n, classes)).astype(np.float32)
+        return y, p, (rng.uniform(0.2, 2.0, (n,)).astype(np.float32) if weights else None)
+
+    bins = [binary(5), binary(6, weights=True), binary(4)]
+    ties = [binary(6, ties=True), binary(6, ties=True, weights=True)]
+    logits = [(y, normal(rng, (5, 1), 2.0), w) for y, _, w in [binary(5), binary(5, weights=True)]]
+    hots = [multi(5), multi(6, weights=True), multi(4)]
+    labels = [multi(5, hot=False), multi(6, hot=False, weights=True)]  # multi-label 0/1 targets
+    sparse = [(np.argmax(y, -1).astype(np.int32), p, w) for y, p, w in hots]
+    iou = [(rng.integers(0, 4, (7,)).astype(np.int32), rng.integers(0, 4, (7,)).astype(np.int32), w)
+           for w in [None, rng.uniform(0.2, 2.0, (7,)).astype(np.float32)]]
+    grid = [(rng.integers(0, 3, (2, 3, 3)).astype(np.int32), rng.integers(0, 3, (2, 3, 3)).astype(np.int32), None)]
+    values = [(None, normal(rng, (5,)), None), (None, normal(rng, (4,)), rng.uniform(0.2, 2.0, (4,)).astype(np.float32))]
+    return {
+        "auc_roc": (M.AUC(), bins),
+        "auc_pr": (M.AUC(curve="PR"), bins),
+        "auc_roc_ties": (M.AUC(), ties),
+        "auc_pr_ties": (M.AUC(curve="PR"), ties),
+        "auc_roc_minoring": (M.AUC(summation_method="minoring"), bins),
+        "auc_roc_majoring": (M.AUC(summation_method="majoring"), ties),
+        "auc_pr_majoring": (M.AUC(curve="PR", summation_method="majoring"), bins),
+        "auc_from_logits": (M.AUC(from_logits=True), logits),
+        "auc_thresholds_7": (M.AUC(num_thresholds=7), bins),
+        "auc_given_thresholds": (M.AUC(thresholds=[0.1, 0.35, 0.5, 0.8]), ties),
+        "auc_flattened": (M.AUC(), labels),
+        "precision": (M.Precision(), bins),
+        "recall": (M.Recall(), bins),
+        "precision_ties": (M.Precision(thresholds=0.5), ties),
+        "precision_thresholds": (M.Precision(thresholds=[0.3, 0.5, 0.7]), bins),
+        "recall_thresholds": (M.Recall(thresholds=[0.0, 0.2, 0.9]), ties),
+        "precision_top_k2": (M.Precision(top_k=2), labels),
+        "recall_top_k1": (M.Recall(top_k=1), hots),
+        "precision_class_id1": (M.Precision(class_id=1), labels),
+        "recall_class_id2": (M.Recall(class_id=2, thresholds=0.3), hots),
+        "precision_top_k2_class_id3": (M.Precision(top_k=2, class_id=3), labels),
+        "recall_top_k2_class_id0": (M.Recall(top_k=2, class_id=0), hots),
+        "true_positives": (M.TruePositives(), bins),
+        "false_positives": (M.FalsePositives(), bins),
+        "true_negatives": (M.TrueNegatives(thresholds=0.3), ties),
+        "false_negatives": (M.FalseNegatives(), labels),
+        "true_positives_thresholds": (M.TruePositives(thresholds=[0.2, 0.5, 0.8]), bins),
+        "f1_none": (M.F1Score(), hots),
+        "f1_micro": (M.F1Score(average="micro"), labels),
+        "f1_macro": (M.F1Score(average="macro"), hots),
+        "f1_weighted": (M.F1Score(average="weighted", threshold=0.3), labels),
+        "fbeta_2_weighted": (M.FBetaScore(average="weighted", beta=2.0), hots),
+        "fbeta_half_none_threshold": (M.FBetaScore(beta=0.5, threshold=0.4), labels),
+        "mean_iou": (M.MeanIoU(num_classes=4), iou),
+        "mean_iou_grid": (M.MeanIoU(num_classes=3), grid),
+        "categorical_accuracy": (M.CategoricalAccuracy(), hots),
+        "sparse_categorical_accuracy": (M.SparseCategoricalAccuracy(), sparse),
+        "top_k_categorical_accuracy": (M.TopKCategoricalAccuracy(k=2), hots),
+        "sparse_top_k_categorical_accuracy": (M.SparseTopKCategoricalAccuracy(k=2), sparse),
+        "binary_accuracy": (M.BinaryAccuracy(threshold=0.6), bins),
+        "accuracy": (M.Accuracy(), [(np.array([1, 2, 3, 4], np.float32), np.array([1, 2, 0, 4], np.float32), None)]),
+        "mean": (M.Mean(), values),
+        "sum": (M.Sum(), values),
+    }
+
+
+def stateful_metrics_model():
+    """Two outputs with per-output metrics (a dict by output name), weights drawn from the seeded generator."""
+    keras.backend.clear_session()  # metric names from a fresh counter ("auc", not "auc_3")
+    rng = np.random.default_rng(SEED + 8)
+    x_in = keras.Input((4,), name="x")
+    h = L.Dense(5, activation="tanh", name="hidden")(x_in)
+    cls = L.Dense(3, activation="softmax", name="cls")(h)
+    bin_ = L.Dense(1, activation="sigmoid", name="bin")(h)
+    model = keras.Model(x_in, [cls, bin_], name="two_outputs")
+    set_golden_weights(model, rng)
+    M = keras.metrics
+    model.compile(optimizer="sgd", loss={"cls": "categorical_crossentropy", "bin": "binary_crossentropy"},
+                  metrics={"cls": ["accuracy", M.AUC(), M.TopKCategoricalAccuracy(k=2)],
+                           "bin": [M.Precision(), M.Recall(), "accuracy", M.AUC(curve="PR", name="pr_auc")]})
+    x = normal(rng, (10, 4))
+    y_cls = np.eye(3, dtype=np.float32)[rng.integers(0, 3, (10,))]
+    y_bin = rng.integers(0, 2, (10, 1)).astype(np.float32)
+    return model, x, [y_cls, y_bin]
+
+
+def write_stateful_metrics():
+    """files/stateful_metrics.h5: /<case> attrs class_name, config (Keras's get_config, JSON), batches;
+    /<case>/batch_<i>/{y_true, y_pred, sample_weight} (each optional but y_pred), /<case>/running (float64,
+    (batches, result size): result() after each update_state), /<case>/result (float64, the last). /model:
+    a two-output model's weights, x, y/<i>, attrs log_names, and evaluate (batch_size 4) in that order."""
+    with new_file(os.path.join(FILES, "stateful_metrics.h5")) as f:
+        for name, (metric, batches) in stateful_metric_cases().items():
+            g = group(f, name)
+            g.attrs["class_name"] = type(metric).__name__
+            g.attrs["config"] = json.dumps(metric.get_config())
+            g.attrs["batches"] = len(batches)
+            running = []
+            for i, (yt, yp, w) in enumerate(batches):
+                for key, value in (("y_true", yt), ("y_pred", yp), ("sample_weight", w)):
+                    if value is not None:
+                        put(g, f"batch_{i}/{key}", value)
+                if yt is None:
+                    metric.update_state(yp, sample_weight=w)
+                else:
+                    metric.update_state(yt, yp, sample_weight=w)
+                running.append(np.asarray(keras.ops.convert_to_numpy(metric.result()), np.float64).reshape(-1))
+            g.create_dataset("running", data=np.stack(running), track_times=False)
+            g.create_dataset("result", data=running[-1], track_times=False)
+        model, x, y = stateful_metrics_model()
+        g = group(f, "model")
+        for w in model.weights:
+            put(g, "weights/" + w.path.replace("/", "_"), keras.ops.convert_to_numpy(w))
+        put(g, "x", x)
+        for i, a in enumerate(y):
+            put(g, f"y/{i}", a)
+        logs = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
+        names = log_names(model, logs)
+        put_names(g, "log_names", names)
+        g.create_dataset("evaluate", data=np.array([logs[n] for n in names], np.float64), track_times=False)
+
+
 def write_schedules():
     with new_file(os.path.join(FILES, "schedules.h5")) as f:
         for name, sched in SCHEDULES.items():
@@ -977,8 +1110,13 @@ def main():
     parser.add_argument("--from-cpp", action="store_true",
                         help="read files/cpp_<case>.h5 and record Keras's predictions with those weights")
     parser.add_argument("--cases", nargs="*", help="only these cases (and not losses, metrics, schedules)")
+    parser.add_argument("--stateful-metrics", action="store_true", help="only files/stateful_metrics.h5")
     args = parser.parse_args()
     os.makedirs(FILES, exist_ok=True)
+    if args.stateful_metrics:
+        write_stateful_metrics()
+        print("wrote stateful_metrics.h5")
+        return
     if args.from_cpp:
         read_cpp_files()
         return
@@ -991,7 +1129,8 @@ def main():
     write_losses()
     write_metrics()
     write_schedules()
-    print("wrote stateful.h5, losses.h5, metrics.h5, schedules.h5")
+    write_stateful_metrics()
+    print("wrote stateful.h5, losses.h5, metrics.h5, schedules.h5, stateful_metrics.h5")
 
 
 if __name__ == "__main__":
