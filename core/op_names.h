@@ -90,6 +90,7 @@ inline constexpr char gather_grad[] = "gather_grad";
 inline constexpr char conv2d[] = "conv2d";
 inline constexpr char conv2d_backward_data[] = "conv2d_backward_data";
 inline constexpr char conv2d_backward_filter[] = "conv2d_backward_filter";
+inline constexpr char conv2d_transpose[] = "conv2d_transpose";
 
 // pool: pooling, NHWC (core/ops/pool_ops.cpp)
 inline constexpr char max_pool2d[] = "max_pool2d";

@@ -110,8 +110,11 @@ struct Conv2DArgs {
   Ints strides = {1, 1};
   std::string padding = "valid";
   Ints dilation_rate = {1, 1};
+  std::int64_t groups = 1;  // c_in and c_out split into this many independent convolutions
 };
-// x: (batch, h, w, c_in), kernel: (kh, kw, c_in, c_out) -> (batch, out_h, out_w, c_out).
+// x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out) -> (batch, out_h, out_w, c_out). Group
+// g convolves channels [g c_in/groups, (g+1) c_in/groups) into filters [g c_out/groups, (g+1)
+// c_out/groups); groups = c_in is a depthwise convolution.
 SymbolicTensor conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args = {});
 // dy: (batch, out_h, out_w, c_out) -> dx with x's shape (x supplies only its shape).
 SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel,
@@ -119,6 +122,12 @@ SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTens
 // -> dkernel with kernel's shape (kernel supplies only its shape).
 SymbolicTensor conv2d_backward_filter(const SymbolicTensor& x, const SymbolicTensor& dy,
                                       const SymbolicTensor& kernel, const Conv2DArgs& args);
+// Keras's Conv2DTranspose: conv2d_backward_data of x. x: (batch, h, w, c_in), kernel (kh, kw, c_out,
+// c_in) -> (batch, out_h, out_w, c_out), out_h = Keras's deconv_output_length: h·stride ("same"), h·stride
+// + max(span - stride, 0) ("valid"), or with output_padding (2 values, each < max(stride, dilation)):
+// (h - 1)·stride + span - 2·(span / 2 if "same") + output_padding. args.groups must be 1.
+SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args = {},
+                                const Ints& output_padding = {});
 
 struct Pool2DArgs {
   Ints pool_size = {2, 2};

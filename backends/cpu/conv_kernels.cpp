@@ -200,19 +200,20 @@ inline void copy_run(T* dst, const T* src, std::int64_t n) {
   // clang-format on
 }
 
-// col (r1 - r0, kk): rows r0..r1 of the im2col matrix of x (batch, in_h, in_w, c); row r is output
-// position (n, oy, ox) and holds the window's taps in (i, j, c) order, zeros where it hangs over the padding.
+// col (r1 - r0, kk): rows r0..r1 of the im2col matrix of x (batch, in_h, in_w, pixel) read w.channels
+// at a time (a group's channels: x points at the group's first one); row r is output position (n, oy,
+// ox) and holds the window's taps in (i, j, c) order, zeros where it hangs over the padding.
 template <typename T>
-void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* col) {
+void im2col(const T* x, const Window2D& w, std::int64_t pixel, std::int64_t r0, std::int64_t r1, T* col) {
   const std::int64_t c = w.channels, row_len = w.kernel_w * c, kk = w.kernel_h * row_len;
   const std::int64_t plane = w.out_h * w.out_w;
   std::int64_t n = r0 / plane, oy = (r0 % plane) / w.out_w, ox = r0 % w.out_w;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const T* image = x + n * w.in_h * w.in_w * c;
+    const T* image = x + n * w.in_h * w.in_w * pixel;
     const std::int64_t iy0 = window::window_start(oy, w.stride_h, w.pad_top),
                        ix0 = window::window_start(ox, w.stride_w, w.pad_left);
     // Undilated windows inside the row are one contiguous run of kernel_w * c elements.
-    const bool contiguous = w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
+    const bool contiguous = pixel == c && w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
     T* dst = col + (r - r0) * kk;
     for (std::int64_t i = 0; i < w.kernel_h; ++i, dst += row_len) {
       const std::int64_t iy = iy0 + i * w.dilation_h;
@@ -220,7 +221,7 @@ void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* 
         std::fill(dst, dst + row_len, T(0));
         continue;
       }
-      const T* src = image + iy * w.in_w * c;
+      const T* src = image + iy * w.in_w * pixel;
       if (contiguous) {
         copy_run(dst, src + ix0 * c, row_len);
         continue;
@@ -230,7 +231,7 @@ void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* 
         if (ix < 0 || ix >= w.in_w)
           std::fill(dst + j * c, dst + (j + 1) * c, T(0));
         else
-          copy_run(dst + j * c, src + ix * c, c);
+          copy_run(dst + j * c, src + ix * pixel, c);
       }
     }
     if (++ox == w.out_w) {
@@ -242,20 +243,20 @@ void im2col(const T* x, const Window2D& w, std::int64_t r0, std::int64_t r1, T* 
 
 // The adjoint of im2col: adds each tap of col (r1 - r0, kk) to the x position it was copied from (dx).
 template <typename T>
-void col2im_add(const T* col, const Window2D& w, std::int64_t r0, std::int64_t r1, T* dx) {
+void col2im_add(const T* col, const Window2D& w, std::int64_t pixel, std::int64_t r0, std::int64_t r1, T* dx) {
   const std::int64_t c = w.channels, row_len = w.kernel_w * c, kk = w.kernel_h * row_len;
   const std::int64_t plane = w.out_h * w.out_w;
   std::int64_t n = r0 / plane, oy = (r0 % plane) / w.out_w, ox = r0 % w.out_w;
   for (std::int64_t r = r0; r < r1; ++r) {
-    T* image = dx + n * w.in_h * w.in_w * c;
+    T* image = dx + n * w.in_h * w.in_w * pixel;
     const std::int64_t iy0 = window::window_start(oy, w.stride_h, w.pad_top),
                        ix0 = window::window_start(ox, w.stride_w, w.pad_left);
-    const bool contiguous = w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
+    const bool contiguous = pixel == c && w.dilation_w == 1 && ix0 >= 0 && ix0 + w.kernel_w <= w.in_w;
     const T* src = col + (r - r0) * kk;
     for (std::int64_t i = 0; i < w.kernel_h; ++i, src += row_len) {
       const std::int64_t iy = iy0 + i * w.dilation_h;
       if (iy < 0 || iy >= w.in_h) continue;
-      T* dst = image + iy * w.in_w * c;
+      T* dst = image + iy * w.in_w * pixel;
       if (contiguous) {
         T* d = dst + ix0 * c;
         for (std::int64_t e = 0; e < row_len; ++e) d[e] += src[e];
@@ -264,7 +265,7 @@ void col2im_add(const T* col, const Window2D& w, std::int64_t r0, std::int64_t r
       for (std::int64_t j = 0; j < w.kernel_w; ++j) {
         const std::int64_t ix = ix0 + j * w.dilation_w;
         if (ix < 0 || ix >= w.in_w) continue;
-        T* d = dst + ix * c;
+        T* d = dst + ix * pixel;
         const T* s = src + j * c;
         for (std::int64_t e = 0; e < c; ++e) d[e] += s[e];
       }
@@ -278,21 +279,31 @@ void col2im_add(const T* col, const Window2D& w, std::int64_t r0, std::int64_t r
 
 // ---- the GEMM view of a convolution -------------------------------------------------------------------
 
-// im2col(x) (rows, kk) x weights (kk, filters) = y (rows, filters), for the window w over x.
+// Per group: im2col(x's group channels) (rows, kk) x the group's weights (kk, group_filters) = the
+// group's columns of y (rows, filters), for the window w over x. One group is the usual convolution.
 struct ConvGemm {
-  Window2D w;
-  std::int64_t kk;       // kernel_h * kernel_w * in_channels: one im2col row
-  std::int64_t filters;  // out channels
-  std::int64_t rows;     // batch * out_h * out_w
-  std::int64_t block;    // im2col rows per block
-  bool direct;           // 1x1 kernel, stride 1, no padding: x itself is the im2col matrix
-  bool small;            // kk <= kSmallK: the small-K loops instead of BLAS
+  Window2D w;                  // w.channels: input channels per group
+  std::int64_t pixel;          // x's channels: the distance between neighbouring pixels
+  std::int64_t groups;
+  std::int64_t kk;             // kernel_h * kernel_w * w.channels: one im2col row
+  std::int64_t filters;        // out channels (all groups)
+  std::int64_t group_filters;  // filters / groups
+  std::int64_t rows;           // batch * out_h * out_w
+  std::int64_t block;          // im2col rows per block
+  bool direct;                 // 1x1 kernel, stride 1, no padding: x itself is the im2col matrix
+  bool small;                  // one group and kk <= kSmallK: the small-K loops instead of BLAS
 };
 
-ConvGemm conv_gemm(const Window2D& w, std::int64_t filters) {
+// w: the window over x with all its channels; kernel: (kh, kw, channels / groups, filters).
+ConvGemm conv_gemm(Window2D w, const Shape& kernel, std::int64_t groups) {
+  const std::int64_t pixel = w.channels;
+  w.channels = kernel[2];
   ConvGemm g{.w = w,
+             .pixel = pixel,
+             .groups = groups,
              .kk = w.kernel_h * w.kernel_w * w.channels,
-             .filters = filters,
+             .filters = kernel[3],
+             .group_filters = kernel[3] / groups,
              .rows = w.batch * w.out_h * w.out_w,
              .block = 0,
              .direct = false,
@@ -300,22 +311,37 @@ ConvGemm conv_gemm(const Window2D& w, std::int64_t filters) {
   g.block = std::max<std::int64_t>(16, kColBlockElements / std::max<std::int64_t>(g.kk, 1));
   g.direct = w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_top == 0 &&
              w.pad_left == 0 && w.out_h == w.in_h && w.out_w == w.in_w;
-  g.small = g.kk <= kSmallK;
+  g.small = groups == 1 && g.kk <= kSmallK;
   // OpenBLAS takes 32-bit sizes; a larger one would wrap (checked here, before any parallel work).
-  for (std::int64_t size : {g.kk, g.filters, g.rows})
+  for (std::int64_t size : {g.kk, g.filters, g.rows, g.pixel})
     (void)checked_int(size, "conv2d on the CPU: a size of its GEMM (kernel_h * kernel_w * channels, filters or "
                       "batch * out_h * out_w)", "OpenBLAS takes at most 2147483647: use a smaller batch or layer");
   return g;
 }
 
-// x: (batch, h, w, c_in), kernel: (kh, kw, c_in, c_out), y: (batch, out_h, out_w, c_out).
+// x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, out_h, out_w, c_out).
 ConvGemm conv_gemm(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y) {
-  return conv_gemm(make_window(ctx, x, kernel[0], kernel[1], y[1], y[2]), kernel[3]);
+  return conv_gemm(make_window(ctx, x, kernel[0], kernel[1], y[1], y[2]), kernel, ctx.attrs().get_int("groups", 1));
 }
 
 // Rows per parallel chunk so that a chunk is worth a thread.
 std::int64_t row_grain(const ConvGemm& g) {
   return std::max<std::int64_t>(1, kParallelFlops / std::max<std::int64_t>(1, 2 * g.kk * g.filters));
+}
+
+// The im2col rows r0..r1 of group `group` (in col), or x itself when the convolution is direct;
+// its leading dimension in *ld.
+template <typename T>
+const T* im2col_rows(const ConvGemm& g, const T* x, std::int64_t group, std::int64_t r0, std::int64_t r1, T* col,
+                     std::int64_t* ld) {
+  const T* xg = x + group * g.w.channels;
+  if (g.direct) {
+    *ld = g.pixel;
+    return xg + r0 * g.pixel;
+  }
+  im2col(xg, g.w, g.pixel, r0, r1, col);
+  *ld = g.kk;
+  return col;
 }
 
 // y (rows, filters) = im2col(x) weights, rows split over the pool, each chunk in cache-sized blocks.
@@ -326,21 +352,25 @@ void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* we
     std::fill(y, y + g.rows * g.filters, T(0));
     return;
   }
+  const std::int64_t gf = g.group_filters;
   parallel_for(ctx, g.rows, row_grain(g), [&](std::int64_t lo, std::int64_t hi) {
     T* col = g.direct ? nullptr : scratch<T>(g.block * g.kk);  // (block, kk)
     for (std::int64_t r0 = lo; r0 < hi; r0 += g.block) {
       const std::int64_t r1 = std::min(hi, r0 + g.block);
-      const T* a = g.direct ? x + r0 * g.kk : col;
-      if (!g.direct) im2col(x, g.w, r0, r1, col);
-      if (g.small)
-        small_nn(r1 - r0, g.filters, g.kk, a, weights, y + r0 * g.filters);
-      else
-        gemm(false, false, r1 - r0, g.filters, g.kk, a, g.kk, weights, g.filters, T(0), y + r0 * g.filters, g.filters);
+      for (std::int64_t group = 0; group < g.groups; ++group) {
+        std::int64_t lda = 0;
+        const T* a = im2col_rows(g, x, group, r0, r1, col, &lda);
+        T* c = y + r0 * g.filters + group * gf;
+        if (g.small)
+          small_nn(r1 - r0, g.filters, g.kk, a, weights, c);
+        else
+          gemm(false, false, r1 - r0, gf, g.kk, a, lda, weights + group * gf, g.filters, T(0), c, g.filters);
+      }
     }
   });
 }
 
-// y = conv2d(x, kernel). x: (batch, h, w, c_in), kernel: (kh, kw, c_in, c_out) -> y: (batch, oh, ow, c_out).
+// y = conv2d(x, kernel). x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out) -> y: (batch, oh, ow, c_out).
 void conv2d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const Tensor& kernel = ctx.inputs[1];
@@ -350,8 +380,9 @@ void conv2d_kernel(KernelContext& ctx) {
                     [&]<typename T>() { conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>()); });
 }
 
-// dkernel = im2col(x)^T dy. (x, dy, kernel) -> dkernel: (kh, kw, c_in, c_out). Each part of the rows
-// accumulates its own partial sum (part 0 straight into the output); the parts are added at the end.
+// dkernel = im2col(x)^T dy per group. (x, dy, kernel) -> dkernel: (kh, kw, c_in / groups, c_out). Each
+// part of the rows accumulates its own partial sum (part 0 straight into the output); the parts are
+// added at the end.
 void conv2d_backward_filter_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const Tensor& dy = ctx.inputs[1];
@@ -361,7 +392,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     T* pdk = dk.data<T>();
-    const std::int64_t size = g.kk * g.filters;
+    const std::int64_t size = g.kk * g.filters, gf = g.group_filters;
     if (size == 0) return;
     const std::int64_t parts = std::clamp<std::int64_t>(g.rows / row_grain(g), 1, cpu_pool(ctx).size());
     std::vector<T> partials(static_cast<std::size_t>((parts - 1) * size));  // (parts - 1, kk, c_out)
@@ -373,13 +404,16 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
         T* col = g.direct ? nullptr : scratch<T>(g.block * g.kk);  // (block, kk)
         for (std::int64_t r0 = lo; r0 < hi; r0 += g.block) {
           const std::int64_t r1 = std::min(hi, r0 + g.block);
-          const T* a = g.direct ? px + r0 * g.kk : col;
-          if (!g.direct) im2col(px, g.w, r0, r1, col);
-          if (g.small)
-            small_tn(r1 - r0, g.filters, g.kk, a, pdy + r0 * g.filters, acc);
-          else
-            gemm(true, false, g.kk, g.filters, r1 - r0, a, g.kk, pdy + r0 * g.filters, g.filters, T(r0 == lo ? 0 : 1),
-                 acc, g.filters);
+          for (std::int64_t group = 0; group < g.groups; ++group) {
+            std::int64_t lda = 0;
+            const T* a = im2col_rows(g, px, group, r0, r1, col, &lda);
+            const T* b = pdy + r0 * g.filters + group * gf;
+            if (g.small)
+              small_tn(r1 - r0, g.filters, g.kk, a, b, acc);
+            else
+              gemm(true, false, g.kk, gf, r1 - r0, a, lda, b, g.filters, T(r0 == lo ? 0 : 1), acc + group * gf,
+                   g.filters);
+          }
         }
       }
     });
@@ -390,9 +424,10 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   });
 }
 
-// dx = col2im(dy kernel^T). (dy, kernel, x) -> dx: x's shape. (Measured slower on the mnist_cnn
-// shapes: a stride-1 convolution of dy with the flipped kernel, and a per-dx-element gather for
-// small windows.)
+// dx = col2im(dy kernel^T) per group. (dy, kernel[, x]) -> dx: the node's output shape (conv2d's x for
+// conv2d_backward_data, the transposed convolution's output for conv2d_transpose). (Measured slower
+// on the mnist_cnn shapes: a stride-1 convolution of dy with the flipped kernel, and a per-dx-element
+// gather for small windows.)
 void conv2d_backward_data_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   const Tensor& kernel = ctx.inputs[1];
@@ -402,28 +437,33 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
     const T* pdy = dy.data<T>();
     const T* pk = kernel.data<T>();
     T* pdx = dx.data<T>();
+    const std::int64_t gf = g.group_filters, cg = g.w.channels;
     if (g.kk == 0) return;  // no input channels: dx is empty
     if (g.filters == 0 || g.rows == 0) {
       std::fill(pdx, pdx + dx.num_elements(), T(0));
       return;
     }
-    if (g.direct) {  // dx (rows, c_in) = dy (rows, c_out) x kernel^T
+    if (g.direct) {  // dx (rows, c_in) = dy (rows, c_out) x kernel^T, group by group
       parallel_for(ctx, g.rows, row_grain(g), [&](std::int64_t lo, std::int64_t hi) {
-        gemm(false, true, hi - lo, g.kk, g.filters, pdy + lo * g.filters, g.filters, pk, g.filters, T(0),
-             pdx + lo * g.kk, g.kk);
+        for (std::int64_t group = 0; group < g.groups; ++group)
+          gemm(false, true, hi - lo, g.kk, gf, pdy + lo * g.filters + group * gf, g.filters, pk + group * gf,
+               g.filters, T(0), pdx + lo * g.pixel + group * cg, g.pixel);
       });
       return;
     }
     // Split over images, whose windows never overlap, so no two threads add to the same dx element.
-    const std::int64_t plane = g.w.out_h * g.w.out_w, image = g.w.in_h * g.w.in_w * g.w.channels;
+    const std::int64_t plane = g.w.out_h * g.w.out_w, image = g.w.in_h * g.w.in_w * g.pixel;
     const std::int64_t grain = std::max<std::int64_t>(1, row_grain(g) / std::max<std::int64_t>(plane, 1));
     parallel_for(ctx, g.w.batch, grain, [&](std::int64_t n0, std::int64_t n1) {
       std::fill(pdx + n0 * image, pdx + n1 * image, T(0));
       T* dcol = scratch<T>(g.block * g.kk);  // (block, kk)
       for (std::int64_t r0 = n0 * plane; r0 < n1 * plane; r0 += g.block) {
         const std::int64_t r1 = std::min(n1 * plane, r0 + g.block);
-        gemm(false, true, r1 - r0, g.kk, g.filters, pdy + r0 * g.filters, g.filters, pk, g.filters, T(0), dcol, g.kk);
-        col2im_add(dcol, g.w, r0, r1, pdx);
+        for (std::int64_t group = 0; group < g.groups; ++group) {
+          gemm(false, true, r1 - r0, g.kk, gf, pdy + r0 * g.filters + group * gf, g.filters, pk + group * gf,
+               g.filters, T(0), dcol, g.kk);
+          col2im_add(dcol, g.w, g.pixel, r0, r1, pdx + group * cg);
+        }
       }
     });
   });
@@ -435,6 +475,7 @@ void register_conv_kernels() {
   register_kernel(op_names::conv2d, DeviceKind::cpu, conv2d_kernel);
   register_kernel(op_names::conv2d_backward_data, DeviceKind::cpu, conv2d_backward_data_kernel);
   register_kernel(op_names::conv2d_backward_filter, DeviceKind::cpu, conv2d_backward_filter_kernel);
+  register_kernel(op_names::conv2d_transpose, DeviceKind::cpu, conv2d_backward_data_kernel);
 }
 
 void register_nn_kernels() {

@@ -34,16 +34,16 @@ struct CudnnConv {
   cudnnDataType_t type;
   TensorDescriptor x;  // (batch, padded_h, padded_w, in_c)
   TensorDescriptor y;  // (batch, out_h, out_w, out_c)
-  FilterDescriptor w;  // (out_c, kh, kw, in_c)
+  FilterDescriptor w;  // (out_c, kh, kw, in_c / groups)
   ConvolutionDescriptor conv;
 };
 
-// x: (batch, h, w, c_in), kernel: (kh, kw, c_in, c_out), y: (batch, oh, ow, c_out).
+// x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, oh, ow, c_out).
 CudnnConv make_conv(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y, DType dtype) {
   const Attrs& attrs = ctx.attrs();
   const ConvGeometry g = conv_geometry(x, kernel, y, attrs.get_ints("strides"),
                                        attrs.has("dilation_rate") ? attrs.get_ints("dilation_rate") : std::vector<std::int64_t>{},
-                                       attrs.get_string("padding") == "same", dtype);
+                                       attrs.get_string("padding") == "same", dtype, attrs.get_int("groups", 1));
   const CudnnConvPlan plan = plan_cudnn_conv(g);
   const cudnnDataType_t type = cudnn_data_type(dtype, ctx.node.op().c_str());
   CudnnConv c{.g = g,
@@ -51,13 +51,14 @@ CudnnConv make_conv(const KernelContext& ctx, const Shape& x, const Shape& kerne
               .type = type,
               .x = nhwc_tensor(g.batch, plan.padded_h, plan.padded_w, g.in_c, type),
               .y = nhwc_tensor(g.batch, g.out_h, g.out_w, g.out_c, type),
-              .w = krsc_filter(g.out_c, g.kernel_h, g.kernel_w, g.in_c, type),
+              .w = krsc_filter(g.out_c, g.kernel_h, g.kernel_w, g.in_c / g.groups, type),
               .conv = ConvolutionDescriptor()};
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
       c.conv.get(), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w), static_cast<int>(g.stride_h),
       static_cast<int>(g.stride_w), static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
       CUDNN_CROSS_CORRELATION, type));
   CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv.get(), static_cast<int>(g.groups)));
   int n = 0, channels = 0, h = 0, w = 0;
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c.conv.get(), c.x.get(), c.w.get(), &n, &channels, &h, &w));
   if (n != g.batch || channels != g.out_c || h != g.out_h || w != g.out_w)
@@ -110,10 +111,10 @@ AlgoChoice choose(CudaDevice& gpu, const KernelContext& ctx, const CudnnConv& c,
   const auto choice = choose_algorithm(candidates, budget_of(gpu));
   if (!choice)
     raise<DeviceError>(
-        "{} on {}: cuDNN has no algorithm for x ({}, {}, {}, {}), a {}x{} kernel to {} channels, strides ({}, {}), "
-        "dilation ({}, {}) in {} (pass {})",
+        "{} on {}: cuDNN has no algorithm for x ({}, {}, {}, {}), a {}x{} kernel to {} channels in {} group(s), "
+        "strides ({}, {}), dilation ({}, {}) in {} (pass {})",
         ctx.node.op(), ctx.device.name(), c.g.batch, c.g.in_h, c.g.in_w, c.g.in_c, c.g.kernel_h, c.g.kernel_w,
-        c.g.out_c, c.g.stride_h, c.g.stride_w, c.g.dilation_h, c.g.dilation_w, dtype_name(c.g.dtype),
+        c.g.out_c, c.g.groups, c.g.stride_h, c.g.stride_w, c.g.dilation_h, c.g.dilation_w, dtype_name(c.g.dtype),
         static_cast<int>(pass));
   return *choice;
 }
@@ -182,7 +183,7 @@ void* workspace_ptr(const Tensor& workspace) { return workspace.defined() ? work
 
 // Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in), and back.
 Tensor to_krsc(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
-  Tensor krsc = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, hwio.dtype());
+  Tensor krsc = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c / c.g.groups}, hwio.dtype());
   transpose(gpu, op_names::conv2d, hwio, krsc, {3, 0, 1, 2});
   return krsc;
 }
@@ -277,7 +278,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
     const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
-    Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c}, dk.dtype());  // dkernel in KRSC
+    Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c / c.g.groups}, dk.dtype());  // KRSC
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.y.get(), dy.data<T>(),
                                                c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
@@ -294,6 +295,7 @@ void register_conv_kernels() {
   register_kernel(op_names::conv2d, cuda, conv2d_kernel);
   register_kernel(op_names::conv2d_backward_data, cuda, conv2d_backward_data_kernel);
   register_kernel(op_names::conv2d_backward_filter, cuda, conv2d_backward_filter_kernel);
+  register_kernel(op_names::conv2d_transpose, cuda, conv2d_backward_data_kernel);  // (x, kernel): dy's place
 }
 
 }  // namespace tower::cuda

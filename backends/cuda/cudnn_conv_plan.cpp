@@ -8,7 +8,11 @@
 namespace tower::cuda {
 
 ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
-                           const std::vector<std::int64_t>& dilation, bool same, DType dtype) {
+                           const std::vector<std::int64_t>& dilation, bool same, DType dtype,
+                           std::int64_t groups) {
+  if (groups < 1 || x[3] != kernel[2] * groups || kernel[3] % groups != 0)
+    raise<ShapeError>("conv2d on the GPU: x {} and kernel {} do not split into {} groups", x.to_string(),
+                      kernel.to_string(), groups);
   ConvGeometry g{.batch = x[0],
                  .in_h = x[1],
                  .in_w = x[2],
@@ -16,6 +20,7 @@ ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, 
                  .out_h = y[1],
                  .out_w = y[2],
                  .out_c = kernel[3],
+                 .groups = groups,
                  .kernel_h = kernel[0],
                  .kernel_w = kernel[1],
                  .stride_h = strides.at(0),
@@ -80,7 +85,7 @@ std::size_t ConvKeyHash::operator()(const ConvKey& key) const {
   const std::int64_t fields[] = {g.batch,        g.in_h,         g.in_w,        g.in_c,       g.out_h,
                                  g.out_w,        g.out_c,        g.kernel_h,    g.kernel_w,   g.stride_h,
                                  g.stride_w,     g.dilation_h,   g.dilation_w,  g.pad_h.before, g.pad_h.after,
-                                 g.pad_w.before, g.pad_w.after,  static_cast<std::int64_t>(g.dtype),
+                                 g.pad_w.before, g.pad_w.after,  g.groups, static_cast<std::int64_t>(g.dtype),
                                  static_cast<std::int64_t>(key.pass)};
   std::size_t h = 0;
   for (std::int64_t f : fields) h = h * 1000003u ^ std::hash<std::int64_t>{}(f);  // order matters

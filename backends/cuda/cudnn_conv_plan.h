@@ -23,12 +23,13 @@ namespace tower::cuda {
 using Padding = window::Pad;
 using window::same_padding;
 
-// One conv2d, NHWC: x (batch, in_h, in_w, in_c) * kernel (kernel_h, kernel_w, in_c, out_c) ->
+// One conv2d, NHWC: x (batch, in_h, in_w, in_c) * kernel (kernel_h, kernel_w, in_c / groups, out_c) ->
 // y (batch, out_h, out_w, out_c). The key of the algorithm cache, so every field that changes the
 // convolution is here.
 struct ConvGeometry {
   std::int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
   std::int64_t out_h = 0, out_w = 0, out_c = 0;
+  std::int64_t groups = 1;
   std::int64_t kernel_h = 0, kernel_w = 0;
   std::int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   Padding pad_h, pad_w;
@@ -36,10 +37,11 @@ struct ConvGeometry {
   bool operator==(const ConvGeometry&) const = default;
 };
 
-// The geometry from x (batch, h, w, c_in), the kernel (kh, kw, c_in, c_out), the output (batch, oh,
-// ow, c_out) the shape function gave, the strides, dilation and padding ("same" or "valid").
+// The geometry from x (batch, h, w, c_in), the kernel (kh, kw, c_in / groups, c_out), the output
+// (batch, oh, ow, c_out) the shape function gave, the strides, dilation and padding ("same" or "valid").
 ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
-                           const std::vector<std::int64_t>& dilation, bool same, DType dtype);
+                           const std::vector<std::int64_t>& dilation, bool same, DType dtype,
+                           std::int64_t groups = 1);
 
 // The output length cuDNN computes for one axis with symmetric padding `pad` on each side.
 std::int64_t cudnn_output_length(std::int64_t in, std::int64_t pad, std::int64_t k, std::int64_t stride,

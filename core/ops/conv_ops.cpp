@@ -1,12 +1,16 @@
-// Convolution ops (NHWC): conv2d and its two backward ops. Builders, shape functions and gradients
-// side by side; kernels in backends/cpu/conv_kernels.cpp and backends/cuda/conv_ops.cpp.
+// Convolution ops (NHWC): conv2d (grouped too), its two backward ops and conv2d_transpose. Builders,
+// shape functions and gradients side by side; kernels in backends/cpu/conv_kernels.cpp and
+// backends/cuda/conv_ops.cpp.
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 #include "tower/core/ops.h"
 #include "tower/core/ops/register_ops.h"
 #include "tower/core/ops/shape_utils.h"
+#include "tower/core/window.h"
 
 namespace tower {
 
@@ -16,29 +20,39 @@ using Specs = std::vector<TensorSpec>;
 using Grads = std::vector<SymbolicTensor>;
 
 Attrs conv_attrs(const ops::Conv2DArgs& args) {
-  return {{"strides", args.strides}, {"padding", args.padding}, {"dilation_rate", args.dilation_rate}};
+  if (args.groups < 1) raise<ValueError>("conv2d: groups must be at least 1, got {}", args.groups);
+  return {{"strides", args.strides},
+          {"padding", args.padding},
+          {"dilation_rate", args.dilation_rate},
+          {"groups", args.groups}};
 }
 
 ops::Conv2DArgs conv_args(const Attrs& attrs) {
-  return {attrs.get_ints("strides"), attrs.get_string("padding"), attrs.get_ints("dilation_rate")};
+  return {attrs.get_ints("strides"), attrs.get_string("padding"), attrs.get_ints("dilation_rate"),
+          attrs.get_int("groups", 1)};
 }
 
 // ---- conv2d -------------------------------------------------------------------------------------
 
-// The output shape of conv2d(x, kernel); checks ranks, dtypes and channels.
+// The output shape of conv2d(x, kernel); checks ranks, dtypes, channels and groups.
 Shape conv_output(const TensorSpec& x, const TensorSpec& kernel, const Attrs& attrs) {
   expect_rank(x, 4, "x (batch, height, width, channels)");
-  expect_rank(kernel, 4, "kernel (kernel_h, kernel_w, in_channels, filters)");
+  expect_rank(kernel, 4, "kernel (kernel_h, kernel_w, in_channels / groups, filters)");
   expect_floating(x, "x");
   expect_same_dtype(x, kernel, "x", "kernel");
   const Shape& k = kernel.shape;
+  const std::int64_t groups = attrs.get_int("groups", 1);
   if (k[0] < 1 || k[1] < 1 || k[2] < 0 || k[3] < 0)
     raise<ShapeError>("kernel shape {} must be fully known with a nonzero window", k.to_string());
-  if (!dims_match(x.shape[3], k[2]))
+  if (groups < 1) raise<ValueError>("conv2d: groups must be at least 1, got {}", groups);
+  if (k[3] % groups != 0)
+    raise<ShapeError>("conv2d with {} groups: the kernel {} has {} filters, not a multiple of the groups", groups,
+                      k.to_string(), k[3]);
+  if (!dims_match(x.shape[3], k[2] * groups))
     raise<ShapeError>(
-        "x has {} channels but the kernel {} expects {} (kernel is (kernel_h, kernel_w, "
-        "in_channels, filters))",
-        x.shape[3], k.to_string(), k[2]);
+        "x has {} channels but the kernel {} with {} group(s) expects {} (kernel is (kernel_h, kernel_w, "
+        "in_channels / groups, filters))",
+        x.shape[3], k.to_string(), groups, k[2] * groups);
   return window_output(x.shape, k[0], k[1], attrs, "kernel", /*dilated=*/true, k[3]);
 }
 
@@ -90,6 +104,69 @@ Grads conv2d_backward_filter_grad(Node& node, const Grads& g) {  // (x, dy, kern
   return {ops::conv2d_backward_data(dy, g[0], x, args), ops::conv2d(x, g[0], args), SymbolicTensor{}};
 }
 
+// ---- conv2d_transpose -----------------------------------------------------------------------------
+
+// Keras's deconv_output_length: the length whose convolution (same strides, padding, dilation) has
+// `in` positions; output_padding < 0 means None (the smallest such length, "valid" taking the
+// whole last window).
+std::int64_t transpose_length(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation,
+                              bool same, std::int64_t output_padding) {
+  if (in < 0) return -1;
+  const std::int64_t span = window::span(k, dilation);
+  if (output_padding < 0) return same ? in * stride : in * stride + std::max<std::int64_t>(span - stride, 0);
+  return (in - 1) * stride + span - 2 * (same ? span / 2 : 0) + output_padding;
+}
+
+// x (batch, h, w, in_channels), kernel (kh, kw, filters, in_channels) -> (batch, out_h, out_w, filters).
+Specs conv2d_transpose_shape(const Specs& in, const Attrs& attrs) {
+  expect_num_inputs(in, 2);
+  const TensorSpec& x = in[0];
+  const TensorSpec& kernel = in[1];
+  expect_rank(x, 4, "x (batch, height, width, channels)");
+  expect_rank(kernel, 4, "kernel (kernel_h, kernel_w, filters, in_channels)");
+  expect_floating(x, "x");
+  expect_same_dtype(x, kernel, "x", "kernel");
+  const Shape& k = kernel.shape;
+  if (k[0] < 1 || k[1] < 1 || k[2] < 0 || k[3] < 0)
+    raise<ShapeError>("kernel shape {} must be fully known with a nonzero window", k.to_string());
+  if (!dims_match(x.shape[3], k[3]))
+    raise<ShapeError>("x has {} channels but the kernel {} expects {} (a transposed convolution's kernel is "
+                      "(kernel_h, kernel_w, filters, in_channels))",
+                      x.shape[3], k.to_string(), k[3]);
+  if (attrs.get_int("groups", 1) != 1) raise<ValueError>("conv2d_transpose takes no groups");
+  const auto& strides = attrs.get_ints("strides");
+  const auto& dilation = attrs.get_ints("dilation_rate");
+  const auto& output_padding = attrs.get_ints("output_padding");  // empty: None
+  if (strides.size() != 2 || dilation.size() != 2 || (!output_padding.empty() && output_padding.size() != 2))
+    raise<ValueError>("conv2d_transpose: strides, dilation_rate and output_padding take 2 values each");
+  const bool same = is_same_padding(attrs);
+  Shape y{x.shape[0], -1, -1, k[2]};
+  for (int a = 0; a < 2; ++a) {
+    const std::int64_t op = output_padding.empty() ? -1 : output_padding[a];
+    if (!output_padding.empty() && (op < 0 || op >= std::max(strides[a], dilation[a])))
+      raise<ValueError>("conv2d_transpose: output_padding {} must be in [0, max(stride {}, dilation {}))", op,
+                        strides[a], dilation[a]);
+    y[a + 1] = transpose_length(x.shape[a + 1], k[a], strides[a], dilation[a], same, op);
+    if (x.shape[a + 1] >= 0 && y[a + 1] < 1)
+      raise<ShapeError>("conv2d_transpose of x {} with kernel {}: the output would be empty", x.shape.to_string(),
+                        k.to_string());
+  }
+  // The output is what the convolution's data gradient produces: its convolution gives x's size back.
+  const TensorSpec out{y, x.dtype};
+  const TensorSpec conv_kernel{k, x.dtype};
+  if (!conv_output(out, conv_kernel, attrs).compatible_with(Shape{x.shape[0], x.shape[1], x.shape[2], k[3]}))
+    raise<ShapeError>("conv2d_transpose of x {} to {}: convolving that back does not give x's size",
+                      x.shape.to_string(), y.to_string());
+  return {out};
+}
+
+// The transposed convolution is conv2d_backward_data with x in dy's place.
+Grads conv2d_transpose_grad(Node& node, const Grads& g) {
+  Grads grads = conv2d_backward_data_grad(node, g);
+  grads.pop_back();
+  return grads;
+}
+
 }  // namespace
 
 namespace ops {
@@ -108,6 +185,13 @@ SymbolicTensor conv2d_backward_filter(const SymbolicTensor& x, const SymbolicTen
   return x.graph().add1(op_names::conv2d_backward_filter, {x, dy, kernel}, conv_attrs(args));
 }
 
+SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args,
+                                const Ints& output_padding) {
+  Attrs attrs = conv_attrs(args);
+  attrs.set("output_padding", output_padding);
+  return x.graph().add1(op_names::conv2d_transpose, {x, kernel}, attrs);
+}
+
 }  // namespace ops
 
 void register_conv_ops() {
@@ -117,6 +201,7 @@ void register_conv_ops() {
   register_op({.name = op_names::conv2d_backward_filter,
                .shape = conv2d_backward_filter_shape,
                .grad = conv2d_backward_filter_grad});
+  register_op({.name = op_names::conv2d_transpose, .shape = conv2d_transpose_shape, .grad = conv2d_transpose_grad});
 }
 
 }  // namespace tower

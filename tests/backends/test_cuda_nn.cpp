@@ -60,6 +60,9 @@ const std::vector<ConvCase> kConvCases = {
     {"2x3 same dilation (1, 2) (rows asymmetric)", {2, 7, 8, 2}, {2, 3, 2, 3}, {{1, 1}, "same", {1, 2}}},
     {"1x1 valid stride 2", {2, 9, 9, 5}, {1, 1, 5, 7}, {{2, 2}, "valid", {1, 1}}},
     {"5x5 same (mnist_cnn-like)", {4, 28, 28, 1}, {5, 5, 1, 8}, {{1, 1}, "same", {1, 1}}},
+    {"3x3 same depthwise (groups = channels)", {2, 8, 7, 6}, {3, 3, 1, 6}, {{1, 1}, "same", {1, 1}, 6}},
+    {"3x3 same stride 2 depthwise multiplier 2", {2, 9, 8, 3}, {3, 3, 1, 6}, {{2, 2}, "same", {1, 1}, 3}},
+    {"3x3 valid, 2 groups", {2, 7, 9, 4}, {3, 3, 2, 6}, {{1, 1}, "valid", {1, 1}, 2}},
 };
 
 }  // namespace
@@ -89,6 +92,25 @@ TEST_CASE("cuda: conv2d and its backward ops (cuDNN) match the CPU") {
                    [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_filter(v[0], v[1], v[2], args); },
                    tf.rtol, tf.atol);
     }
+}
+
+TEST_CASE("cuda: conv2d_transpose (cuDNN's data gradient) matches the CPU") {
+  for (DType dtype : {DType::float32, DType::float64}) {
+    CAPTURE(dtype_name(dtype));
+    const Tolerance t = tolerance(dtype);
+    Tensor x = random({2, 5, 4, 3}, 121, dtype);
+    Tensor kernel = random({3, 3, 4, 3}, 122, dtype);  // (kh, kw, filters, in)
+    check_parity({x, kernel},
+                 [](std::vector<SymbolicTensor> v) {
+                   return ops::conv2d_transpose(v[0], v[1], {.strides = {2, 2}, .padding = "same"});
+                 },
+                 t.rtol, t.atol);
+    check_parity({x, kernel},
+                 [](std::vector<SymbolicTensor> v) {
+                   return ops::conv2d_transpose(v[0], v[1], {.strides = {2, 2}, .padding = "valid"}, {1, 1});
+                 },
+                 t.rtol, t.atol);
+  }
 }
 
 TEST_CASE("cuda: conv2d gradients through autodiff match the CPU, and a second run reuses the chosen algorithms") {

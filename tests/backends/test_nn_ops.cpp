@@ -1,5 +1,5 @@
-// conv2d (and its backward ops), max/avg pooling, batch and layer normalization and dropout: forward values
-// against direct loops and hand examples, finite-difference gradients, and bad input at build time.
+// max/avg pooling, batch and layer normalization and dropout (convolutions: test_conv_ops.cpp): forward
+// values against direct loops and hand examples, finite-difference gradients, and bad input at build time.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,10 +11,15 @@
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tower/core/random.h"
+#include "tests/backends/window_reference.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::check_throws_naming;
+using tower::testing::for_each_tap;
+using tower::testing::Geo;
+using tower::testing::geometry;
 using tower::testing::check_gradients;
 using tower::testing::evaluate;
 using tower::testing::random_tensor;
@@ -22,74 +27,6 @@ using Inputs = std::vector<SymbolicTensor>;
 using Ints = std::vector<std::int64_t>;
 
 namespace {
-
-// Window geometry computed independently of the library: TF's rule for "same", none for "valid".
-struct Geo {
-  std::int64_t n, h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pl;
-};
-
-Geo geometry(const Shape& x, std::int64_t kh, std::int64_t kw, Ints strides, Ints dilation,
-             const std::string& padding) {
-  Geo g{x[0], x[1], x[2], x[3], kh, kw, strides[0], strides[1], dilation[0], dilation[1], 0, 0, 0, 0};
-  auto axis = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t d, std::int64_t& out,
-                  std::int64_t& pad) {
-    if (padding == "same") {
-      out = (in + s - 1) / s;
-      pad = std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
-    } else {
-      out = (in - (k - 1) * d - 1) / s + 1;
-      pad = 0;
-    }
-  };
-  axis(g.h, kh, g.sh, g.dh, g.oh, g.pt);
-  axis(g.w, kw, g.sw, g.dw, g.ow, g.pl);
-  return g;
-}
-
-// Calls f(n, oy, ox, i, j, iy, ix) for every window tap that lands inside the input.
-template <typename F>
-void for_each_tap(const Geo& g, F&& f) {
-  for (std::int64_t n = 0; n < g.n; ++n)
-    for (std::int64_t oy = 0; oy < g.oh; ++oy)
-      for (std::int64_t ox = 0; ox < g.ow; ++ox)
-        for (std::int64_t i = 0; i < g.kh; ++i)
-          for (std::int64_t j = 0; j < g.kw; ++j) {
-            std::int64_t iy = oy * g.sh - g.pt + i * g.dh, ix = ox * g.sw - g.pl + j * g.dw;
-            if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) f(n, oy, ox, i, j, iy, ix);
-          }
-}
-
-struct ConvRef {
-  std::vector<double> y, dx, dk;  // y (n, oh, ow, f); dx = x's shape; dk = kernel's shape
-  Shape y_shape;
-};
-
-// Direct-loop conv2d and its two backward products for a given dy (n, oh, ow, f).
-ConvRef conv_reference(const Tensor& x, const Tensor& k, const std::vector<double>& dy, const ops::Conv2DArgs& args) {
-  const Shape& ks = k.shape();
-  Geo g = geometry(x.shape(), ks[0], ks[1], args.strides, args.dilation_rate, args.padding);
-  const std::int64_t c = g.c, f = ks[3];
-  auto xv = x.to_vector<double>(), kv = k.to_vector<double>();
-  ConvRef r;
-  r.y_shape = Shape{g.n, g.oh, g.ow, f};
-  r.y.assign(static_cast<std::size_t>(g.n * g.oh * g.ow * f), 0.0);
-  r.dx.assign(xv.size(), 0.0);
-  r.dk.assign(kv.size(), 0.0);
-  for_each_tap(g, [&](auto n, auto oy, auto ox, auto i, auto j, auto iy, auto ix) {
-    for (std::int64_t ci = 0; ci < c; ++ci)
-      for (std::int64_t o = 0; o < f; ++o) {
-        auto yi = static_cast<std::size_t>(((n * g.oh + oy) * g.ow + ox) * f + o);
-        auto xi = static_cast<std::size_t>(((n * g.h + iy) * g.w + ix) * c + ci);
-        auto ki = static_cast<std::size_t>(((i * g.kw + j) * c + ci) * f + o);
-        r.y[yi] += xv[xi] * kv[ki];
-        if (!dy.empty()) {
-          r.dx[xi] += dy[yi] * kv[ki];
-          r.dk[ki] += xv[xi] * dy[yi];
-        }
-      }
-  });
-  return r;
-}
 
 // Direct-loop pooling: max or mean over the valid taps of each window.
 std::vector<double> pool_reference(const Tensor& x, const ops::Pool2DArgs& args, bool max) {
@@ -111,164 +48,7 @@ std::vector<double> pool_reference(const Tensor& x, const ops::Pool2DArgs& args,
   return y;
 }
 
-// Runs f and checks it throws E whose message contains every one of `parts`.
-template <typename E, typename F>
-void check_throws_naming(F&& f, std::vector<std::string> parts) {
-  bool thrown = false;
-  try {
-    f();
-  } catch (const E& e) {
-    thrown = true;
-    std::string message = e.what();
-    for (const auto& p : parts) CHECK_MESSAGE(message.find(p) != std::string::npos, message, " lacks ", p);
-  }
-  CHECK_MESSAGE(thrown, "expected an exception naming ", parts.front());
-}
-
-struct ConvCase {
-  Shape x, kernel;
-  ops::Conv2DArgs args;
-};
-
-// Stride 2, dilation 2, same and valid, 1x1 kernels and non-square kernels; windows of up to 32
-// taps (kh * kw * c_in) take the small-K loops, larger ones BLAS; 37 filters cover every vector tail.
-const std::vector<ConvCase> kConvCases = {
-    {{2, 7, 6, 5}, {3, 3, 5, 4}, {.strides = {2, 2}, .padding = "same"}},
-    {{1, 9, 8, 4}, {3, 3, 4, 3}, {.padding = "same", .dilation_rate = {2, 2}}},
-    {{2, 6, 5, 12}, {2, 3, 12, 2}, {.strides = {1, 2}, .padding = "valid"}},
-    {{2, 4, 3, 40}, {1, 1, 40, 3}, {}},
-    {{2, 5, 5, 1}, {3, 3, 1, 37}, {.padding = "same"}},
-    {{2, 7, 6, 3}, {3, 3, 3, 4}, {}},
-    {{2, 7, 6, 3}, {3, 3, 3, 4}, {.strides = {2, 2}, .padding = "same"}},
-    {{2, 8, 7, 2}, {3, 2, 2, 3}, {.strides = {2, 1}, .padding = "valid"}},
-    {{1, 9, 8, 2}, {3, 3, 2, 3}, {.padding = "valid", .dilation_rate = {2, 2}}},
-    {{1, 9, 8, 2}, {3, 3, 2, 3}, {.padding = "same", .dilation_rate = {2, 1}}},
-    {{2, 5, 4, 3}, {1, 1, 3, 5}, {}},
-    {{2, 6, 6, 3}, {1, 1, 3, 2}, {.strides = {2, 2}, .padding = "same"}},
-    {{3, 5, 5, 1}, {5, 3, 1, 2}, {.padding = "same"}},
-};
-
 }  // namespace
-
-TEST_CASE("nn: conv2d forward and backward ops match direct loops") {
-  for (DType dtype : {DType::float64, DType::float32}) {
-    const double tol = dtype == DType::float64 ? 1e-10 : 1e-4;
-    std::uint64_t seed = 11;
-    for (const auto& cc : kConvCases) {
-      CAPTURE(cc.x.to_string());
-      CAPTURE(cc.kernel.to_string());
-      CAPTURE(cc.args.padding);
-      Tensor xt = random_tensor(cc.x, seed++, 0.1, 1.0, false, dtype);
-      Tensor kt = random_tensor(cc.kernel, seed++, 0.1, 1.0, false, dtype);
-      ConvRef shape_only = conv_reference(xt, kt, {}, cc.args);
-      Tensor dyt = random_tensor(shape_only.y_shape, seed++, 0.1, 1.0, false, dtype);
-      ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), cc.args);
-
-      Graph g;
-      auto x = g.placeholder(cc.x, dtype);
-      auto k = g.placeholder(cc.kernel, dtype);
-      auto dy = g.placeholder(ref.y_shape, dtype);
-      auto y = ops::conv2d(x, k, cc.args);
-      CHECK(y.shape() == ref.y_shape);
-      auto r =
-          evaluate({y, ops::conv2d_backward_data(dy, k, x, cc.args), ops::conv2d_backward_filter(x, dy, k, cc.args)},
-                   {{x, xt}, {k, kt}, {dy, dyt}});
-      CHECK(r[0].dtype() == dtype);
-      check_close(r[0], ref.y, tol, tol);
-      CHECK(r[1].shape() == cc.x);
-      check_close(r[1], ref.dx, tol, tol);
-      CHECK(r[2].shape() == cc.kernel);
-      check_close(r[2], ref.dk, tol, tol);
-    }
-  }
-}
-
-TEST_CASE("nn: conv2d on a larger batch splits across threads and blocks like one pass") {
-  // Enough rows for two im2col blocks per pool thread, through BLAS (72 taps) and through the
-  // small-window loops (27 taps, whose filter gradient accumulates across blocks).
-  struct Case {
-    Shape x, kernel;
-    ops::Conv2DArgs args;
-  };
-  for (const auto& c : {Case{{24, 14, 13, 8}, {3, 3, 8, 16}, {.padding = "same"}},
-                        Case{{16, 30, 30, 3}, {3, 3, 3, 4}, {.padding = "valid"}}}) {
-    Tensor xt = random_tensor(c.x, 3, 0.1, 1.0, false, DType::float32);
-    Tensor kt = random_tensor(c.kernel, 4, 0.1, 1.0, false, DType::float32);
-    Shape y_shape = conv_reference(xt, kt, {}, c.args).y_shape;
-    Tensor dyt = random_tensor(y_shape, 5, 0.1, 1.0, false, DType::float32);
-    ConvRef ref = conv_reference(xt, kt, dyt.to_vector<double>(), c.args);
-    Graph g;
-    auto x = g.placeholder({-1, c.x[1], c.x[2], c.x[3]});
-    auto k = g.placeholder(c.kernel);
-    auto dy = g.placeholder({-1, y_shape[1], y_shape[2], y_shape[3]});
-    auto y = ops::conv2d(x, k, c.args);
-    CHECK(y.shape() == Shape{-1, y_shape[1], y_shape[2], y_shape[3]});
-    auto r = evaluate({y, ops::conv2d_backward_data(dy, k, x, c.args), ops::conv2d_backward_filter(x, dy, k, c.args)},
-                      {{x, xt}, {k, kt}, {dy, dyt}});
-    check_close(r[0], ref.y, 1e-4, 1e-4);
-    check_close(r[1], ref.dx, 1e-4, 1e-4);
-    check_close(r[2], ref.dk, 1e-4, 1e-2);  // sums of thousands of float32 products
-  }
-}
-
-TEST_CASE("nn: conv2d gradients") {
-  for (const auto& args : {ops::Conv2DArgs{}, ops::Conv2DArgs{.strides = {2, 2}, .padding = "same"},
-                           ops::Conv2DArgs{.padding = "same", .dilation_rate = {2, 2}}}) {
-    CAPTURE(args.padding);
-    check_gradients({{2, 5, 5, 2}, {3, 3, 2, 2}},
-                    [&](const Inputs& in) { return Inputs{ops::conv2d(in[0], in[1], args)}; });
-  }
-  // A window of more than 32 taps: the BLAS path.
-  check_gradients({{2, 4, 4, 5}, {3, 3, 5, 2}}, [](const Inputs& in) {
-    return Inputs{ops::conv2d(in[0], in[1], {.strides = {2, 1}, .padding = "same"})};
-  });
-  // The backward ops are differentiable too (gradient penalties, second derivatives).
-  ops::Conv2DArgs args{.strides = {2, 1}, .padding = "same"};
-  check_gradients({{2, 3, 4, 2}, {3, 3, 3, 2}}, [&](const Inputs& in) {
-    auto& g = in[0].graph();
-    auto x_shape = g.constant(Tensor::zeros({2, 5, 4, 3}, DType::float64));
-    return Inputs{ops::conv2d_backward_data(in[0], in[1], x_shape, args)};
-  });
-  check_gradients({{2, 5, 4, 3}, {2, 3, 4, 2}}, [&](const Inputs& in) {
-    auto& g = in[0].graph();
-    auto k_shape = g.constant(Tensor::zeros({3, 3, 3, 2}, DType::float64));
-    return Inputs{ops::conv2d_backward_filter(in[0], in[1], k_shape, args)};
-  });
-}
-
-TEST_CASE("nn: conv2d rejects bad input at build time") {
-  Graph g;
-  auto x = g.placeholder({-1, 2, 2, 1});
-  auto k3 = g.placeholder({3, 3, 1, 1});
-  check_throws_naming<ShapeError>([&] { ops::conv2d(x, k3); }, {"conv2d", "(None, 2, 2, 1)", "(3, 3, 1, 1)", "same"});
-  // "same" padding makes room for any kernel.
-  CHECK(ops::conv2d(x, k3, {.padding = "same"}).shape() == Shape{-1, 2, 2, 1});
-
-  auto x4 = g.placeholder({1, 4, 4, 1});
-  check_throws_naming<ShapeError>(
-      [&] {
-        ops::conv2d(x4, k3, {.dilation_rate = {2, 2}});
-      },
-      {"conv2d", "(1, 4, 4, 1)", "(3, 3, 1, 1)", "dilation"});
-
-  auto x3 = g.placeholder({1, 5, 5, 3});
-  auto k2 = g.placeholder({3, 3, 2, 4});
-  check_throws_naming<ShapeError>([&] { ops::conv2d(x3, k2); }, {"conv2d", "(1, 5, 5, 3)", "(3, 3, 2, 4)", "channels"});
-
-  auto k = g.placeholder({3, 3, 3, 4});
-  check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.padding = "SAME"}); }, {"conv2d", "padding", "SAME"});
-  check_throws_naming<ValueError>([&] { ops::conv2d(x3, k, {.strides = {0, 1}}); }, {"conv2d", "strides"});
-  check_throws_naming<ShapeError>([&] { ops::conv2d(g.placeholder({5, 5, 3}), k); }, {"conv2d", "rank 4"});
-  check_throws_naming<DTypeError>(
-      [&] {
-        ops::conv2d(x3, g.placeholder({3, 3, 3, 4}, DType::float64));
-      },
-      {"conv2d", "float64"});
-  auto dy = g.placeholder({1, 4, 4, 4});
-  check_throws_naming<ShapeError>([&] { ops::conv2d_backward_data(dy, k, x3, {}); },
-                                  {"conv2d_backward_data", "(1, 4, 4, 4)", "(1, 3, 3, 4)"});
-}
-
 TEST_CASE("nn: max and avg pooling on hand examples") {
   Graph g;
   std::vector<double> v(25);
