@@ -137,6 +137,11 @@ inline constexpr char apply_rmsprop[] = "apply_rmsprop";
 inline constexpr char apply_adam[] = "apply_adam";
 inline constexpr char apply_adagrad[] = "apply_adagrad";
 inline constexpr char apply_adadelta[] = "apply_adadelta";
+inline constexpr char apply_adamax[] = "apply_adamax";
+inline constexpr char apply_nadam[] = "apply_nadam";
+inline constexpr char apply_lion[] = "apply_lion";
+inline constexpr char apply_ftrl[] = "apply_ftrl";
+inline constexpr char apply_ema[] = "apply_ema";
 
 // collective: collectives (core/ops/collective_ops.cpp)
 inline constexpr char all_reduce[] = "all_reduce";

@@ -293,21 +293,46 @@ SymbolicTensor all_reduce(const SymbolicTensor& x, const std::string& group, con
 // Each writes var and its slots in place (all must be Graph::variable reads on the same device)
 // following Keras 3's update rules. grad: var's shape. lr: scalar of var's dtype. Slots that a
 // configuration does not use are passed undefined. Returned nodes have no outputs: run them as targets.
+// weight_decay: Keras 3's decoupled decay, var -= var * weight_decay * lr before the update (0: none).
 Node* apply_sgd(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
-                const SymbolicTensor& momentum_slot, double momentum = 0.0, bool nesterov = false);
+                const SymbolicTensor& momentum_slot, double momentum = 0.0, bool nesterov = false,
+                double weight_decay = 0.0);
 Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                     const SymbolicTensor& velocity, const SymbolicTensor& momentum_slot,
                     const SymbolicTensor& average_grad, double rho = 0.9, double momentum = 0.0,
-                    double epsilon = 1e-7, bool centered = false);
+                    double epsilon = 1e-7, bool centered = false, double weight_decay = 0.0);
 // iteration: scalar of var's dtype, the 1-based number of this step (bias correction).
 Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                  const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v,
                  const SymbolicTensor& v_hat, double beta_1 = 0.9, double beta_2 = 0.999,
                  double epsilon = 1e-7, bool amsgrad = false, double weight_decay = 0.0);
 Node* apply_adagrad(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
-                    const SymbolicTensor& accumulator, double epsilon = 1e-7);
+                    const SymbolicTensor& accumulator, double epsilon = 1e-7, double weight_decay = 0.0);
 Node* apply_adadelta(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                      const SymbolicTensor& accumulated_grad, const SymbolicTensor& accumulated_delta,
-                     double rho = 0.95, double epsilon = 1e-7);
+                     double rho = 0.95, double epsilon = 1e-7, double weight_decay = 0.0);
+// Adamax: m (Keras's "momentum") and u ("norm", the weighted infinity norm).
+Node* apply_adamax(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                   const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& u,
+                   double beta_1 = 0.9, double beta_2 = 0.999, double epsilon = 1e-7, double weight_decay = 0.0);
+// Nadam: m ("momentum"), v ("velocity"). Keras's u_product (the product of the momentum schedule
+// over the steps so far) is recomputed from iteration, so it needs no state.
+Node* apply_nadam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                  const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v,
+                  double beta_1 = 0.9, double beta_2 = 0.999, double epsilon = 1e-7, double weight_decay = 0.0);
+// Lion: m ("momentum").
+Node* apply_lion(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& m, double beta_1 = 0.9, double beta_2 = 0.99, double weight_decay = 0.0);
+// Ftrl: accumulator, linear.
+struct FtrlParams {
+  double learning_rate_power = -0.5, l1 = 0.0, l2 = 0.0, l2_shrinkage = 0.0, beta = 0.0;
+};
+Node* apply_ftrl(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& accumulator, const SymbolicTensor& linear, const FtrlParams& params,
+                 double weight_decay = 0.0);
+// The optimizers' use_ema: average = m * average + (1 - m) * var, m = momentum except at iteration 1
+// (the first update copies). var is read after the step's updates (update ops run in creation order).
+Node* apply_ema(const SymbolicTensor& average, const SymbolicTensor& var, const SymbolicTensor& iteration,
+                double momentum = 0.99);
 
 }  // namespace tower::ops

@@ -8,10 +8,10 @@
 namespace tower::optimizers {
 
 Adadelta::Adadelta(double learning_rate, const AdadeltaOptions& options)
-    : Optimizer(learning_rate, clip_options(options)), options_(options) {}
+    : Optimizer(learning_rate, base_options(options)), options_(options) {}
 
 Adadelta::Adadelta(std::shared_ptr<const LearningRateSchedule> schedule, const AdadeltaOptions& options)
-    : Optimizer(std::move(schedule), clip_options(options)), options_(options) {}
+    : Optimizer(std::move(schedule), base_options(options)), options_(options) {}
 
 Node* Adadelta::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                             const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {

@@ -9,6 +9,10 @@ struct AdadeltaOptions {
   double rho = 0.95;
   double epsilon = 1e-7;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  std::optional<double> weight_decay;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // Keras 3's rule: E[g²] = rho E[g²] + (1 - rho) g²; delta = -sqrt(E[dx²] + eps) / sqrt(E[g²] + eps) g;

@@ -8,15 +8,15 @@
 namespace tower::optimizers {
 
 Adagrad::Adagrad(double learning_rate, const AdagradOptions& options)
-    : Optimizer(learning_rate, clip_options(options)), options_(options) {}
+    : Optimizer(learning_rate, base_options(options)), options_(options) {}
 
 Adagrad::Adagrad(std::shared_ptr<const LearningRateSchedule> schedule, const AdagradOptions& options)
-    : Optimizer(std::move(schedule), clip_options(options)), options_(options) {}
+    : Optimizer(std::move(schedule), base_options(options)), options_(options) {}
 
 Node* Adagrad::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {
   auto accumulator = slot(graph, variable, "accumulator", options_.initial_accumulator_value);
-  return ops::apply_adagrad(var, grad, learning_rate, accumulator, options_.epsilon);
+  return ops::apply_adagrad(var, grad, learning_rate, accumulator, options_.epsilon, weight_decay_for(variable));
 }
 
 

@@ -9,6 +9,10 @@ struct AdagradOptions {
   double initial_accumulator_value = 0.1;
   double epsilon = 1e-7;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  std::optional<double> weight_decay;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // acc += g²; var -= lr g / sqrt(acc + epsilon). Slot: "accumulator" (starts at initial_accumulator_value).

@@ -8,10 +8,10 @@
 namespace tower::optimizers {
 
 Adam::Adam(double learning_rate, const AdamOptions& options)
-    : Optimizer(learning_rate, clip_options(options)), options_(options) {}
+    : Optimizer(learning_rate, base_options(options)), options_(options) {}
 
 Adam::Adam(std::shared_ptr<const LearningRateSchedule> schedule, const AdamOptions& options)
-    : Optimizer(std::move(schedule), clip_options(options)), options_(options) {}
+    : Optimizer(std::move(schedule), base_options(options)), options_(options) {}
 
 Node* Adam::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                         const SymbolicTensor& grad, const SymbolicTensor& learning_rate,
@@ -20,13 +20,12 @@ Node* Adam::update_step(Graph& graph, const VariablePtr& variable, const Symboli
   auto v = slot(graph, variable, "v");
   SymbolicTensor v_hat = options_.amsgrad ? slot(graph, variable, "vhat") : SymbolicTensor{};
   return ops::apply_adam(var, grad, learning_rate, iteration, m, v, v_hat, options_.beta_1, options_.beta_2,
-                         options_.epsilon, options_.amsgrad, weight_decay_);
+                         options_.epsilon, options_.amsgrad, weight_decay_for(variable));
 }
 
 
 nlohmann::json Adam::get_config() const {
   nlohmann::json c = Optimizer::get_config();
-  c["weight_decay"] = weight_decay_ > 0.0 ? nlohmann::json(weight_decay_) : nlohmann::json();
   c["beta_1"] = options_.beta_1;
   c["beta_2"] = options_.beta_2;
   c["epsilon"] = options_.epsilon;

@@ -11,12 +11,16 @@ struct AdamOptions {
   double epsilon = 1e-7;
   bool amsgrad = false;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  std::optional<double> weight_decay;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // Keras 3's rule with bias correction folded into the step size:
 // m += (g - m)(1 - beta_1); v += (g² - v)(1 - beta_2);
 // var -= lr sqrt(1 - beta_2^t) / (1 - beta_1^t) · m / (sqrt(v) + epsilon), v replaced by its running
-// maximum with amsgrad. Slots: "m", "v", "vhat" (amsgrad).
+// maximum with amsgrad (weight_decay, when set, first). Slots: "m", "v", "vhat" (amsgrad).
 class Adam : public Optimizer {
  public:
   explicit Adam(double learning_rate = 0.001, const AdamOptions& options = {});
@@ -28,9 +32,6 @@ class Adam : public Optimizer {
  protected:
   Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
                     const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) override;
-
-  // var -= learning_rate · weight_decay · var before each update (AdamW's; 0 for Adam).
-  double weight_decay_ = 0.0;
 
  private:
   AdamOptions options_;

@@ -12,6 +12,9 @@ struct AdamWOptions {
   double epsilon = 1e-7;
   bool amsgrad = false;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // Keras 3's rule: var -= lr · weight_decay · var (with the same lr), then Adam's update.

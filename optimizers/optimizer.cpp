@@ -3,6 +3,8 @@
 
 #include <cctype>
 #include <map>
+#include <regex>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +19,7 @@ namespace {
 
 // Keras 3 accepts at most one clipping argument; tower also refuses non-positive limits (Keras silently
 // ignores them), since they are surely a mistake.
-void check_clip(const ClipOptions& clip) {
+void check_clip(const BaseOptions& clip) {
   const std::pair<const char*, const std::optional<double>*> fields[] = {
       {"clipnorm", &clip.clipnorm}, {"clipvalue", &clip.clipvalue}, {"global_clipnorm", &clip.global_clipnorm}};
   int set = 0;
@@ -56,7 +58,7 @@ void clip_by_global_norm(Graph& graph, std::vector<SymbolicTensor>& grads, doubl
 }
 
 // Keras 3's _clip_gradients (only one limit is ever set).
-std::vector<SymbolicTensor> clip_gradients(Graph& graph, std::vector<SymbolicTensor> grads, const ClipOptions& clip) {
+std::vector<SymbolicTensor> clip_gradients(Graph& graph, std::vector<SymbolicTensor> grads, const BaseOptions& clip) {
   if (clip.global_clipnorm) clip_by_global_norm(graph, grads, *clip.global_clipnorm);
   for (auto& g : grads) {
     if (!g.defined()) continue;
@@ -68,15 +70,31 @@ std::vector<SymbolicTensor> clip_gradients(Graph& graph, std::vector<SymbolicTen
   return grads;
 }
 
-}  // namespace
-
-Optimizer::Optimizer(double learning_rate, const ClipOptions& clip) : learning_rate_(learning_rate), clip_(clip) {
-  check_learning_rate("optimizer", "learning_rate", learning_rate);  // name() is not yet callable here
-  check_clip(clip);
+// Keras 3's checks of the other base arguments, with what to pass instead.
+void check_base(const BaseOptions& o) {
+  if (o.weight_decay && !(*o.weight_decay >= 0.0))
+    raise<ValueError>("optimizer: weight_decay must be >= 0, got {}; leave it unset for no weight decay",
+                      *o.weight_decay);
+  if (o.use_ema && !(o.ema_momentum >= 0.0 && o.ema_momentum <= 1.0))
+    raise<ValueError>("optimizer: ema_momentum must be in [0, 1], got {} (Keras's default is 0.99)", o.ema_momentum);
+  if (o.use_ema && o.ema_overwrite_frequency && *o.ema_overwrite_frequency < 1)
+    raise<ValueError>("optimizer: ema_overwrite_frequency must be an integer >= 1 or unset, got {}",
+                      *o.ema_overwrite_frequency);
+  if (o.gradient_accumulation_steps && *o.gradient_accumulation_steps < 2)
+    raise<ValueError>("optimizer: gradient_accumulation_steps must be an integer >= 2, got {}; leave it unset to "
+                      "update every step", *o.gradient_accumulation_steps);
 }
 
-Optimizer::Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const ClipOptions& clip)
-    : Optimizer(0.0, clip) {
+}  // namespace
+
+Optimizer::Optimizer(double learning_rate, const BaseOptions& base) : learning_rate_(learning_rate), base_(base) {
+  check_learning_rate("optimizer", "learning_rate", learning_rate);  // name() is not yet callable here
+  check_clip(base);
+  check_base(base);
+}
+
+Optimizer::Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const BaseOptions& base)
+    : Optimizer(0.0, base) {
   if (!schedule) raise<ValueError>("optimizer: the learning-rate schedule is null; pass a schedule or a float");
   schedule_ = std::move(schedule);
 }
@@ -87,10 +105,15 @@ Optimizer& Optimizer::operator=(const Optimizer& other) {
   if (this == &other) return *this;
   learning_rate_ = other.learning_rate_;
   schedule_ = other.schedule_;  // schedules are immutable: sharing is safe
-  clip_ = other.clip_;
+  base_ = other.base_;
+  exclude_from_weight_decay_ = other.exclude_from_weight_decay_;
   iterations_ = other.iterations_;
   slots_.clear();
   slot_order_.clear();
+  accumulate_nodes_.clear();  // nodes of graphs built for `other`; a copy builds its own
+  update_nodes_.clear();
+  ema_pairs_.clear();
+  extra_updates_.clear();
   std::map<const Variable*, VariablePtr> copies;  // other's slot -> its copy
   for (const auto& slot : other.slot_order_) {
     auto copy = make_variable(slot->name(), slot->value().clone(), slot->trainable());
@@ -125,23 +148,24 @@ void Optimizer::set_learning_rate(double value) {
 
 std::vector<VariablePtr> Optimizer::variables() const { return slot_order_; }
 
-VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial) {
+VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial,
+                                     const std::optional<Shape>& shape) {
   auto key = std::make_pair(variable.get(), slot_name);
   if (auto it = slots_.find(key); it != slots_.end()) return it->second.second;
   VariablePtr created;
   if (variable->primary()) {
     // A mirror's slot mirrors its primary's slot (same name and value, on the mirror's device); only
     // the primary's is saved.
-    created = make_mirror(slot_variable(variable->primary(), slot_name, initial), variable->device());
+    created = make_mirror(slot_variable(variable->primary(), slot_name, initial, shape), variable->device());
   } else {
     std::string base = variable->name();
     if (base.ends_with(":0")) base.resize(base.size() - 2);
     const std::string slot_full_name = name() + "/" + slot_name + "/" + base + ":0";
     Tensor value;
     try {
-      value = Tensor::full(variable->shape(), initial, variable->dtype(), variable->device());
+      value = Tensor::full(shape.value_or(variable->shape()), initial, variable->dtype(), variable->device());
     } catch (const OutOfMemoryError& e) {
-      raise_variable_out_of_memory(slot_full_name, variable->shape(), variable->dtype(), &e);
+      raise_variable_out_of_memory(slot_full_name, shape.value_or(variable->shape()), variable->dtype(), &e);
     }
     created = make_variable(slot_full_name, value, false);
     if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
@@ -157,6 +181,69 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
 SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name,
                                double initial) {
   return graph.variable(slot_variable(variable, slot_name, initial));
+}
+
+SymbolicTensor Optimizer::slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name,
+                               const Shape& shape, double initial) {
+  return graph.variable(slot_variable(variable, slot_name, initial, shape));
+}
+
+void Optimizer::set_weight_decay(std::optional<double> weight_decay) {
+  BaseOptions o = base_;
+  o.weight_decay = weight_decay;
+  check_base(o);
+  base_ = o;
+}
+
+void Optimizer::exclude_from_weight_decay(const std::vector<std::string>& var_names) {
+  for (const auto& pattern : var_names) try {
+      std::regex check(pattern);
+    } catch (const std::regex_error& e) {
+      raise<ValueError>("{}: exclude_from_weight_decay: \"{}\" is not a regular expression ({}); pass names or "
+                        "patterns such as \"bias\"", name(), pattern, e.what());
+    }
+  exclude_from_weight_decay_ = var_names;
+}
+
+double Optimizer::weight_decay_for(const VariablePtr& variable) const {
+  if (!base_.weight_decay) return 0.0;
+  if (!exclude_from_weight_decay_.empty()) {
+    // Keras 3 searches variable.name ("kernel"): tower's "dense/kernel:0" without layer and ":0".
+    const Variable& v = variable->primary() ? *variable->primary() : *variable;
+    std::string short_name = v.name();
+    if (short_name.ends_with(":0")) short_name.resize(short_name.size() - 2);
+    if (auto slash = short_name.rfind('/'); slash != std::string::npos) short_name = short_name.substr(slash + 1);
+    for (const auto& pattern : exclude_from_weight_decay_)
+      if (std::regex_search(short_name, std::regex(pattern))) return 0.0;
+  }
+  return *base_.weight_decay;
+}
+
+std::int64_t Optimizer::update_number() const {
+  return (base_.gradient_accumulation_steps ? iterations_ / *base_.gradient_accumulation_steps : iterations_) + 1;
+}
+
+std::vector<Node*> Optimizer::step_targets(const std::vector<Node*>& targets) const {
+  if (!base_.gradient_accumulation_steps || (accumulate_nodes_.empty() && update_nodes_.empty())) return targets;
+  const bool update = (iterations_ + 1) % *base_.gradient_accumulation_steps == 0;
+  const auto& skipped = update ? accumulate_nodes_ : update_nodes_;
+  std::vector<Node*> out;
+  for (Node* n : targets)
+    if (!skipped.count(n)) out.push_back(n);
+  return out;
+}
+
+void Optimizer::finish_step() {
+  // Keras 3 overwrites after the update when (iterations + 1) % ema_overwrite_frequency == 0, its
+  // iterations counting updates (raw steps / N with gradient accumulation), before incrementing.
+  if (base_.use_ema && base_.ema_overwrite_frequency && update_number() % *base_.ema_overwrite_frequency == 0)
+    finalize_variable_values();
+  ++iterations_;
+}
+
+void Optimizer::finalize_variable_values() {
+  if (!base_.use_ema) return;
+  for (const auto& [variable, average] : ema_pairs_) variable->assign(average->value());
 }
 
 std::vector<Node*> Optimizer::minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
@@ -177,12 +264,50 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
     if (grads[i].defined() && grads[i].shape() != variables[i]->shape())
       raise<ShapeError>("{}: the gradient of \"{}\" has shape {}, the variable {}", name(), variables[i]->name(),
                         grads[i].shape().to_string(), variables[i]->shape().to_string());
-  auto clipped = clip_gradients(graph, grads, clip_);
   std::vector<Node*> updates;
+  std::vector<SymbolicTensor> used = grads;
+  std::vector<Node*> resets;  // the accumulators' resets, after the updates
+  if (base_.gradient_accumulation_steps) {
+    // Keras 3: on N - 1 steps of N, accumulator += g; on the N-th the update with (g + accumulator) / N
+    // (clipped, then weight decay), and the accumulator reset.
+    for (std::size_t i = 0; i < variables.size(); ++i) {
+      if (!grads[i].defined()) continue;
+      auto acc = slot(graph, variables[i], "gradient_accumulator");
+      Node* add = ops::assign(acc, ops::add(acc, grads[i]));
+      accumulate_nodes_.insert(add);
+      updates.push_back(add);
+      used[i] = ops::divide(ops::add(grads[i], acc),
+                            graph.constant(Tensor::scalar(*base_.gradient_accumulation_steps, grads[i].dtype())));
+      resets.push_back(ops::assign(acc, ops::zeros_like(acc)));
+    }
+  }
+  auto clipped = clip_gradients(graph, used, base_);
+  std::vector<Node*> applied;
   for (std::size_t i = 0; i < variables.size(); ++i)
-    if (clipped[i].defined())
-      updates.push_back(
+    if (clipped[i].defined()) {
+      extra_updates_.clear();
+      applied.push_back(
           update_step(graph, variables[i], graph.variable(variables[i]), clipped[i], learning_rate, iteration));
+      applied.insert(applied.end(), extra_updates_.begin(), extra_updates_.end());
+      extra_updates_.clear();
+    }
+  applied.insert(applied.end(), resets.begin(), resets.end());
+  if (base_.gradient_accumulation_steps) update_nodes_.insert(applied.begin(), applied.end());
+  updates.insert(updates.end(), applied.begin(), applied.end());
+  if (base_.use_ema) {
+    // After the updates (update ops run in creation order, after every read): every step, accumulating
+    // or not, as Keras 3 does.
+    for (const auto& variable : variables) {
+      auto average = slot(graph, variable, "average");
+      updates.push_back(ops::apply_ema(average, graph.variable(variable), iteration, base_.ema_momentum));
+      if (!variable->primary()) {
+        const VariablePtr avg = slot_variable(variable, "average", 0.0);
+        bool known = false;
+        for (const auto& [v, a] : ema_pairs_) known = known || v == variable;
+        if (!known) ema_pairs_.emplace_back(variable, avg);
+      }
+    }
+  }
   return updates;
 }
 
@@ -195,6 +320,11 @@ OptimizerPtr get(const std::string& identifier) {
       {"adamw", []() -> OptimizerPtr { return std::make_shared<AdamW>(); }},
       {"adagrad", []() -> OptimizerPtr { return std::make_shared<Adagrad>(); }},
       {"adadelta", []() -> OptimizerPtr { return std::make_shared<Adadelta>(); }},
+      {"adamax", []() -> OptimizerPtr { return std::make_shared<Adamax>(); }},
+      {"nadam", []() -> OptimizerPtr { return std::make_shared<Nadam>(); }},
+      {"lion", []() -> OptimizerPtr { return std::make_shared<Lion>(); }},
+      {"ftrl", []() -> OptimizerPtr { return std::make_shared<Ftrl>(); }},
+      {"adafactor", []() -> OptimizerPtr { return std::make_shared<Adafactor>(); }},
   };
   std::string key;  // "Adam", "RMSprop", "adam": Keras's names and class names, any case
   for (char c : identifier) key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -229,13 +359,20 @@ std::optional<double> optional(const nlohmann::json& config, const char* key) {
 }  // namespace
 
 nlohmann::json Optimizer::get_config() const {
-  return {{"name", name()},
+  nlohmann::json c = {{"name", name()},
           {"learning_rate", schedule_ ? schedule_->to_config() : nlohmann::json(learning_rate_)},
-          {"clipnorm", optional_number(clip_.clipnorm)},
-          {"global_clipnorm", optional_number(clip_.global_clipnorm)},
-          {"clipvalue", optional_number(clip_.clipvalue)},
-          {"use_ema", false},
+          {"weight_decay", optional_number(base_.weight_decay)},
+          {"clipnorm", optional_number(base_.clipnorm)},
+          {"global_clipnorm", optional_number(base_.global_clipnorm)},
+          {"clipvalue", optional_number(base_.clipvalue)},
+          {"use_ema", base_.use_ema},
+          {"ema_momentum", base_.ema_momentum},
+          {"ema_overwrite_frequency", base_.ema_overwrite_frequency ? nlohmann::json(*base_.ema_overwrite_frequency)
+                                                                    : nlohmann::json()},
           {"is_legacy_optimizer", false}};
+  // Only when set: tf.keras 2 refuses the key, Keras 3 reads it.
+  if (base_.gradient_accumulation_steps) c["gradient_accumulation_steps"] = *base_.gradient_accumulation_steps;
+  return c;
 }
 
 void Optimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values) {
@@ -264,8 +401,9 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
   std::string class_name = optimizer.at("class_name").get<std::string>();
   if (class_name.starts_with("Custom>")) class_name = class_name.substr(7);  // tf.keras 2.11+ registers "Custom>Adam"
   const nlohmann::json config = optimizer.value("config", nlohmann::json::object());
-  if (config.value("use_ema", false))
-    raise<ValueError>("optimizer config: use_ema (exponential moving average of weights) is not supported by tower");
+  if (optional(config, "loss_scale_factor"))
+    raise<ValueError>("optimizer config: loss_scale_factor (mixed-precision loss scaling) is not supported by tower; "
+                      "remove it (tower trains in float32)");
 
   // The learning rate: a number, a schedule, Keras 1/2's "lr", and Keras 2's "decay" (lr / (1 + decay * t)).
   // (A negative or non-finite rate is refused by the optimizer, not replaced by the default.)
@@ -281,12 +419,33 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
     if (schedule) raise<ValueError>("optimizer config: both a schedule and decay = {} are set", decay);
     schedule = std::make_shared<InverseTimeDecay>(lr.value_or(0.01), 1, decay);
   }
-  const ClipOptions clip{optional(config, "clipnorm"), optional(config, "clipvalue"), optional(config, "global_clipnorm")};
+  // An integer argument (Keras writes ints; a float with no fraction is accepted).
+  const auto integer = [&](const char* key) -> std::optional<int> {
+    const auto v = optional(config, key);
+    if (!v) return std::nullopt;
+    if (*v != static_cast<double>(static_cast<int>(*v)))
+      raise<ValueError>("optimizer config: \"{}\" must be an integer, got {}", key, *v);
+    return static_cast<int>(*v);
+  };
+  const std::optional<double> weight_decay = optional(config, "weight_decay");
+  const BaseOptions base{optional(config, "clipnorm"),
+                         optional(config, "clipvalue"),
+                         optional(config, "global_clipnorm"),
+                         weight_decay,
+                         config.contains("use_ema") && config.at("use_ema").is_boolean() && config.at("use_ema").get<bool>(),
+                         number(config, "ema_momentum", 0.99),
+                         integer("ema_overwrite_frequency"),
+                         integer("gradient_accumulation_steps")};
   // Builds T with a schedule or a learning rate (the class default when absent).
   auto make = [&]<typename T, typename O>(O options, double default_lr) -> OptimizerPtr {
-    options.clipnorm = clip.clipnorm;
-    options.clipvalue = clip.clipvalue;
-    options.global_clipnorm = clip.global_clipnorm;
+    options.clipnorm = base.clipnorm;
+    options.clipvalue = base.clipvalue;
+    options.global_clipnorm = base.global_clipnorm;
+    if constexpr (!std::is_same_v<O, AdamWOptions>) options.weight_decay = base.weight_decay;
+    options.use_ema = base.use_ema;
+    options.ema_momentum = base.ema_momentum;
+    options.ema_overwrite_frequency = base.ema_overwrite_frequency;
+    options.gradient_accumulation_steps = base.gradient_accumulation_steps;
     if (schedule) return std::make_shared<T>(schedule, options);
     return std::make_shared<T>(lr.value_or(default_lr), options);
   };
@@ -298,23 +457,45 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
     return make.operator()<RMSprop>(RMSpropOptions{number(config, "rho", 0.9), number(config, "momentum", 0.0),
                                                    number(config, "epsilon", 1e-7), config.value("centered", false)},
                                     0.001);
-  if (key == "adam" || key == "adamw") {
-    const double wd = number(config, "weight_decay", 0.0);
-    if (key == "adamw" || wd != 0.0)
-      return make.operator()<AdamW>(AdamWOptions{wd, number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
-                                                 number(config, "epsilon", 1e-7), config.value("amsgrad", false)},
-                                    0.001);
+  if (key == "adamw")
+    return make.operator()<AdamW>(AdamWOptions{weight_decay.value_or(0.004), number(config, "beta_1", 0.9),
+                                               number(config, "beta_2", 0.999), number(config, "epsilon", 1e-7),
+                                               config.value("amsgrad", false)},
+                                  0.001);
+  if (key == "adam")
     return make.operator()<Adam>(AdamOptions{number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
                                              number(config, "epsilon", 1e-7), config.value("amsgrad", false)},
                                  0.001);
-  }
   if (key == "adagrad")
     return make.operator()<Adagrad>(
         AdagradOptions{number(config, "initial_accumulator_value", 0.1), number(config, "epsilon", 1e-7)}, 0.001);
   if (key == "adadelta")
     return make.operator()<Adadelta>(AdadeltaOptions{number(config, "rho", 0.95), number(config, "epsilon", 1e-7)},
                                      0.001);
-  raise<ValueError>("optimizer \"{}\" is not supported; tower has SGD, RMSprop, Adam, AdamW, Adagrad and Adadelta",
+  if (key == "adamax")
+    return make.operator()<Adamax>(AdamaxOptions{number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
+                                                 number(config, "epsilon", 1e-7)},
+                                   0.001);
+  if (key == "nadam")
+    return make.operator()<Nadam>(NadamOptions{number(config, "beta_1", 0.9), number(config, "beta_2", 0.999),
+                                               number(config, "epsilon", 1e-7)},
+                                  0.001);
+  if (key == "lion")
+    return make.operator()<Lion>(LionOptions{number(config, "beta_1", 0.9), number(config, "beta_2", 0.99)}, 0.001);
+  if (key == "ftrl")
+    return make.operator()<Ftrl>(
+        FtrlOptions{number(config, "learning_rate_power", -0.5), number(config, "initial_accumulator_value", 0.1),
+                    number(config, "l1_regularization_strength", 0.0), number(config, "l2_regularization_strength", 0.0),
+                    number(config, "l2_shrinkage_regularization_strength", 0.0), number(config, "beta", 0.0)},
+        0.001);
+  if (key == "adafactor")
+    return make.operator()<Adafactor>(
+        AdafactorOptions{number(config, "beta_2_decay", -0.8), number(config, "epsilon_1", 1e-30),
+                         number(config, "epsilon_2", 1e-3), number(config, "clip_threshold", 1.0),
+                         config.value("relative_step", true)},
+        0.001);
+  raise<ValueError>("optimizer \"{}\" is not supported; tower has SGD, RMSprop, Adam, AdamW, Adagrad, Adadelta, "
+                    "Adamax, Nadam, Lion, Ftrl and Adafactor",
                     class_name);
 }
 }  // namespace tower::optimizers

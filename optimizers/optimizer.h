@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,12 +20,22 @@
 
 namespace tower::optimizers {
 
-// Keyword arguments every Keras optimizer takes (clipping is applied to each gradient before the update).
-// As in Keras 3, at most one of them may be set.
-struct ClipOptions {
+// Keyword arguments every Keras 3 optimizer takes (each optimizer's options struct has these fields too).
+// Clipping is applied to each gradient before the update; as in Keras 3, at most one limit may be set.
+struct BaseOptions {
   std::optional<double> clipnorm;         // each gradient rescaled to at most this L2 norm
   std::optional<double> clipvalue;        // each gradient element clipped to [-clipvalue, clipvalue]
   std::optional<double> global_clipnorm;  // all gradients rescaled together to at most this global norm
+  // Keras 3's decoupled weight decay: var -= var * weight_decay * lr before each update (unset: none).
+  std::optional<double> weight_decay;
+  // An exponential moving average of the trainable variables ("average" slots): average =
+  // ema_momentum * average + (1 - ema_momentum) * var after each step (the first step copies); the
+  // variables take their averages every ema_overwrite_frequency steps and at the end of fit().
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency;
+  // Gradients summed in "gradient_accumulator" slots; the update, with their mean, every N-th step.
+  std::optional<int> gradient_accumulation_steps;
 };
 
 class Optimizer {
@@ -48,10 +59,27 @@ class Optimizer {
   std::vector<Node*> minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
                               const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
 
-  // Steps taken so far (Keras's optimizer.iterations); the trainer calls finish_step() after each.
+  // Steps taken so far (Keras's optimizer._iterations, what it saves and what schedules read); the
+  // trainer calls finish_step() after each, which also overwrites the variables with their averages
+  // every ema_overwrite_frequency updates.
   std::int64_t iterations() const { return iterations_; }
-  void finish_step() { ++iterations_; }
+  void finish_step();
   void set_iterations(std::int64_t n) { iterations_ = n; }
+  // The 1-based number of the update the coming step belongs to, as the update rules see it (Keras's
+  // optimizer.iterations + 1): iterations() + 1, or iterations() / N + 1 with gradient accumulation.
+  std::int64_t update_number() const;
+  // Of the nodes apply_gradients() returned, those to run in the coming step: with gradient
+  // accumulation, the accumulating nodes on N - 1 steps of N and the updates on the N-th.
+  std::vector<Node*> step_targets(const std::vector<Node*>& targets) const;
+  // Keras's finalize_variable_values (fit() calls it at the end): with use_ema, each variable takes
+  // its moving average. Does nothing otherwise.
+  void finalize_variable_values();
+
+  // Keras's exclude_from_weight_decay(var_names=...): variables whose name (without the layer prefix
+  // and ":0") contains a match of one of these regular expressions get no weight decay. Call it before
+  // the first training step.
+  void exclude_from_weight_decay(const std::vector<std::string>& var_names);
+  const BaseOptions& base_options() const { return base_; }
 
   // The learning rate for the next step: the schedule at iterations(), or the constant.
   double current_learning_rate() const;
@@ -76,17 +104,24 @@ class Optimizer {
   const std::map<std::string, Tensor>& pending_state() const { return pending_; }
 
  protected:
-  Optimizer(double learning_rate, const ClipOptions& clip);
-  Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const ClipOptions& clip);
+  Optimizer(double learning_rate, const BaseOptions& base);
+  Optimizer(std::shared_ptr<const LearningRateSchedule> schedule, const BaseOptions& base);
   // Copies deep-copy the slots (see clone()).
   Optimizer(const Optimizer& other);
   Optimizer& operator=(const Optimizer& other);
 
-  // The clipping fields of an optimizer's options struct (each has clipnorm, clipvalue, global_clipnorm).
+  // The BaseOptions fields of an optimizer's options struct (each has them all).
   template <class Options>
-  static ClipOptions clip_options(const Options& o) {
-    return {o.clipnorm, o.clipvalue, o.global_clipnorm};
+  static BaseOptions base_options(const Options& o) {
+    return {o.clipnorm,       o.clipvalue,    o.global_clipnorm,         o.weight_decay,
+            o.use_ema,        o.ema_momentum, o.ema_overwrite_frequency, o.gradient_accumulation_steps};
   }
+  // The weight decay of `variable`: 0 when unset or excluded (exclude_from_weight_decay).
+  double weight_decay_for(const VariablePtr& variable) const;
+  // Sets the weight decay after construction (AdamW's default).
+  void set_weight_decay(std::optional<double> weight_decay);
+  // Extra update nodes an update_step() made (Adafactor's factored moments), run with its result.
+  void add_update(Node* node) { extra_updates_.push_back(node); }
 
   // Adds the update of one variable. var: the variable's read in `graph`; grad: clipped gradient.
   virtual Node* update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
@@ -98,13 +133,23 @@ class Optimizer {
   // Named as tf.keras 2.11+ names them: "<name()>/<slot_name>/<variable name without :0>:0".
   // A mirror's slots (parallel towers) mirror its primary's slots and are not in variables().
   SymbolicTensor slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name, double initial = 0.0);
+  // A slot of another shape than its variable's (Adafactor's row and column moments).
+  SymbolicTensor slot(Graph& graph, const VariablePtr& variable, const std::string& slot_name, const Shape& shape,
+                      double initial = 0.0);
 
  private:
-  VariablePtr slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial);
+  VariablePtr slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial,
+                            const std::optional<Shape>& shape = std::nullopt);
   double learning_rate_ = 0.001;
   std::shared_ptr<const LearningRateSchedule> schedule_;
-  ClipOptions clip_;
+  BaseOptions base_;
+  std::vector<std::string> exclude_from_weight_decay_;
   std::int64_t iterations_ = 0;
+  // With gradient accumulation: the nodes that run on accumulating steps only, and on update steps only.
+  std::set<const Node*> accumulate_nodes_, update_nodes_;
+  // With use_ema: each trainable variable and its "average" slot (primaries only).
+  std::vector<std::pair<VariablePtr, VariablePtr>> ema_pairs_;
+  std::vector<Node*> extra_updates_;
   // (variable, slot name) -> slot. Each entry also holds its variable, so a freed variable's address
   // can never be reused by another one while its slots exist.
   std::map<std::pair<const Variable*, std::string>, std::pair<VariablePtr, VariablePtr>> slots_;
@@ -114,14 +159,15 @@ class Optimizer {
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;
 
-// "sgd", "rmsprop", "adam", "adamw", "adagrad", "adadelta" with Keras's defaults (case-insensitive).
+// "sgd", "rmsprop", "adam", "adamw", "adagrad", "adadelta", "adamax", "nadam", "lion", "ftrl",
+// "adafactor" with Keras's defaults (case-insensitive).
 // An unknown name throws ValueError listing the known ones.
 OptimizerPtr get(const std::string& identifier);
 
 // An optimizer from Keras's {"class_name": "Adam", "config": {...}} as tf.keras 2 ("Adam",
 // "Custom>Adam"), Keras 3 and Keras 1/2 ("lr", "decay": Keras 2's per-step inverse-time decay) write it.
-// Unknown classes and arguments tower cannot honour (use_ema, a non-zero decay with a schedule) throw
-// ValueError naming them.
+// Unknown classes and arguments tower cannot honour (loss_scale_factor, a non-zero decay with a
+// schedule) throw ValueError naming them.
 OptimizerPtr from_config(const nlohmann::json& optimizer);
 // {"class_name": name(), "config": get_config()}.
 nlohmann::json to_config(const Optimizer& optimizer);

@@ -16,10 +16,10 @@ RMSpropOptions checked(const RMSpropOptions& o) {
 }  // namespace
 
 RMSprop::RMSprop(double learning_rate, const RMSpropOptions& options)
-    : Optimizer(learning_rate, clip_options(options)), options_(checked(options)) {}
+    : Optimizer(learning_rate, base_options(options)), options_(checked(options)) {}
 
 RMSprop::RMSprop(std::shared_ptr<const LearningRateSchedule> schedule, const RMSpropOptions& options)
-    : Optimizer(std::move(schedule), clip_options(options)), options_(checked(options)) {}
+    : Optimizer(std::move(schedule), base_options(options)), options_(checked(options)) {}
 
 Node* RMSprop::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                            const SymbolicTensor& grad, const SymbolicTensor& learning_rate, const SymbolicTensor&) {
@@ -27,7 +27,7 @@ Node* RMSprop::update_step(Graph& graph, const VariablePtr& variable, const Symb
   SymbolicTensor momentum = options_.momentum > 0.0 ? slot(graph, variable, "momentum") : SymbolicTensor{};
   SymbolicTensor average_grad = options_.centered ? slot(graph, variable, "average_gradient") : SymbolicTensor{};
   return ops::apply_rmsprop(var, grad, learning_rate, velocity, momentum, average_grad, options_.rho, options_.momentum,
-                            options_.epsilon, options_.centered);
+                            options_.epsilon, options_.centered, weight_decay_for(variable));
 }
 
 

@@ -11,6 +11,10 @@ struct RMSpropOptions {
   double epsilon = 1e-7;
   bool centered = false;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  std::optional<double> weight_decay;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // Keras 3's rule: v = rho v + (1 - rho) g²; centered subtracts the squared moving mean of g;

@@ -16,15 +16,15 @@ SGDOptions checked(const SGDOptions& o) {
 }  // namespace
 
 SGD::SGD(double learning_rate, const SGDOptions& options)
-    : Optimizer(learning_rate, clip_options(options)), options_(checked(options)) {}
+    : Optimizer(learning_rate, base_options(options)), options_(checked(options)) {}
 
 SGD::SGD(std::shared_ptr<const LearningRateSchedule> schedule, const SGDOptions& options)
-    : Optimizer(std::move(schedule), clip_options(options)), options_(checked(options)) {}
+    : Optimizer(std::move(schedule), base_options(options)), options_(checked(options)) {}
 
 Node* SGD::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var, const SymbolicTensor& grad,
                        const SymbolicTensor& learning_rate, const SymbolicTensor&) {
   SymbolicTensor momentum = options_.momentum != 0.0 ? slot(graph, variable, "m") : SymbolicTensor{};
-  return ops::apply_sgd(var, grad, learning_rate, momentum, options_.momentum, options_.nesterov);
+  return ops::apply_sgd(var, grad, learning_rate, momentum, options_.momentum, options_.nesterov, weight_decay_for(variable));
 }
 
 

@@ -9,6 +9,10 @@ struct SGDOptions {
   double momentum = 0.0;
   bool nesterov = false;
   std::optional<double> clipnorm, clipvalue, global_clipnorm;
+  std::optional<double> weight_decay;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<int> ema_overwrite_frequency, gradient_accumulation_steps;
 };
 
 // momentum 0: var -= lr * g. Else m = momentum * m - lr * g; var += m, or with nesterov

@@ -10,15 +10,17 @@
 
 namespace tower::cuda {
 
-enum class UpdateRule { sgd, rmsprop, adam, adagrad, adadelta };
+enum class UpdateRule { sgd, rmsprop, adam, adagrad, adadelta, adamax, nadam, lion, ftrl, ema };
 
 // What every variable of one update shares: lr, iteration and the optimizer's constants (unused
-// ones 0): momentum, rho, beta_1, beta_2, epsilon, weight decay, nesterov.
+// ones 0): momentum (also the EMA's), rho, beta_1, beta_2, epsilon, weight decay, nesterov, and
+// Ftrl's learning_rate_power, l1, l2, l2_shrinkage and beta.
 template <typename T>
 struct UpdateConstants {
-  const T* lr = nullptr;         // one element
-  const T* iteration = nullptr;  // one element, 1-based (Adam's bias correction)
+  const T* lr = nullptr;         // one element (null for ema, which has none)
+  const T* iteration = nullptr;  // one element, 1-based (bias corrections, Nadam's schedule, EMA's first step)
   T momentum = 0, rho = 0, beta_1 = 0, beta_2 = 0, epsilon = 0, weight_decay = 0;
+  T lr_power = 0, l1 = 0, l2 = 0, l2_shrinkage = 0, beta = 0;
   bool nesterov = false;
 };
 
@@ -29,6 +31,8 @@ struct UpdateConstants {
 //   adam     slot 0 m, 1 v, 2 v_hat (null: no amsgrad)
 //   adagrad  slot 0 accumulator
 //   adadelta slot 0 accumulated_grad, 1 accumulated_delta
+//   adamax   slot 0 m, 1 u;  nadam slot 0 m, 1 v;  lion slot 0 m;  ftrl slot 0 accumulator, 1 linear
+//   ema      var is the average (written), grad the model variable (read); no slots
 template <typename T>
 struct UpdateList {
   static constexpr int kMaxVariables = 48;

@@ -28,6 +28,11 @@ UpdateInputs inputs_of(const std::string& op) {
   if (op == op_names::apply_rmsprop) return {UpdateRule::rmsprop};
   if (op == op_names::apply_adam) return {UpdateRule::adam, 3, 4};
   if (op == op_names::apply_adagrad) return {UpdateRule::adagrad};
+  if (op == op_names::apply_adamax) return {UpdateRule::adamax, 3, 4};
+  if (op == op_names::apply_nadam) return {UpdateRule::nadam, 3, 4};
+  if (op == op_names::apply_lion) return {UpdateRule::lion};
+  if (op == op_names::apply_ftrl) return {UpdateRule::ftrl};
+  if (op == op_names::apply_ema) return {UpdateRule::ema, 2, 3};  // (average, var, iteration): no lr
   return {UpdateRule::adadelta};
 }
 
@@ -36,7 +41,7 @@ template <typename T>
 UpdateConstants<T> constants_of(const KernelContext& ctx, const UpdateInputs& where) {
   UpdateConstants<T> c;
   const Attrs& a = ctx.attrs();
-  c.lr = ctx.inputs[2].data<T>();
+  if (where.rule != UpdateRule::ema) c.lr = ctx.inputs[2].data<T>();
   if (where.iteration >= 0) c.iteration = ctx.inputs[static_cast<std::size_t>(where.iteration)].data<T>();
   if (a.has("momentum")) c.momentum = attr<T>(ctx, "momentum");
   if (a.has("nesterov")) c.nesterov = a.get_bool("nesterov");
@@ -45,6 +50,11 @@ UpdateConstants<T> constants_of(const KernelContext& ctx, const UpdateInputs& wh
   if (a.has("beta_2")) c.beta_2 = attr<T>(ctx, "beta_2");
   if (a.has("epsilon")) c.epsilon = attr<T>(ctx, "epsilon");
   if (a.has("weight_decay")) c.weight_decay = attr<T>(ctx, "weight_decay");
+  if (a.has("learning_rate_power")) c.lr_power = attr<T>(ctx, "learning_rate_power");
+  if (a.has("l1")) c.l1 = attr<T>(ctx, "l1");
+  if (a.has("l2")) c.l2 = attr<T>(ctx, "l2");
+  if (a.has("l2_shrinkage")) c.l2_shrinkage = attr<T>(ctx, "l2_shrinkage");
+  if (a.has("beta")) c.beta = attr<T>(ctx, "beta");
   return c;
 }
 
@@ -73,9 +83,14 @@ void add_variable(UpdateList<T>& list, KernelContext& ctx, const UpdateInputs& w
       break;
     case UpdateRule::adagrad: list.slot[0][k] = take(true); break;
     case UpdateRule::adadelta:
+    case UpdateRule::adamax:
+    case UpdateRule::nadam:
+    case UpdateRule::ftrl:
       list.slot[0][k] = take(true);
       list.slot[1][k] = take(true);
       break;
+    case UpdateRule::lion: list.slot[0][k] = take(true); break;
+    case UpdateRule::ema: break;  // var: the average, grad: the model variable
   }
 }
 
@@ -114,7 +129,8 @@ void update_kernel(KernelContext& ctx) { run_updates(std::span<KernelContext>(&c
 
 void register_optimizer_kernels() {
   for (const char* op : {op_names::apply_sgd, op_names::apply_rmsprop, op_names::apply_adam, op_names::apply_adagrad,
-                         op_names::apply_adadelta}) {
+                         op_names::apply_adadelta, op_names::apply_adamax, op_names::apply_nadam, op_names::apply_lion,
+                         op_names::apply_ftrl, op_names::apply_ema}) {
     register_kernel(op, DeviceKind::cuda, update_kernel);
     register_group_kernel(op, DeviceKind::cuda, run_updates);
   }

@@ -1,5 +1,6 @@
-// Optimizer update ops (apply_sgd, apply_rmsprop, apply_adam, apply_adagrad, apply_adadelta): fused
-// in-place updates of a variable and its slots following Keras 3's rules. They have no outputs.
+// Optimizer update ops (apply_sgd, apply_rmsprop, apply_adam, apply_adagrad, apply_adadelta,
+// apply_adamax, apply_nadam, apply_lion, apply_ftrl, and apply_ema for use_ema): fused in-place
+// updates of a variable and its slots following Keras 3's rules. They have no outputs.
 //
 // Inputs are (var, grad, lr, [iteration], slots...). Optional slots that a configuration does not
 // use are left out of the inputs; bool attrs ("has_momentum", "has_average_grad", "has_v_hat")
@@ -22,23 +23,33 @@ void require(const SymbolicTensor& t, const char* op, const char* what, const ch
   if (!t.defined()) raise<ValueError>("{}: {} is undefined, but {}; create the slot variable and pass it", op, what, why);
 }
 
+void check_decay(const char* op, double weight_decay) {
+  if (!(weight_decay >= 0)) raise<ValueError>("{}: weight_decay must be >= 0, got {}", op, weight_decay);
+}
+
 }  // namespace
 
 Node* apply_sgd(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
-                const SymbolicTensor& momentum_slot, double momentum, bool nesterov) {
+                const SymbolicTensor& momentum_slot, double momentum, bool nesterov, double weight_decay) {
   if (momentum < 0 || momentum > 1) raise<ValueError>("apply_sgd: momentum must be in [0, 1], got {}", momentum);
+  check_decay(op_names::apply_sgd, weight_decay);
   if (momentum != 0) require(momentum_slot, op_names::apply_sgd, "momentum_slot", "momentum is not 0");
   std::vector<SymbolicTensor> in{var, grad, lr};
   if (momentum_slot.defined()) in.push_back(momentum_slot);
   return &var.graph().add_node(
       op_names::apply_sgd, in,
-      {{"momentum", momentum}, {"nesterov", nesterov}, {"has_momentum", momentum_slot.defined()}});
+      {{"momentum", momentum},
+       {"nesterov", nesterov},
+       {"has_momentum", momentum_slot.defined()},
+       {"weight_decay", weight_decay}});
 }
 
 Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                     const SymbolicTensor& velocity, const SymbolicTensor& momentum_slot,
-                    const SymbolicTensor& average_grad, double rho, double momentum, double epsilon, bool centered) {
+                    const SymbolicTensor& average_grad, double rho, double momentum, double epsilon, bool centered,
+                    double weight_decay) {
   if (momentum < 0) raise<ValueError>("apply_rmsprop: momentum must be >= 0, got {}", momentum);
+  check_decay(op_names::apply_rmsprop, weight_decay);
   require(velocity, op_names::apply_rmsprop, "velocity", "RMSprop always keeps it");
   if (momentum > 0) require(momentum_slot, op_names::apply_rmsprop, "momentum_slot", "momentum is > 0");
   if (centered) require(average_grad, op_names::apply_rmsprop, "average_grad", "centered is true");
@@ -51,7 +62,8 @@ Node* apply_rmsprop(const SymbolicTensor& var, const SymbolicTensor& grad, const
                                 {"epsilon", epsilon},
                                 {"centered", centered},
                                 {"has_momentum", momentum_slot.defined()},
-                                {"has_average_grad", centered}});
+                                {"has_average_grad", centered},
+                                {"weight_decay", weight_decay}});
 }
 
 Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
@@ -74,18 +86,73 @@ Node* apply_adam(const SymbolicTensor& var, const SymbolicTensor& grad, const Sy
 }
 
 Node* apply_adagrad(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
-                    const SymbolicTensor& accumulator, double epsilon) {
+                    const SymbolicTensor& accumulator, double epsilon, double weight_decay) {
   require(accumulator, op_names::apply_adagrad, "accumulator", "Adagrad always keeps it");
-  return &var.graph().add_node(op_names::apply_adagrad, {var, grad, lr, accumulator}, {{"epsilon", epsilon}});
+  check_decay(op_names::apply_adagrad, weight_decay);
+  return &var.graph().add_node(op_names::apply_adagrad, {var, grad, lr, accumulator},
+                               {{"epsilon", epsilon}, {"weight_decay", weight_decay}});
 }
 
 Node* apply_adadelta(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
                      const SymbolicTensor& accumulated_grad, const SymbolicTensor& accumulated_delta, double rho,
-                     double epsilon) {
+                     double epsilon, double weight_decay) {
+  check_decay(op_names::apply_adadelta, weight_decay);
   require(accumulated_grad, op_names::apply_adadelta, "accumulated_grad", "Adadelta always keeps it");
   require(accumulated_delta, op_names::apply_adadelta, "accumulated_delta", "Adadelta always keeps it");
   return &var.graph().add_node(op_names::apply_adadelta, {var, grad, lr, accumulated_grad, accumulated_delta},
-                               {{"rho", rho}, {"epsilon", epsilon}});
+                               {{"rho", rho}, {"epsilon", epsilon}, {"weight_decay", weight_decay}});
+}
+
+Node* apply_adamax(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                   const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& u, double beta_1,
+                   double beta_2, double epsilon, double weight_decay) {
+  require(m, op_names::apply_adamax, "m", "Adamax always keeps it");
+  require(u, op_names::apply_adamax, "u", "Adamax always keeps it");
+  check_decay(op_names::apply_adamax, weight_decay);
+  return &var.graph().add_node(
+      op_names::apply_adamax, {var, grad, lr, iteration, m, u},
+      {{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}});
+}
+
+Node* apply_nadam(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                  const SymbolicTensor& iteration, const SymbolicTensor& m, const SymbolicTensor& v, double beta_1,
+                  double beta_2, double epsilon, double weight_decay) {
+  require(m, op_names::apply_nadam, "m", "Nadam always keeps it");
+  require(v, op_names::apply_nadam, "v", "Nadam always keeps it");
+  check_decay(op_names::apply_nadam, weight_decay);
+  return &var.graph().add_node(
+      op_names::apply_nadam, {var, grad, lr, iteration, m, v},
+      {{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}});
+}
+
+Node* apply_lion(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& m, double beta_1, double beta_2, double weight_decay) {
+  require(m, op_names::apply_lion, "m", "Lion always keeps it");
+  check_decay(op_names::apply_lion, weight_decay);
+  return &var.graph().add_node(op_names::apply_lion, {var, grad, lr, m},
+                               {{"beta_1", beta_1}, {"beta_2", beta_2}, {"weight_decay", weight_decay}});
+}
+
+Node* apply_ftrl(const SymbolicTensor& var, const SymbolicTensor& grad, const SymbolicTensor& lr,
+                 const SymbolicTensor& accumulator, const SymbolicTensor& linear, const FtrlParams& p,
+                 double weight_decay) {
+  require(accumulator, op_names::apply_ftrl, "accumulator", "Ftrl always keeps it");
+  require(linear, op_names::apply_ftrl, "linear", "Ftrl always keeps it");
+  check_decay(op_names::apply_ftrl, weight_decay);
+  return &var.graph().add_node(op_names::apply_ftrl, {var, grad, lr, accumulator, linear},
+                               {{"learning_rate_power", p.learning_rate_power},
+                                {"l1", p.l1},
+                                {"l2", p.l2},
+                                {"l2_shrinkage", p.l2_shrinkage},
+                                {"beta", p.beta},
+                                {"weight_decay", weight_decay}});
+}
+
+Node* apply_ema(const SymbolicTensor& average, const SymbolicTensor& var, const SymbolicTensor& iteration,
+                double momentum) {
+  if (!(momentum >= 0 && momentum <= 1))
+    raise<ValueError>("apply_ema: momentum must be in [0, 1], got {}", momentum);
+  return &average.graph().add_node(op_names::apply_ema, {average, var, iteration}, {{"momentum", momentum}});
 }
 
 }  // namespace ops
@@ -149,6 +216,33 @@ void register_optimizer_ops() {
                      return update_shape(in, {"var", "grad", "lr", "accumulator"});
                    },
                .mutated_inputs = {0, 3}});
+  register_op({.name = op_names::apply_adamax,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs&) {
+                     return update_shape(in, {"var", "grad", "lr", "iteration", "m", "u"});
+                   },
+               .mutated_inputs = {0, 4, 5}});
+  register_op({.name = op_names::apply_nadam,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs&) {
+                     return update_shape(in, {"var", "grad", "lr", "iteration", "m", "v"});
+                   },
+               .mutated_inputs = {0, 4, 5}});
+  register_op({.name = op_names::apply_lion,
+               .shape = [](const std::vector<TensorSpec>& in,
+                           const Attrs&) { return update_shape(in, {"var", "grad", "lr", "m"}); },
+               .mutated_inputs = {0, 3}});
+  register_op({.name = op_names::apply_ftrl,
+               .shape =
+                   [](const std::vector<TensorSpec>& in, const Attrs&) {
+                     return update_shape(in, {"var", "grad", "lr", "accumulator", "linear"});
+                   },
+               .mutated_inputs = {0, 3, 4}});
+  // (average, var, iteration): the average is written, the variable read.
+  register_op({.name = op_names::apply_ema,
+               .shape = [](const std::vector<TensorSpec>& in,
+                           const Attrs&) { return update_shape(in, {"average", "var", "iteration"}); },
+               .mutated_inputs = {0}});
   register_op({.name = op_names::apply_adadelta,
                .shape =
                    [](const std::vector<TensorSpec>& in, const Attrs&) {

@@ -212,9 +212,9 @@ Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
 
 // ---- running them ----------------------------------------------------------------------------------
 
-std::vector<Tensor> Model::Function::run(const FeedMap& feeds) {
+std::vector<Tensor> Model::Function::run(const FeedMap& feeds, const std::vector<Node*>* step_targets) {
   replicas->before_step();
-  auto values = executor->run(feeds, fetches, targets);
+  auto values = executor->run(feeds, fetches, step_targets ? *step_targets : targets);
   replicas->after_step();
   replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
   return values;
@@ -270,10 +270,11 @@ std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer
                                                 bool own_batches) {
   auto fed = feeds(x_batch, y_batch, weights, own_batches);
   fed.emplace_back(learning_rate, Tensor::scalar(optimizer.current_learning_rate()));
-  fed.emplace_back(iteration, Tensor::scalar(static_cast<double>(optimizer.iterations() + 1)));
+  fed.emplace_back(iteration, Tensor::scalar(static_cast<double>(optimizer.update_number())));
   graph.set_random_counters(static_cast<std::uint64_t>(optimizer.iterations()));
   std::vector<double> out;
-  for (const auto& v : run(fed)) out.push_back(v.item());
+  const std::vector<Node*> step_targets = optimizer.step_targets(targets);  // gradient accumulation's choice
+  for (const auto& v : run(fed, &step_targets)) out.push_back(v.item());
   if (constraint_executor) constraint_executor->run({}, {}, constraint_targets);
   optimizer.finish_step();
   return out;

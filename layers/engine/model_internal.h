@@ -37,8 +37,8 @@ struct Model::Function {
   std::int64_t last_batch_size = 0;  // the global batch's rows, of the batch feeds() made last
 
   // Runs the graph once (fetches and targets) on the batch feeds() made, with the replication's hooks
-  // around it.
-  std::vector<Tensor> run(const FeedMap& feeds);
+  // around it; `step_targets` in place of targets when given (the optimizer's choice for this step).
+  std::vector<Tensor> run(const FeedMap& feeds, const std::vector<Node*>* step_targets = nullptr);
   // The feeds of a batch (in a multi-worker job: this process's rows of it, and the step's scalars);
   // sparse class ids out of range are refused first. own_batches: the batch is this process's own part
   // of the global batch (DataAdapter::own_batches), not the global batch itself.

@@ -275,6 +275,8 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
     }
     callbacks.each([&](Callback& cb) { cb.on_epoch_end(epoch, epoch_logs); });
   }
+  // Keras 3's fit: with use_ema the weights take their moving averages, before on_train_end.
+  if (options.epochs > 0) d.compile_args.optimizer->finalize_variable_values();
   callbacks.each([&](Callback& cb) { cb.on_train_end(epoch_logs); });
   return *history;
 }

@@ -329,6 +329,8 @@ TEST_CASE("get() by Keras name or class name") {
       {"sgd", {"SGD", 0.01}},          {"rmsprop", {"RMSprop", 0.001}}, {"adam", {"Adam", 0.001}},
       {"adamw", {"AdamW", 0.001}},     {"adagrad", {"Adagrad", 0.001}}, {"adadelta", {"Adadelta", 0.001}},
       {"RMSprop", {"RMSprop", 0.001}}, {"AdamW", {"AdamW", 0.001}},     {"ADADELTA", {"Adadelta", 0.001}},
+      {"adamax", {"Adamax", 0.001}},   {"Nadam", {"Nadam", 0.001}},     {"lion", {"Lion", 0.001}},
+      {"ftrl", {"Ftrl", 0.001}},       {"adafactor", {"Adafactor", 0.001}},
   };
   for (const auto& [identifier, expected] : known) {
     CAPTURE(identifier);
@@ -337,9 +339,9 @@ TEST_CASE("get() by Keras name or class name") {
     CHECK(optimizer->current_learning_rate() == doctest::Approx(expected.second));
     CHECK(optimizer->iterations() == 0);
   }
-  auto msg = message_of<ValueError>([] { get("adamax"); });
-  CHECK(contains(msg, "\"adamax\""));
-  CHECK(contains(msg, "sgd, rmsprop, adam, adamw, adagrad, adadelta"));
+  auto msg = message_of<ValueError>([] { get("lamb"); });
+  CHECK(contains(msg, "\"lamb\""));
+  CHECK(contains(msg, "sgd, rmsprop, adam, adamw, adagrad, adadelta, adamax, nadam, lion, ftrl, adafactor"));
 }
 
 TEST_CASE("schedules match Keras 3") {

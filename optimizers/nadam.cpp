@@ -1,0 +1,42 @@
+// Nadam: the update through ops::apply_nadam.
+#include "tower/optimizers/nadam.h"
+
+#include <nlohmann/json.hpp>
+
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+
+namespace tower::optimizers {
+
+namespace {
+// Keras 3's argument checks, with the fix.
+NadamOptions checked(const NadamOptions& o) {
+  if (!(o.beta_1 >= 0 && o.beta_1 < 1)) raise<ValueError>("Nadam: beta_1 must be in [0, 1), got {}", o.beta_1);
+  if (!(o.beta_2 >= 0 && o.beta_2 < 1)) raise<ValueError>("Nadam: beta_2 must be in [0, 1), got {}", o.beta_2);
+  return o;
+}
+}  // namespace
+
+Nadam::Nadam(double learning_rate, const NadamOptions& options)
+    : Optimizer(learning_rate, base_options(options)), options_(checked(options)) {}
+
+Nadam::Nadam(std::shared_ptr<const LearningRateSchedule> schedule, const NadamOptions& options)
+    : Optimizer(std::move(schedule), base_options(options)), options_(checked(options)) {}
+
+Node* Nadam::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
+                         const SymbolicTensor& grad, const SymbolicTensor& learning_rate,
+                         const SymbolicTensor& iteration) {
+  return ops::apply_nadam(var, grad, learning_rate, iteration, slot(graph, variable, "momentum"),
+                          slot(graph, variable, "velocity"), options_.beta_1, options_.beta_2, options_.epsilon,
+                          weight_decay_for(variable));
+}
+
+nlohmann::json Nadam::get_config() const {
+  nlohmann::json c = Optimizer::get_config();
+  c["beta_1"] = options_.beta_1;
+  c["beta_2"] = options_.beta_2;
+  c["epsilon"] = options_.epsilon;
+  return c;
+}
+
+}  // namespace tower::optimizers
