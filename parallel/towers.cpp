@@ -174,6 +174,29 @@ class Towers::Call : public ReplicatedCall {
     return ops::divide(sum, count);
   }
 
+  // Each tower computes its share's statistics on its device; they are added where they meet.
+  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                           const PerSample& per_batch) override {
+    const auto& devices = towers_.devices_;
+    if (weight_shares_.empty())
+      for (std::size_t t = 0; t < devices.size(); ++t)
+        weight_shares_.push_back(ops::batch_share(sample_weight, towers_.ratios_, static_cast<int>(t)));
+    auto& y_shares = y_shares_[output];
+    if (y_shares.empty())
+      for (std::size_t t = 0; t < devices.size(); ++t)
+        y_shares.push_back(ops::batch_share(y, towers_.ratios_, static_cast<int>(t)));
+    SymbolicTensor sum;
+    for (std::size_t t = 0; t < devices.size(); ++t) {
+      SymbolicTensor part;
+      {
+        Graph::DeviceScope on(graph_, devices[t]);
+        part = per_batch(y_shares[t], parts_.at(output)[t], weight_shares_[t]);
+      }
+      sum = sum.defined() ? ops::add(sum, part) : part;
+    }
+    return sum;
+  }
+
   // Without mirrors the towers' gradients meet in the shared variables; with them, every copy is a
   // replica of the all-reduce, the variables' own device too when no tower runs there (its copy gets
   // the same update, so the model's weights are current whenever a callback or the user reads them).
@@ -239,12 +262,31 @@ class Towers::Call : public ReplicatedCall {
       return;
     }
     if (values.empty()) return;
-    if (!sums_.defined())  // made once, as the step's scalar feeds are
-      sums_ = Tensor::zeros(Shape{static_cast<std::int64_t>(values.size())}, DType::float64);
-    for (std::size_t k = 0; k < values.size(); ++k) sums_.data<double>()[k] = values[k].item();
+    // Scalars (means) and vectors (a stateful metric's statistics, float64), flattened into one buffer.
+    std::int64_t total = 0;
+    for (const Tensor& v : values) total += v.num_elements();
+    if (!sums_.defined() || sums_.num_elements() != total)  // made once, as the step's scalar feeds are
+      sums_ = Tensor::zeros(Shape{total}, DType::float64);
+    std::int64_t at = 0;
+    for (const Tensor& v : values) {
+      if (v.num_elements() == 1) {
+        sums_.data<double>()[at++] = v.item();
+        continue;
+      }
+      const Tensor host = v.to(cpu_device());
+      for (std::int64_t i = 0; i < host.num_elements(); ++i) sums_.data<double>()[at++] = host.data<double>()[i];
+    }
     group.all_reduce_sum(sums_, {.what = "loss and metrics"});
-    for (std::size_t k = 0; k < values.size(); ++k)
-      values[k] = Tensor::scalar(sums_.data<double>()[k], values[k].dtype());
+    at = 0;
+    for (Tensor& v : values) {
+      if (v.num_elements() == 1) {
+        v = Tensor::scalar(sums_.data<double>()[at++], v.dtype());
+        continue;
+      }
+      std::vector<double> part(sums_.data<double>() + at, sums_.data<double>() + at + v.num_elements());
+      at += v.num_elements();
+      v = Tensor::from_vector<double>(v.shape(), part);
+    }
   }
 
   bool adds_weight_losses() const override { return !towers_.worker_ || towers_.worker_->rank == 0; }

@@ -54,6 +54,37 @@ struct CompileOptions {
   std::vector<double> loss_weights;  // one per output; empty = all 1
 };
 
+// compile()'s metrics, as Keras's metrics=: one list for every output ({"accuracy", metrics::AUC()};
+// with several outputs each is reported as "<output>_<metric>"), one list per output in output order
+// (std::vector<std::vector<metrics::Metric>>), or a map from output name to its list (outputs left out
+// get none).
+class MetricsArg {
+ public:
+  MetricsArg() = default;
+  MetricsArg(std::initializer_list<metrics::Metric> all) : all_(all) {}          // NOLINT
+  MetricsArg(std::vector<metrics::Metric> all) : all_(std::move(all)) {}         // NOLINT
+  MetricsArg(std::vector<std::vector<metrics::Metric>> per_output)               // NOLINT
+      : per_output_(std::move(per_output)), form_(Form::per_output) {}
+  MetricsArg(std::map<std::string, std::vector<metrics::Metric>> by_output)      // NOLINT
+      : by_output_(std::move(by_output)), form_(Form::by_output) {}
+
+  enum class Form { all, per_output, by_output };
+  Form form() const { return form_; }
+  const std::vector<metrics::Metric>& all() const { return all_; }
+  const std::vector<std::vector<metrics::Metric>>& per_output() const { return per_output_; }
+  const std::map<std::string, std::vector<metrics::Metric>>& by_output() const { return by_output_; }
+  // Each output's metrics, for outputs of these names; throws ValueError naming the model when the lists
+  // are not one per output or a name is not an output.
+  std::vector<std::vector<metrics::Metric>> for_outputs(const std::vector<std::string>& output_names,
+                                                        const std::string& model) const;
+
+ private:
+  std::vector<metrics::Metric> all_;
+  std::vector<std::vector<metrics::Metric>> per_output_;
+  std::map<std::string, std::vector<metrics::Metric>> by_output_;
+  Form form_ = Form::all;
+};
+
 struct FitOptions {
   std::int64_t batch_size = 32;
   int epochs = 1;
@@ -141,7 +172,7 @@ class Model : public Layer {
   void set_trainable(bool trainable) override;
 
   // ---- training ----------------------------------------------------------------------------------
-  void compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics = {},
+  void compile(const OptimizerArg& optimizer, const LossArg& loss, const MetricsArg& metrics = {},
                const CompileOptions& options = {});
   bool compiled() const;
   optimizers::Optimizer& optimizer() const;  // throws when not compiled
@@ -206,8 +237,9 @@ class Model : public Layer {
   struct CompileArgs {
     optimizers::OptimizerPtr optimizer;
     std::vector<losses::Loss> losses;  // one, or one per output
-    std::vector<metrics::Metric> metrics;
+    std::vector<metrics::Metric> metrics;  // for every output (metrics_arg.all())
     std::vector<double> loss_weights;  // one per output; empty = all 1
+    MetricsArg metrics_arg;            // as given: for every output, per output, or by output name
   };
   const CompileArgs& compile_args() const;
 

@@ -3,6 +3,7 @@
 // training, gradients and the optimizer's updates. The Executor caches one plan per batch shape.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "tower/core/error.h"
@@ -22,14 +23,40 @@ OptimizerArg::OptimizerArg(optimizers::OptimizerPtr optimizer) : optimizer_(std:
   if (!optimizer_) raise<ValueError>("compile: the optimizer is null");
 }
 
-void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const std::vector<metrics::Metric>& metrics,
+std::vector<std::vector<metrics::Metric>> MetricsArg::for_outputs(const std::vector<std::string>& output_names,
+                                                                  const std::string& model) const {
+  const std::size_t n = output_names.size();
+  if (form_ == Form::all) return std::vector<std::vector<metrics::Metric>>(n, all_);
+  if (form_ == Form::per_output) {
+    if (per_output_.size() != n)
+      raise<ValueError>("Model \"{}\": compile() got {} lists of metrics for {} outputs; give one list per output "
+                        "(an empty one for none), or a map from output name to its list", model, per_output_.size(), n);
+    return per_output_;
+  }
+  std::vector<std::vector<metrics::Metric>> out(n);
+  for (const auto& [name, list] : by_output_) {
+    auto it = std::find(output_names.begin(), output_names.end(), name);
+    if (it == output_names.end()) {
+      std::string names;
+      for (const auto& o : output_names) names += (names.empty() ? "" : ", ") + o;
+      raise<ValueError>("Model \"{}\": compile() got metrics for \"{}\", which is not an output; the outputs are: {}",
+                        model, name, names);
+    }
+    out[static_cast<std::size_t>(it - output_names.begin())] = list;
+  }
+  return out;
+}
+
+void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const MetricsArg& metrics,
                     const CompileOptions& options) {
   auto& d = *data_;
   // Under a strategy's scope the model runs through it; outside, it keeps the one it was made (or
   // last compiled) under, as TensorFlow does.
   if (current_strategy()) set_replication(current_strategy());
-  d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics,
-                    .loss_weights = options.loss_weights};
+  if (metrics.form() != MetricsArg::Form::all && has_graph())
+    metrics.for_outputs(output_names(), name());  // the lists or names checked now, as Keras does
+  d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics.all(),
+                    .loss_weights = options.loss_weights, .metrics_arg = metrics};
   d.compiled = true;
   d.stop_training = false;
   reset_functions();
@@ -129,6 +156,8 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   SymbolicTensor total;
   std::vector<SymbolicTensor> output_losses, metric_values;
   std::vector<std::string> metric_names;
+  std::map<std::size_t, metrics::Metric> stateful;  // by position in metric_values
+  const auto output_metrics = d.compile_args.metrics_arg.for_outputs(names, name());
   for (std::size_t k = 0; k < n_out; ++k) {
     auto loss_k = f.replicas->batch_mean(k, f.y[k], f.sample_weight,
                                          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
@@ -141,7 +170,22 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     auto weighted = weights[k] == 1.0 ? loss_k : ops::scale(loss_k, weights[k]);
     total = total.defined() ? ops::add(total, weighted) : weighted;
     const std::string prefix = n_out > 1 ? names[k] + "_" : "";
-    for (const auto& metric : d.compile_args.metrics) {
+    for (const auto& metric : output_metrics[k]) {
+      if (metric.stateful()) {  // its batch's statistics, summed over the replicas; the loops accumulate them
+        if (!metric.scalar_result())
+          raise<ValueError>("Model \"{}\": metric \"{}\" ({}) gives several values (one per threshold or class), "
+                            "which logs cannot hold; compile it with one threshold, or an F-score with average "
+                            "\"micro\", \"macro\" or \"weighted\" (or use it standalone: update_state, result_values)",
+                            name(), metric.name(), metric.class_name());
+        stateful.emplace(metric_values.size(), metric);
+        metric_values.push_back(f.replicas->batch_sum(
+            k, f.y[k], f.sample_weight,
+            [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
+              return metric.statistics(y_k, out, sw);
+            }));
+        metric_names.push_back(prefix + metric.name());
+        continue;
+      }
       auto resolved = metric.resolve((*y)[k].shape(), outputs[k].shape());
       metric_values.push_back(f.replicas->batch_mean(
           k, f.y[k], f.sample_weight,
@@ -163,6 +207,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
       f.names.push_back(names[k] + "_loss");
     }
   for (std::size_t i = 0; i < metric_values.size(); ++i) {
+    if (auto s = stateful.find(i); s != stateful.end()) f.stateful.emplace(f.fetches.size(), s->second);
     f.fetches.push_back(metric_values[i]);
     f.names.push_back(metric_names[i]);
   }
@@ -217,6 +262,13 @@ std::vector<Tensor> Model::Function::run(const FeedMap& feeds, const std::vector
   auto values = executor->run(feeds, fetches, step_targets ? *step_targets : targets);
   replicas->after_step();
   replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
+  // A stateful metric's statistics go to `statistics`; its place among the values holds 0.
+  for (const auto& [index, metric] : stateful) {
+    const Tensor v = values[index].to(cpu_device());
+    const double* data = v.data<double>();
+    statistics[index].assign(data, data + v.num_elements());
+    values[index] = Tensor::scalar(0.0);
+  }
   return values;
 }
 

@@ -25,6 +25,10 @@ struct Model::Function {
   SymbolicTensor iteration;             // scalar, 1-based step number (train only)
   std::vector<SymbolicTensor> fetches;  // predict: the outputs; else batch means named by `names`
   std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
+  // Stateful metrics (AUC, Precision, ...) by position in fetches: their fetch is the batch's statistics
+  // (float64 sums over the replicas), which run() moves to `statistics` (leaving 0 among the values).
+  std::map<std::size_t, metrics::Metric> stateful;
+  std::map<std::size_t, std::vector<double>> statistics;  // of the last run
   std::vector<Node*> targets;           // weight updates (train only)
   std::unique_ptr<ReplicatedCall> replicas;  // the model called per replica (its hooks run around each step)
   std::shared_ptr<const Replication> replication;  // what made `replicas` (null: the model as it is)

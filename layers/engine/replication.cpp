@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
 
@@ -19,6 +20,11 @@ class SingleCall : public ReplicatedCall {
   SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
                             const PerSample& per_sample) override {
     return ops::reduce_mean(per_sample(y, outputs_.at(output), sample_weight));
+  }
+
+  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                           const PerSample& per_batch) override {
+    return per_batch(y, outputs_.at(output), sample_weight);
   }
 
   std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
@@ -44,6 +50,11 @@ class SingleReplica : public Replication {
 thread_local std::shared_ptr<const Replication> this_thread_strategy;
 
 }  // namespace
+
+SymbolicTensor ReplicatedCall::batch_sum(std::size_t, const SymbolicTensor&, const SymbolicTensor&, const PerSample&) {
+  raise<ValueError>("this replication cannot compute stateful metrics (AUC, Precision, ...): its ReplicatedCall has "
+                    "no batch_sum; compile with per-sample metrics (\"accuracy\", \"mse\") instead");
+}
 
 const Replication& single_replica() {
   static const SingleReplica single;

@@ -59,6 +59,11 @@ class ReplicatedCall {
   // and sample_weight (batch,) are the whole batch's placeholders. A scalar.
   virtual SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
                                     const PerSample& per_sample) = 0;
+  // The sum over the replicas of per_batch(y, output `output`, sample_weight) on each replica's rows:
+  // statistics that add up over rows (a stateful metric's confusion counts), any shape, the same on
+  // every replica. The default refuses: a replication that computes stateful metrics overrides it.
+  virtual SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                                   const PerSample& per_batch);
 
   // A training step's updates: the gradients of `loss` for `variables` (the model's trainable
   // weights), applied by `optimizer` to every copy the replicas read.
@@ -77,8 +82,9 @@ class ReplicatedCall {
   // process computes those from `first_row` on (Replication::local_rows).
   virtual void add_feeds(FeedMap& feeds, std::int64_t global_rows, std::int64_t first_row) {}
   // The step's fetched values made whole across the processes: the loss and metric means summed
-  // (each process's part is its rows' sum over the global count), or, with `outputs` (predict), every
-  // process's rows gathered in process order.
+  // (each process's part is its rows' sum over the global count; a stateful metric's statistics,
+  // vectors, are summed alike), or, with `outputs` (predict), every process's rows gathered in process
+  // order.
   virtual void combine(std::vector<Tensor>& values, bool outputs) {}
   // Whether the weights' regularization losses join this process's loss: in a job, only the chief's,
   // or the sum of the gradients across the processes would count them once per process.

@@ -3,6 +3,7 @@
 // layers/engine/batches.h, and run the engine graphs of layers/engine/model_functions.cpp.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -31,32 +32,50 @@ struct CallbackList {
   }
 };
 
-// Sums of batch means weighted by batch size: Keras's epoch averages.
+// Sums of batch means weighted by batch size: Keras's epoch averages; and the stateful metrics' statistics
+// summed over the batches (made anew for every epoch and evaluation: Keras resets its metrics there),
+// whose result() is the value so far.
 struct Averages {
   std::vector<std::string> names;
   std::vector<double> sums;
+  std::map<std::size_t, metrics::Metric> stateful;
+  std::map<std::size_t, std::vector<double>> states;
   std::int64_t count = 0;
 
-  void add(const std::vector<std::string>& n, const std::vector<double>& values, std::int64_t batch) {
+  void add(const Model::Function& f, const std::vector<double>& values) {
+    const std::int64_t batch = f.last_batch_size;  // the global batch's rows
     if (names.empty()) {
-      names = n;
-      sums.assign(n.size(), 0.0);
+      names = f.names;
+      sums.assign(names.size(), 0.0);
+      stateful = f.stateful;
     }
     for (std::size_t i = 0; i < values.size(); ++i) sums[i] += values[i] * static_cast<double>(batch);
+    for (const auto& [index, s] : f.statistics) {
+      auto& state = states[index];
+      if (state.empty()) state.assign(s.size(), 0.0);
+      for (std::size_t j = 0; j < s.size() && j < state.size(); ++j) state[j] += s[j];
+    }
     count += batch;
   }
   Logs logs(const std::string& prefix = "") const {
     Logs out;
-    for (std::size_t i = 0; i < names.size(); ++i)
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (auto s = stateful.find(i); s != stateful.end()) {
+        auto st = states.find(i);
+        out.set(prefix + names[i], s->second.result_of(st == states.end() ? std::vector<double>{} : st->second).at(0));
+        continue;
+      }
       out.set(prefix + names[i], count ? sums[i] / static_cast<double>(count) : 0.0);
+    }
     return out;
   }
 };
 
-Logs batch_logs(const std::vector<std::string>& names, const std::vector<double>& values) {
-  Logs out;
-  for (std::size_t i = 0; i < names.size(); ++i) out.set(names[i], values[i]);
-  return out;
+// One batch's logs (train_on_batch, test_on_batch: Keras resets the metrics first).
+Logs batch_logs(const Model::Function& f, const std::vector<double>& values) {
+  Averages one;
+  one.add(f, values);
+  return one.logs();
 }
 
 
@@ -262,7 +281,7 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
       auto values =
           f.train_step(*d.compile_args.optimizer, batch.x, batch.y, batch.sample_weight, train.own_batches());
-      averages.add(f.names, values, f.last_batch_size);  // the global batch's rows
+      averages.add(f, values);
       auto logs = averages.logs();
       callbacks.each([&](Callback& cb) { cb.on_train_batch_end(step, logs); });
     }
@@ -327,7 +346,7 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
     Function& f = function(Mode::test, &batch.y);
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
     auto values = f.test_step(batch.x, batch.y, batch.sample_weight, data.own_batches());
-    averages.add(f.names, values, f.last_batch_size);
+    averages.add(f, values);
     auto logs = averages.logs();
     callbacks.each([&](Callback& cb) { cb.on_test_batch_end(step, logs); });
   }
@@ -435,14 +454,16 @@ Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tenso
                            const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "train_on_batch");
   Function& f = function(Mode::train, &a.y);
-  return batch_logs(f.names, f.train_step(*data_->compile_args.optimizer, a.x, a.y, a.sample_weight));
+  auto values = f.train_step(*data_->compile_args.optimizer, a.x, a.y, a.sample_weight);
+  return batch_logs(f, values);
 }
 
 Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                           const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "test_on_batch");
   Function& f = function(Mode::test, &a.y);
-  return batch_logs(f.names, f.test_step(a.x, a.y, a.sample_weight));
+  auto values = f.test_step(a.x, a.y, a.sample_weight);
+  return batch_logs(f, values);
 }
 
 std::vector<Tensor> Model::predict_on_batch(const std::vector<Tensor>& x) {

@@ -3,15 +3,18 @@
 #include "tower/layers/metrics/metrics.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <cctype>
 #include <map>
 #include <mutex>
 
 #include "tower/core/error.h"
+#include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tower/layers/losses/losses.h"
 #include "tower/layers/layer.h"
 #include "tower/layers/losses/losses_internal.h"
+#include "tower/layers/metrics/stateful_metrics.h"
 #include "tower/layers/registry.h"
 
 namespace tower::metrics {
@@ -94,6 +97,15 @@ Metric::Function make_function(const std::string& kind, int k, double threshold)
     return [k](const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
       check_one_hot("top_k_categorical_accuracy", y_true, y_pred);
       return in_top_k(ops::argmax(as_dtype(y_true, y_pred.dtype()), -1), y_pred, k);
+    };
+  if (kind == "equal_accuracy")  // keras.metrics.Accuracy
+    return [](SymbolicTensor y_true, SymbolicTensor y_pred) {
+      match_ranks(y_true, y_pred);
+      if (!same_shape(y_true.shape(), y_pred.shape()))
+        raise<ShapeError>("Accuracy: y_true and y_pred must have the same shape, got y_true {} and y_pred {}",
+                          y_true.shape().to_string(), y_pred.shape().to_string());
+      auto equal = ops::equal(as_dtype(y_true, y_pred.dtype()), y_pred);
+      return equal.rank() > 1 ? ops::reduce_mean(equal, {-1}) : equal;
     };
   if (kind == "sparse_top_k_categorical_accuracy")
     return [k](const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
@@ -216,6 +228,9 @@ Metric Metric::resolve(const Shape& y_true, const Shape& y_pred) const {
 SymbolicTensor Metric::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
                                   const SymbolicTensor& mask) const {
   if (kind_ == "accuracy") return resolve(y_true.shape(), y_pred.shape())(y_true, y_pred, mask);
+  if (stateful_)
+    raise<ValueError>("{}: a stateful metric ({}) has no per-sample values; use statistics() and result_of(), or "
+                      "update_state() and result()", name_, class_name());
   if (!y_true.defined() || !y_pred.defined()) raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
   check_float(name_, y_pred);
   if (loss_) return as_dtype((*loss_)(y_true, y_pred, mask), y_pred.dtype());
@@ -223,6 +238,150 @@ SymbolicTensor Metric::operator()(const SymbolicTensor& y_true, const SymbolicTe
   if (values.rank() == 0)
     raise<ShapeError>("{}: the metric must give one value per sample (batch,), got a scalar", name_);
   return as_dtype(masked_per_sample(values, mask), y_pred.dtype());
+}
+
+// ---- stateful metrics and Keras's classes ----------------------------------------------------------------
+
+Metric::Metric(std::shared_ptr<const internal::Stateful> stateful, std::string name)
+    : name_(std::move(name)), kind_("stateful"), stateful_(std::move(stateful)) {
+  if (!stateful_) raise<ValueError>("Metric \"{}\": the stateful metric is null", name_);
+  if (name_.empty()) raise<ValueError>("Metric: a stateful metric needs a name (Keras's name=)");
+}
+
+Metric Metric::renamed(std::string name) const {
+  if (name.empty()) raise<ValueError>("Metric \"{}\": renamed to an empty name", name_);
+  Metric m = *this;
+  m.name_ = std::move(name);
+  return m;
+}
+
+SymbolicTensor Metric::statistics(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                                  const SymbolicTensor& sample_weight) const {
+  if (!y_pred.defined() || (!y_true.defined() && !(stateful_ && stateful_->takes_values())))
+    raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
+  if (stateful_) return stateful_->statistics(name_, y_true, y_pred, sample_weight);
+  // Keras's MeanMetricWrapper: the weighted sum of the per-sample values and the sum of the weights.
+  auto values = ops::cast((*this)(y_true, y_pred), DType::float64);  // (batch,)
+  auto w = sample_weight.defined() ? ops::cast(sample_weight, DType::float64) : ops::ones_like(values);
+  return ops::concat({ops::reshape(ops::reduce_sum(ops::multiply(values, w)), {1}), ops::reshape(ops::reduce_sum(w), {1})}, 0);
+}
+
+std::vector<double> Metric::result_of(const std::vector<double>& state) const {
+  if (stateful_) return stateful_->result(state);
+  return {state.size() == 2 && state[1] != 0.0 ? state[0] / state[1] : 0.0};
+}
+
+bool Metric::scalar_result() const { return !stateful_ || stateful_->scalar_result(); }
+
+void Metric::update_state(const Tensor& values) { update_state(Tensor(), values, Tensor()); }
+
+void Metric::update_state(const Tensor& a, const Tensor& b) {
+  if (stateful_ && stateful_->takes_values()) update_state(Tensor(), a, b);  // (values, sample_weight)
+  else update_state(a, b, Tensor());                                          // (y_true, y_pred)
+}
+
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  if (!y_pred.defined()) raise<ValueError>("{}.update_state: y_pred (or the values) is undefined", name_);
+  if (sample_weight.defined() && (sample_weight.shape().rank() != 1 || y_pred.shape().rank() == 0 ||
+                                  sample_weight.shape()[0] != y_pred.shape()[0]))
+    raise<ShapeError>("{}.update_state: sample_weight must be one weight per sample ({},), got {}", name_,
+                      y_pred.shape().rank() ? y_pred.shape()[0] : 1, sample_weight.shape().to_string());
+  Graph graph;
+  const auto t = y_true.defined() ? graph.constant(y_true.to(cpu_device())) : SymbolicTensor();
+  const auto p = graph.constant(y_pred.to(cpu_device()));
+  const auto w = sample_weight.defined() ? graph.constant(sample_weight.to(cpu_device())) : SymbolicTensor();
+  const Tensor stats = Executor().run({}, {statistics(t, p, w)})[0].to(cpu_device());
+  const double* s = stats.data<double>();
+  if (state_.empty()) state_.assign(static_cast<std::size_t>(stats.num_elements()), 0.0);
+  if (state_.size() != static_cast<std::size_t>(stats.num_elements()))
+    raise<ShapeError>("{}.update_state: this batch has {} classes' statistics, the batches before {}; call "
+                      "reset_state() between data of different shapes", name_, stats.num_elements(), state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) state_[i] += s[i];
+}
+
+std::vector<double> Metric::result_values() const { return result_of(state_); }
+
+double Metric::result() const {
+  const auto values = result_values();
+  if (values.size() != 1)
+    raise<ValueError>("{}.result(): the metric has {} values (one per threshold or class); use result_values()",
+                      name_, values.size());
+  return values[0];
+}
+
+namespace {
+// Keras's classes of the per-sample metrics, by tower's function name.
+const std::map<std::string, std::string>& class_names() {
+  static const std::map<std::string, std::string> table = {
+      {"binary_accuracy", "BinaryAccuracy"},
+      {"categorical_accuracy", "CategoricalAccuracy"},
+      {"sparse_categorical_accuracy", "SparseCategoricalAccuracy"},
+      {"top_k_categorical_accuracy", "TopKCategoricalAccuracy"},
+      {"sparse_top_k_categorical_accuracy", "SparseTopKCategoricalAccuracy"},
+      {"equal_accuracy", "Accuracy"}};
+  return table;
+}
+}  // namespace
+
+std::string Metric::class_name() const {
+  if (stateful_) return stateful_->class_name();
+  auto it = class_names().find(kind_);
+  return it != class_names().end() ? it->second : kind_;
+}
+
+nlohmann::json Metric::get_config() const {
+  nlohmann::json c = {{"name", name_}, {"dtype", "float32"}};
+  if (stateful_) {
+    stateful_->add_config(c);
+    if (class_name() == "MeanIoU") c["dtype"] = "int64";  // Keras's MeanIoU default
+  } else if (kind_ == "binary_accuracy") {
+    c["threshold"] = threshold_;
+  } else if (kind_ == "top_k_categorical_accuracy" || kind_ == "sparse_top_k_categorical_accuracy") {
+    c["k"] = k_;
+  }
+  return c;
+}
+
+Metric Metric::from_config(const nlohmann::json& j) {
+  if (j.is_string()) return Metric(j.get<std::string>());
+  if (!j.is_object() || !j.contains("class_name"))
+    raise<ValueError>("Metric::from_config: expected a name or {{\"class_name\", \"config\"}}, got {}", j.dump());
+  const std::string cls = j.at("class_name").get<std::string>();
+  const nlohmann::json c = j.value("config", nlohmann::json::object());
+  const std::string name = c.value("name", std::string());
+  if (auto stateful = internal::stateful_from_config(cls, c)) {
+    const std::map<std::string, const char*> defaults = {
+        {"AUC", "auc"}, {"Precision", "precision"}, {"Recall", "recall"}, {"TruePositives", "true_positives"},
+        {"FalsePositives", "false_positives"}, {"TrueNegatives", "true_negatives"},
+        {"FalseNegatives", "false_negatives"}, {"F1Score", "f1_score"}, {"FBetaScore", "fbeta_score"},
+        {"MeanIoU", "mean_io_u"}, {"Mean", "mean"}, {"Sum", "sum"}};
+    return Metric(std::move(stateful), name.empty() ? defaults.at(cls) : name);
+  }
+  for (const auto& [kind, class_name] : class_names())
+    if (class_name == cls) {
+      Metric m = kind == "equal_accuracy"          ? Accuracy()
+                 : kind == "binary_accuracy"       ? Metric::BinaryAccuracy(c.value("threshold", 0.5))
+                 : kind == "top_k_categorical_accuracy" ? Metric::TopKCategoricalAccuracy(c.value("k", 5))
+                 : kind == "sparse_top_k_categorical_accuracy" ? Metric::SparseTopKCategoricalAccuracy(c.value("k", 5))
+                                                               : Metric(kind);
+      return name.empty() ? m.renamed(kind == "equal_accuracy" ? "accuracy" : kind) : m.renamed(name);
+    }
+  // A metric known by name (a loss class, a registered function): Keras's name for it.
+  return Metric(name.empty() ? cls : name);
+}
+
+Metric Accuracy(std::string name) {
+  Metric m("binary_accuracy");
+  m.kind_ = "equal_accuracy";
+  m.function_ = make_function(m.kind_, m.k_, m.threshold_);
+  return m.renamed(std::move(name));
+}
+Metric BinaryAccuracy(double threshold, std::string name) { return Metric::BinaryAccuracy(threshold).renamed(std::move(name)); }
+Metric CategoricalAccuracy(std::string name) { return Metric("categorical_accuracy").renamed(std::move(name)); }
+Metric SparseCategoricalAccuracy(std::string name) { return Metric("sparse_categorical_accuracy").renamed(std::move(name)); }
+Metric TopKCategoricalAccuracy(int k, std::string name) { return Metric::TopKCategoricalAccuracy(k).renamed(std::move(name)); }
+Metric SparseTopKCategoricalAccuracy(int k, std::string name) {
+  return Metric::SparseTopKCategoricalAccuracy(k).renamed(std::move(name));
 }
 
 }  // namespace tower::metrics
