@@ -630,6 +630,27 @@ OPTIMIZERS = {
     "sgd_piecewise_constant_decay": lambda: keras.optimizers.SGD(
         S.PiecewiseConstantDecay([1, 2], [0.1, 0.05, 0.02])),
     "sgd_cosine_decay": lambda: keras.optimizers.SGD(S.CosineDecay(0.1, decay_steps=4, alpha=0.1)),
+    "adamax": lambda: keras.optimizers.Adamax(0.01),
+    "nadam": lambda: keras.optimizers.Nadam(0.01),
+    "lion": lambda: keras.optimizers.Lion(0.01),
+    "ftrl": lambda: keras.optimizers.Ftrl(0.1),
+    "ftrl_l1_l2": lambda: keras.optimizers.Ftrl(
+        0.1, learning_rate_power=-0.7, initial_accumulator_value=0.2, l1_regularization_strength=0.01,
+        l2_regularization_strength=0.1, l2_shrinkage_regularization_strength=0.05, beta=0.5),
+    "adafactor": lambda: keras.optimizers.Adafactor(0.01),
+    "sgd_weight_decay": lambda: keras.optimizers.SGD(0.1, weight_decay=0.1),
+    "adam_weight_decay": lambda: keras.optimizers.Adam(0.01, weight_decay=0.1),
+    "lion_weight_decay": lambda: keras.optimizers.Lion(0.01, weight_decay=0.5),
+    # EMA: Keras's train_on_batch never finalizes; the overwrite every 2 (3) steps shows in step3.
+    "rmsprop_ema": lambda: keras.optimizers.RMSprop(0.01, use_ema=True, ema_momentum=0.9, ema_overwrite_frequency=2),
+    "adam_ema": lambda: keras.optimizers.Adam(0.01, use_ema=True, ema_overwrite_frequency=3),
+    "sgd_accumulation": lambda: keras.optimizers.SGD(0.1, gradient_accumulation_steps=2),
+    "adam_accumulation": lambda: keras.optimizers.Adam(0.01, gradient_accumulation_steps=2),
+    # The schedule reads the raw step count; EMA and its overwrite the accumulated one.
+    "sgd_accumulation_schedule": lambda: keras.optimizers.SGD(
+        S.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5), gradient_accumulation_steps=2),
+    "sgd_momentum_accumulation_ema": lambda: keras.optimizers.SGD(
+        0.1, momentum=0.9, gradient_accumulation_steps=2, use_ema=True, ema_momentum=0.5, ema_overwrite_frequency=2),
 }
 
 SCHEDULES = {

@@ -269,6 +269,43 @@ const std::map<std::string, OptimizerFactory>& optimizer_table() {
          return O::SGD(Schedule(std::make_shared<O::CosineDecay>(0.1, 4, O::CosineDecay::Options{.alpha = 0.1})))
              .clone();
        }},
+      {"adamax", [] { return O::Adamax(0.01).clone(); }},
+      {"nadam", [] { return O::Nadam(0.01).clone(); }},
+      {"lion", [] { return O::Lion(0.01).clone(); }},
+      {"ftrl", [] { return O::Ftrl(0.1).clone(); }},
+      {"ftrl_l1_l2",
+       [] {
+         return O::Ftrl(0.1, {.learning_rate_power = -0.7,
+                              .initial_accumulator_value = 0.2,
+                              .l1_regularization_strength = 0.01,
+                              .l2_regularization_strength = 0.1,
+                              .l2_shrinkage_regularization_strength = 0.05,
+                              .beta = 0.5})
+             .clone();
+       }},
+      {"adafactor", [] { return O::Adafactor(0.01).clone(); }},
+      {"sgd_weight_decay", [] { return O::SGD(0.1, {.weight_decay = 0.1}).clone(); }},
+      {"adam_weight_decay", [] { return O::Adam(0.01, {.weight_decay = 0.1}).clone(); }},
+      {"lion_weight_decay", [] { return O::Lion(0.01, {.weight_decay = 0.5}).clone(); }},
+      {"rmsprop_ema",
+       [] { return O::RMSprop(0.01, {.use_ema = true, .ema_momentum = 0.9, .ema_overwrite_frequency = 2}).clone(); }},
+      {"adam_ema", [] { return O::Adam(0.01, {.use_ema = true, .ema_overwrite_frequency = 3}).clone(); }},
+      {"sgd_accumulation", [] { return O::SGD(0.1, {.gradient_accumulation_steps = 2}).clone(); }},
+      {"adam_accumulation", [] { return O::Adam(0.01, {.gradient_accumulation_steps = 2}).clone(); }},
+      {"sgd_accumulation_schedule",
+       [] {
+         return O::SGD(Schedule(std::make_shared<O::ExponentialDecay>(0.1, 1, 0.5)), {.gradient_accumulation_steps = 2})
+             .clone();
+       }},
+      {"sgd_momentum_accumulation_ema",
+       [] {
+         return O::SGD(0.1, {.momentum = 0.9,
+                             .use_ema = true,
+                             .ema_momentum = 0.5,
+                             .ema_overwrite_frequency = 2,
+                             .gradient_accumulation_steps = 2})
+             .clone();
+       }},
   };
   return all;
 }
