@@ -47,16 +47,16 @@ Node* Adafactor::update_step(Graph& graph, const VariablePtr& variable, const Sy
   const auto average = [&](const SymbolicTensor& old, const SymbolicTensor& now) {
     return ops::add(ops::multiply(beta, old), ops::multiply(one_minus_beta, now));
   };
-  auto velocity = slot(graph, variable, "velocity");
   const auto dims = variable->shape().dims();
   const auto rank = static_cast<std::int64_t>(dims.size());
-  SymbolicTensor v;
+  SymbolicTensor v, velocity;
   if (rank >= 2) {
     ops::Ints r_dims(dims.begin(), dims.end() - 1);
     ops::Ints c_dims(dims.begin(), dims.end() - 2);
     c_dims.push_back(dims.back());
-    auto r = slot(graph, variable, "r", Shape(r_dims));
+    auto r = slot(graph, variable, "r", Shape(r_dims));  // Keras's order: r, c, velocity
     auto c = slot(graph, variable, "c", Shape(c_dims));
+    velocity = slot(graph, variable, "velocity");
     const auto r_new = average(r, ops::reduce_mean(g2, {rank - 1}));
     const auto c_new = average(c, ops::reduce_mean(g2, {rank - 2}));
     const auto r_norm = ops::divide(r_new, ops::reduce_mean(r_new, {rank - 2}, true));
@@ -68,6 +68,7 @@ Node* Adafactor::update_step(Graph& graph, const VariablePtr& variable, const Sy
     add_update(ops::assign(r, r_new));
     add_update(ops::assign(c, c_new));
   } else {
+    velocity = slot(graph, variable, "velocity");
     v = average(velocity, g2);
   }
   add_update(ops::assign(velocity, v));

@@ -26,9 +26,10 @@ Adamax::Adamax(std::shared_ptr<const LearningRateSchedule> schedule, const Adama
 Node* Adamax::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                           const SymbolicTensor& grad, const SymbolicTensor& learning_rate,
                           const SymbolicTensor& iteration) {
-  return ops::apply_adamax(var, grad, learning_rate, iteration, slot(graph, variable, "momentum"),
-                           slot(graph, variable, "norm"), options_.beta_1, options_.beta_2, options_.epsilon,
-                           weight_decay_for(variable));
+  auto m = slot(graph, variable, "momentum");  // Keras's order of the slots
+  auto u = slot(graph, variable, "norm");
+  return ops::apply_adamax(var, grad, learning_rate, iteration, m, u, options_.beta_1, options_.beta_2,
+                           options_.epsilon, weight_decay_for(variable));
 }
 
 nlohmann::json Adamax::get_config() const {

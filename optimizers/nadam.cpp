@@ -26,9 +26,10 @@ Nadam::Nadam(std::shared_ptr<const LearningRateSchedule> schedule, const NadamOp
 Node* Nadam::update_step(Graph& graph, const VariablePtr& variable, const SymbolicTensor& var,
                          const SymbolicTensor& grad, const SymbolicTensor& learning_rate,
                          const SymbolicTensor& iteration) {
-  return ops::apply_nadam(var, grad, learning_rate, iteration, slot(graph, variable, "momentum"),
-                          slot(graph, variable, "velocity"), options_.beta_1, options_.beta_2, options_.epsilon,
-                          weight_decay_for(variable));
+  auto m = slot(graph, variable, "momentum");  // Keras's order of the slots
+  auto v = slot(graph, variable, "velocity");
+  return ops::apply_nadam(var, grad, learning_rate, iteration, m, v, options_.beta_1, options_.beta_2,
+                          options_.epsilon, weight_decay_for(variable));
 }
 
 nlohmann::json Nadam::get_config() const {
