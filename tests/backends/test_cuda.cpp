@@ -260,6 +260,19 @@ TEST_CASE("cuda: optimizer updates match the CPU over several steps, variables a
        }},
       {"adagrad", 1, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_adagrad(v[0], g, lr, v[1]); }},
       {"adadelta", 2, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_adadelta(v[0], g, lr, v[1], v[2]); }},
+      {"sgd weight decay", 0, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_sgd(v[0], g, lr, {}, 0, false, 0.1); }},
+      {"adamax", 2,
+       [](auto& v, auto& g, auto& lr, auto& t) { return ops::apply_adamax(v[0], g, lr, t, v[1], v[2], 0.9, 0.99); }},
+      {"nadam weight decay", 2,
+       [](auto& v, auto& g, auto& lr, auto& t) {
+         return ops::apply_nadam(v[0], g, lr, t, v[1], v[2], 0.9, 0.999, 1e-7, 0.1);
+       }},
+      {"lion", 1, [](auto& v, auto& g, auto& lr, auto&) { return ops::apply_lion(v[0], g, lr, v[1], 0.9, 0.99); }},
+      {"ftrl l1 l2", 2,
+       [](auto& v, auto& g, auto& lr, auto&) {
+         return ops::apply_ftrl(v[0], g, lr, v[1], v[2], {-0.5, 0.01, 0.1, 0.05, 0.2});
+       }},
+      {"ema", 1, [](auto& v, auto&, auto&, auto& t) { return ops::apply_ema(v[0], v[1], t, 0.9); }},
   };
   const Shape shape{37, 11};
   for (const auto& [name, slots, build] : updates) {

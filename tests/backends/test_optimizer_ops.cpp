@@ -253,3 +253,119 @@ TEST_CASE("optimizer: bad inputs are rejected when the graph is built") {
                                      g.variable(make_variable("acc", Tensor::zeros({3}, DType::int32)))),
                   DTypeError);
 }
+
+TEST_CASE("optimizer: apply_adamax, apply_nadam, apply_lion and apply_ftrl (Keras 3's rules)") {
+  const double b1 = 0.8, b2 = 0.9, eps = 1e-7;
+  for (DType dtype : kDTypes) {
+    check_updates(
+        dtype, {0.0, 0.0}, 0.01,
+        [&](const Syms& v, auto& g, auto& lr, auto& t) {
+          return ops::apply_adamax(v[0], g, lr, t, v[1], v[2], b1, b2, eps);
+        },
+        [&](std::vector<double*>& s, double g, double lr, double t) {
+          *s[1] += (g - *s[1]) * (1 - b1);
+          *s[2] = std::max(b2 * *s[2], std::abs(g));
+          *s[0] -= lr * *s[1] / ((1 - std::pow(b1, t)) * (*s[2] + eps));
+        });
+    check_updates(
+        dtype, {0.0, 0.0}, 0.01,
+        [&](const Syms& v, auto& g, auto& lr, auto& t) {
+          return ops::apply_nadam(v[0], g, lr, t, v[1], v[2], b1, b2, eps, 0.1);
+        },
+        [&](std::vector<double*>& s, double g, double lr, double t) {
+          const auto u = [&](double k) { return b1 * (1 - 0.5 * std::pow(0.96, k)); };
+          double product = 1;
+          for (double k = 1; k <= t; ++k) product *= u(k);
+          *s[0] -= *s[0] * 0.1 * lr;
+          *s[1] += (g - *s[1]) * (1 - b1);
+          *s[2] += (g * g - *s[2]) * (1 - b2);
+          const double m_hat = u(t + 1) * *s[1] / (1 - product * u(t + 1)) + (1 - u(t)) * g / (1 - product);
+          *s[0] -= m_hat * lr / (std::sqrt(*s[2] / (1 - std::pow(b2, t))) + eps);
+        });
+    check_updates(
+        dtype, {0.0}, 0.01,
+        [&](const Syms& v, auto& g, auto& lr, auto&) { return ops::apply_lion(v[0], g, lr, v[1], b1, b2, 0.2); },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          *s[0] -= *s[0] * 0.2 * lr;
+          const double c = b1 * *s[1] + (1 - b1) * g;
+          *s[0] -= lr * ((c > 0) - (c < 0));
+          *s[1] = b2 * *s[1] + (1 - b2) * g;
+        });
+    const ops::FtrlParams p{.learning_rate_power = -0.6, .l1 = 0.05, .l2 = 0.1, .l2_shrinkage = 0.02, .beta = 0.3};
+    check_updates(
+        dtype, {0.1, 0.0}, 0.1,
+        [&](const Syms& v, auto& g, auto& lr, auto&) { return ops::apply_ftrl(v[0], g, lr, v[1], v[2], p); },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          double& w = *s[0];
+          const double l2 = p.l2 + p.beta / (2 * lr), n = *s[1] + g * g;
+          *s[2] += g + 2 * p.l2_shrinkage * w - (std::pow(n, 0.6) - std::pow(*s[1], 0.6)) / lr * w;
+          w = (std::clamp(*s[2], -p.l1, p.l1) - *s[2]) / (std::pow(n, 0.6) / lr + 2 * l2);
+          *s[1] = n;
+        });
+  }
+}
+
+TEST_CASE("optimizer: weight_decay on apply_sgd, apply_rmsprop, apply_adagrad, apply_adadelta; apply_ema") {
+  const double wd = 0.3;
+  for (DType dtype : kDTypes) {
+    check_updates(
+        dtype, {0.0}, 0.1,
+        [&](const Syms& v, auto& g, auto& lr, auto&) { return ops::apply_sgd(v[0], g, lr, v[1], 0.9, false, wd); },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          *s[0] -= *s[0] * wd * lr;
+          *s[1] = 0.9 * *s[1] - lr * g;
+          *s[0] += *s[1];
+        });
+    check_updates(
+        dtype, {0.0}, 0.01,
+        [&](const Syms& v, auto& g, auto& lr, auto&) {
+          return ops::apply_rmsprop(v[0], g, lr, v[1], {}, {}, 0.9, 0.0, 1e-7, false, wd);
+        },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          *s[0] -= *s[0] * wd * lr;
+          *s[1] = 0.9 * *s[1] + 0.1 * g * g;
+          *s[0] -= lr * g / std::sqrt(*s[1] + 1e-7);
+        });
+    check_updates(
+        dtype, {0.1}, 0.05,
+        [&](const Syms& v, auto& g, auto& lr, auto&) { return ops::apply_adagrad(v[0], g, lr, v[1], 1e-7, wd); },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          *s[0] -= *s[0] * wd * lr;
+          *s[1] += g * g;
+          *s[0] -= lr * g / std::sqrt(*s[1] + 1e-7);
+        });
+    check_updates(
+        dtype, {0.0, 0.0}, 1.0,
+        [&](const Syms& v, auto& g, auto& lr, auto&) {
+          return ops::apply_adadelta(v[0], g, lr, v[1], v[2], 0.95, 1e-7, wd);
+        },
+        [&](std::vector<double*>& s, double g, double lr, double) {
+          *s[0] -= *s[0] * wd * lr;
+          *s[1] = 0.95 * *s[1] + 0.05 * g * g;
+          const double delta = -std::sqrt(*s[2] + 1e-7) * g / std::sqrt(*s[1] + 1e-7);
+          *s[2] = 0.95 * *s[2] + 0.05 * delta * delta;
+          *s[0] += lr * delta;
+        });
+    // apply_ema(average, var, iteration): the first step copies, later ones average with momentum 0.9.
+    check_updates(
+        dtype, {0.25}, 0.0,
+        [&](const Syms& v, auto&, auto&, auto& t) { return ops::apply_ema(v[0], v[1], t, 0.9); },
+        [&](std::vector<double*>& s, double, double, double t) {
+          const double m = t != 1 ? 0.9 : 0.0;
+          *s[0] = m * *s[0] + (1 - m) * *s[1];
+        },
+        1);
+  }
+  CHECK(contains(message_of<ValueError>([] {
+                   Graph g;
+                   auto v = g.variable(make_variable("v", Tensor::zeros({2})));
+                   ops::apply_sgd(v, v, g.constant(Tensor::scalar(0.1)), {}, 0.0, false, -1.0);
+                 }),
+                 "weight_decay must be >= 0"));
+  CHECK(contains(message_of<ValueError>([] {
+                   Graph g;
+                   auto v = g.variable(make_variable("v", Tensor::zeros({2})));
+                   ops::apply_ema(v, v, g.constant(Tensor::scalar(1.0)), 1.5);
+                 }),
+                 "momentum must be in [0, 1]"));
+}
