@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -89,8 +91,10 @@ losses::Loss loss_from_config(const json& j) {
   raise<ValueError>("training_config: cannot read the loss {}", j.dump());
 }
 
+metrics::Metric metric_from_config(const json& j);
+
 // Keras writes metrics as names, as metric objects, or (tf.keras) as one list per output of
-// MeanMetricWrapper objects: collect the names, once each, in order.
+// MeanMetricWrapper objects: collect the names, once each, in order (stateful metrics from their config).
 void collect_metrics(const json& j, std::vector<metrics::Metric>& out, std::vector<std::string>& seen) {
   if (j.is_null()) return;
   if (j.is_array()) {
@@ -110,7 +114,36 @@ void collect_metrics(const json& j, std::vector<metrics::Metric>& out, std::vect
   }
   if (std::find(seen.begin(), seen.end(), name) != seen.end()) return;
   seen.push_back(name);
-  out.emplace_back(name);
+  out.push_back(j.is_object() ? metric_from_config(j) : metrics::Metric(name));
+}
+
+// A metric as Keras writes it; the stateful ones (AUC, Precision, ...) by their class and config.
+metrics::Metric metric_from_config(const json& j) {
+  if (j.is_object() && !metrics::Metric::from_config(j).stateful()) {
+    const json c = j.value("config", json::object());
+    return metrics::Metric(c.value("name", j.value("class_name", "")));
+  }
+  return metrics::Metric::from_config(j);
+}
+
+// How training_config writes a metric: a stateful one as Keras 3's serialized object, the others by the
+// function's name (`function`).
+json metric_to_config(const metrics::Metric& m, const std::string& function) {
+  if (!m.stateful()) return function;
+  return {{"module", "keras.metrics"}, {"class_name", m.class_name()}, {"config", m.get_config()},
+          {"registered_name", nullptr}};
+}
+
+// tower's own files: the metrics under the names they report (`names`) beside what Keras reads
+// (`written`: function names, or a stateful metric's object).
+std::vector<metrics::Metric> tower_metrics(const json& names, const json& written) {
+  std::vector<metrics::Metric> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const json w = written.is_array() && i < written.size() ? written[i] : json();
+    out.push_back(w.is_object() ? metric_from_config(w).renamed(names[i].get<std::string>())
+                                : metrics::Metric(names[i].get<std::string>()));
+  }
+  return out;
 }
 
 // ---- optimizer state --------------------------------------------------------------------------------
@@ -257,17 +290,34 @@ json training_config(const Model& model) {
   // since tf.keras rebuilds loaded metrics against the model's outputs (and would pick
   // categorical_accuracy for sparse labels) and Keras 3 cannot read tf.keras's MeanMetricWrapper form.
   // tower's own names go beside them, so a round trip reports the same log names.
-  json metric_functions = json::array(), metric_names = json::array();
-  for (const auto& m : d.metrics) {
-    std::string function = m.name();
-    if ((function == "accuracy" || function == "acc") && d.losses.size() == 1) {
-      const std::string& l = d.losses[0].name();
-      if (l == "sparse_categorical_crossentropy") function = "sparse_categorical_accuracy";
-      if (l == "categorical_crossentropy") function = "categorical_accuracy";
-      if (l == "binary_crossentropy") function = "binary_accuracy";
+  auto write_metrics = [&](const std::vector<metrics::Metric>& list, const losses::Loss* loss) {
+    json functions = json::array(), names = json::array();
+    for (const auto& m : list) {
+      std::string function = m.name();
+      if ((function == "accuracy" || function == "acc") && loss) {
+        const std::string& l = loss->name();
+        if (l == "sparse_categorical_crossentropy") function = "sparse_categorical_accuracy";
+        if (l == "categorical_crossentropy") function = "categorical_accuracy";
+        if (l == "binary_crossentropy") function = "binary_accuracy";
+      }
+      functions.push_back(metric_to_config(m, function));
+      names.push_back(m.name());
     }
-    metric_functions.push_back(function);
-    metric_names.push_back(m.name());
+    return std::make_pair(functions, names);
+  };
+  json metric_functions, metric_names;
+  if (d.metrics_arg.form() == MetricsArg::Form::all) {
+    std::tie(metric_functions, metric_names) = write_metrics(d.metrics, d.losses.size() == 1 ? &d.losses[0] : nullptr);
+  } else {  // Keras's {"output_name": [...]}; tower's names alike, which marks the per-output form
+    metric_functions = json::object();
+    metric_names = json::object();
+    const auto names = model.output_names();
+    const auto lists = d.metrics_arg.for_outputs(names, model.name());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      if (lists[k].empty()) continue;
+      const losses::Loss* loss = d.losses.size() == 1 ? &d.losses[0] : k < d.losses.size() ? &d.losses[k] : nullptr;
+      std::tie(metric_functions[names[k]], metric_names[names[k]]) = write_metrics(lists[k], loss);
+    }
   }
   // tf.keras 2.11+'s spelling; Keras 3 reads it too, whereas it rejects is_legacy_optimizer under "Adam".
   json optimizer = optimizers::to_config(*d.optimizer);
@@ -298,10 +348,22 @@ void compile_from_config(Model& model, const json& config) {
   } else {
     per_output.push_back(loss_from_config(loss));
   }
-  std::vector<metrics::Metric> metric_list;
-  std::vector<std::string> seen;
+  MetricsArg metric_arg;
   const json& names_as_reported = config.value("tower_metric_names", json());  // tower's files (see training_config)
-  collect_metrics(names_as_reported.is_array() ? names_as_reported : config.value("metrics", json()), metric_list, seen);
+  const json& written = config.value("metrics", json());
+  if (names_as_reported.is_array()) {
+    metric_arg = tower_metrics(names_as_reported, written);
+  } else if (names_as_reported.is_object()) {  // per output
+    std::map<std::string, std::vector<metrics::Metric>> by_output;
+    for (const auto& [output, list] : names_as_reported.items())
+      by_output[output] = tower_metrics(list, written.is_object() ? written.value(output, json()) : json());
+    metric_arg = by_output;
+  } else {
+    std::vector<metrics::Metric> metric_list;
+    std::vector<std::string> seen;
+    collect_metrics(written, metric_list, seen);
+    metric_arg = metric_list;
+  }
   CompileOptions options;
   const json& weights = config.value("loss_weights", json());
   if (weights.is_array()) {
@@ -309,7 +371,7 @@ void compile_from_config(Model& model, const json& config) {
   } else if (weights.is_object()) {
     for (const auto& n : names) options.loss_weights.push_back(weights.value(n, 1.0));
   }
-  model.compile(optimizer, per_output, metric_list, options);
+  model.compile(optimizer, per_output, metric_arg, options);
 }
 
 OptimizerState read_optimizer_state(const hdf5::Group& group, const Model& model) {
