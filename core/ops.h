@@ -122,12 +122,20 @@ SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTens
 // -> dkernel with kernel's shape (kernel supplies only its shape).
 SymbolicTensor conv2d_backward_filter(const SymbolicTensor& x, const SymbolicTensor& dy,
                                       const SymbolicTensor& kernel, const Conv2DArgs& args);
+// Keras's DepthwiseConv2D: x (batch, h, w, c), kernel (kh, kw, c, m) -> (batch, out_h, out_w, c·m), output
+// channel c·m + j = channel c convolved with kernel[:, :, c, j]: conv2d with c groups (composite).
+SymbolicTensor depthwise_conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, Conv2DArgs args = {});
 // Keras's Conv2DTranspose: conv2d_backward_data of x. x: (batch, h, w, c_in), kernel (kh, kw, c_out,
 // c_in) -> (batch, out_h, out_w, c_out), out_h = Keras's deconv_output_length: h·stride ("same"), h·stride
 // + max(span - stride, 0) ("valid"), or with output_padding (2 values, each < max(stride, dilation)):
 // (h - 1)·stride + span - 2·(span / 2 if "same") + output_padding. args.groups must be 1.
 SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args = {},
                                 const Ints& output_padding = {});
+
+// tf.image.resize (TF 2: half-pixel centers, no antialiasing): x (batch, h, w, c) -> (batch, height,
+// width, c); interpolation "bilinear" or "nearest" (core/resize.h says which pixels each output reads).
+SymbolicTensor resize(const SymbolicTensor& x, std::int64_t height, std::int64_t width,
+                      const std::string& interpolation = "bilinear");
 
 struct Pool2DArgs {
   Ints pool_size = {2, 2};

@@ -18,6 +18,11 @@ std::vector<std::int64_t> normalize_tuple(const Layer& layer, const char* arg, c
                                           std::size_t n, std::int64_t min_value = 1);
 // "valid" or "same" (any case); ValueError otherwise.
 std::string normalize_padding(const Layer& layer, const std::string& padding);
+// A 2-D convolution's window arguments in place: strides and dilation_rate as (height, width) pairs,
+// padding "valid" or "same"; ValueError for strides > 1 together with dilation_rate > 1, which
+// Keras (and TF's kernels) refuse.
+void normalize_window_2d(const Layer& layer, std::vector<std::int64_t>& strides, std::string& padding,
+                         std::vector<std::int64_t>& dilation_rate);
 
 // ShapeError unless `shape` has `rank` dimensions; layout describes them ("(batch, height, width, channels)").
 void expect_input_rank(const Layer& layer, const Shape& shape, int rank, const char* layout);

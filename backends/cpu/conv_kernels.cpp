@@ -1,6 +1,6 @@
 // CPU conv2d kernels (NHWC): im2col + GEMM in cache-sized row blocks split over the device pool
 // (OpenBLAS, or small-K loops where BLAS is inefficient); also register_nn_kernels, which registers
-// the conv, pooling, batch-norm and dropout kernels.
+// the conv, pooling, normalization, dropout and image kernels.
 #include <cblas.h>
 
 #include <algorithm>
@@ -483,6 +483,7 @@ void register_nn_kernels() {
   register_pool_kernels();
   register_normalization_kernels();
   register_dropout_kernels();
+  register_image_kernels();
 }
 
 }  // namespace tower::cpu

@@ -14,6 +14,7 @@ void register_conv_kernels();        // conv_kernels.cpp
 void register_pool_kernels();        // pool_kernels.cpp
 void register_normalization_kernels();  // normalization_kernels.cpp
 void register_dropout_kernels();     // dropout_kernels.cpp
+void register_image_kernels();       // image_kernels.cpp
 
 // Where the windows of a conv or pooling op over x (batch, in_h, in_w, c) sit. Output position
 // (oy, ox) reads input rows oy * stride_h - pad_top + i * dilation_h, i < kernel_h (columns alike).

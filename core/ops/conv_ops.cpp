@@ -185,6 +185,18 @@ SymbolicTensor conv2d_backward_filter(const SymbolicTensor& x, const SymbolicTen
   return x.graph().add1(op_names::conv2d_backward_filter, {x, dy, kernel}, conv_attrs(args));
 }
 
+SymbolicTensor depthwise_conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, Conv2DArgs args) {
+  const Shape& k = kernel.shape();
+  if (k.rank() != 4 || k[0] < 1 || k[1] < 1 || k[2] < 1 || k[3] < 1)
+    raise<ShapeError>("depthwise_conv2d: the kernel must be (kernel_h, kernel_w, channels, depth_multiplier), known, "
+                      "got {}",
+                      k.to_string());
+  if (args.groups != 1) raise<ValueError>("depthwise_conv2d: its groups are the channels; leave args.groups 1");
+  args.groups = k[2];
+  // (kh, kw, c, m) -> (kh, kw, 1, c·m): filter c·m + j of group c, as Keras orders the outputs.
+  return conv2d(x, reshape(kernel, {k[0], k[1], 1, k[2] * k[3]}), args);
+}
+
 SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args,
                                 const Ints& output_padding) {
   Attrs attrs = conv_attrs(args);

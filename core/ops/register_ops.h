@@ -9,6 +9,7 @@ void register_activation_ops();
 void register_reduce_ops();
 void register_conv_ops();
 void register_pool_ops();
+void register_image_ops();
 void register_normalization_ops();
 void register_dropout_ops();
 void register_attention_ops();
@@ -25,6 +26,7 @@ inline void register_all_ops() {
   register_reduce_ops();
   register_conv_ops();
   register_pool_ops();
+  register_image_ops();
   register_normalization_ops();
   register_dropout_ops();
   register_attention_ops();

@@ -29,6 +29,9 @@ Conv1D::Conv1D(std::int64_t filters, std::int64_t kernel_size, const Conv1DOptio
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   if (kernel_size <= 0) raise<ValueError>("{}: kernel_size must be positive, got {}", describe(*this), kernel_size);
   if (options.strides <= 0) raise<ValueError>("{}: strides must be positive, got {}", describe(*this), options.strides);
+  if (options.groups < 1 || filters % options.groups != 0)
+    raise<ValueError>("{}: groups must be a positive divisor of filters ({}), got {}", describe(*this), filters,
+                      options.groups);
   if (options.dilation_rate <= 0)
     raise<ValueError>("{}: dilation_rate must be positive, got {}", describe(*this), options.dilation_rate);
   std::string& p = options_.padding;
@@ -49,15 +52,19 @@ void Conv1D::build(const std::vector<Shape>& input_shapes) {
   const Shape& in = input_shapes.at(0);
   expect_input_rank(*this, in, 3, "(batch, steps, channels)");
   expect_known_dim(*this, in, -1, "channels");
-  add_weight("kernel", {kernel_size_, in.dim(-1), filters_}, options_.kernel_initializer, options_.kernel_regularizer);
+  if (in.dim(-1) % options_.groups != 0)
+    raise<ShapeError>("{}: the input's {} channels do not split into {} groups", describe(*this), in.dim(-1),
+                      options_.groups);
+  add_weight("kernel", {kernel_size_, in.dim(-1) / options_.groups, filters_}, options_.kernel_initializer,
+             options_.kernel_regularizer);
   if (options_.use_bias) add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer);
 }
 
 std::vector<SymbolicTensor> Conv1D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, steps, in)
   expect_input_rank(*this, x.shape(), 3, "(batch, steps, channels)");
-  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (k, in, filters), (filters,)
-  const std::int64_t in = kernel->shape()[1], steps = x.shape().dim(1);
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (k, in / groups, filters), (filters,)
+  const std::int64_t in = kernel->shape()[1] * options_.groups, steps = x.shape().dim(1);
   if (x.shape().dim(-1) != in)
     raise<ShapeError>("{}: expected input with {} channels (its last axis), got {}", describe(*this), in,
                       x.shape().to_string());
@@ -73,12 +80,14 @@ std::vector<SymbolicTensor> Conv1D::call(CallContext& ctx, const std::vector<Sym
         describe(*this), x.shape().to_string(), steps, span + 1);
   SymbolicTensor x4 = ops::reshape(x, {-1, 1, steps, in});     // (batch, 1, steps, in)
   if (causal) x4 = ops::pad(x4, {0, 0, 0, 0, span, 0, 0, 0});  // (batch, 1, span + steps, in): y[t] sees x[.. t]
-  // The stored kernel keeps Keras's (k, in, filters); the op reads a (1, k, in, filters) view of it.
-  const SymbolicTensor k4 = ops::reshape(read(ctx, kernel), {1, kernel_size_, in, filters_});
+  // The stored kernel keeps Keras's (k, in / groups, filters); the op reads a (1, k, in / groups,
+  // filters) view of it.
+  const SymbolicTensor k4 = ops::reshape(read(ctx, kernel), {1, kernel_size_, in / options_.groups, filters_});
   SymbolicTensor y = ops::conv2d(x4, k4,
                                  {.strides = {1, options_.strides},
                                   .padding = causal ? "valid" : options_.padding,
-                                  .dilation_rate = {1, options_.dilation_rate}});  // (batch, 1, out, filters)
+                                  .dilation_rate = {1, options_.dilation_rate},
+                                  .groups = options_.groups});  // (batch, 1, out, filters)
   y = ops::reshape(y, {-1, y.shape().dim(2), filters_});                           // (batch, out, filters)
   if (bias) y = ops::bias_add(y, read(ctx, bias));
   return {apply_activation(options_.activation, y)};
@@ -91,7 +100,7 @@ nlohmann::json Conv1D::get_config() const {
                               {"padding", options_.padding},
                               {"data_format", "channels_last"},
                               {"dilation_rate", ints_to_json({options_.dilation_rate})},
-                              {"groups", 1},
+                              {"groups", options_.groups},
                               {"activation", activation_to_config(options_.activation)},
                               {"use_bias", options_.use_bias},
                               {"kernel_initializer", options_.kernel_initializer.get_config()},
@@ -106,11 +115,11 @@ nlohmann::json Conv1D::get_config() const {
 LayerPtr Conv1D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Conv1D");
   r.check_common();
-  r.expect("groups", 1, "grouped convolutions");
   r.expect("lora_rank", nullptr, "LoRA");
   Conv1DOptions options{.strides = one_int(r, "strides", 1),
                         .padding = r.string("padding", "valid"),
                         .dilation_rate = one_int(r, "dilation_rate", 1),
+                        .groups = r.integer("groups", 1),
                         .activation = r.activation("activation"),
                         .use_bias = r.boolean("use_bias", true),
                         .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),

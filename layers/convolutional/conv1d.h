@@ -13,7 +13,8 @@ struct Conv1DOptions {
   std::int64_t strides = 1;
   std::string padding = "valid";  // "valid", "same" or "causal" (left-padded: y[t] sees x[.. t] only)
   std::int64_t dilation_rate = 1;
-  std::string activation;  // Keras name; "" = linear
+  std::int64_t groups = 1;  // channels and filters split into independent groups (Conv2D's groups)
+  std::string activation;   // Keras name; "" = linear
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
@@ -22,7 +23,8 @@ struct Conv1DOptions {
   std::string name;
 };
 
-// x: (batch, steps, in) -> (batch, out_steps, filters). Weights: kernel (kernel_size, in, filters), bias (filters,).
+// x: (batch, steps, in) -> (batch, out_steps, filters). Weights: kernel (kernel_size, in / groups, filters),
+// bias (filters,).
 // Runs the conv2d op on a (batch, 1, steps, in) view of x; the number of steps must be known.
 class Conv1D : public Layer {
  public:

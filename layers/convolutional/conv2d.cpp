@@ -13,15 +13,10 @@ Conv2D::Conv2D(std::int64_t filters, const std::vector<std::int64_t>& kernel_siz
     : Layer(options.name, "conv2d"), filters_(filters), options_(options) {
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
-  options_.strides = normalize_tuple(*this, "strides", options.strides, 2);
-  options_.dilation_rate = normalize_tuple(*this, "dilation_rate", options.dilation_rate, 2);
-  options_.padding = normalize_padding(*this, options.padding);
-  // As Keras (and TF's kernels): a dilated kernel moves one pixel at a time.
-  bool strided = options_.strides[0] > 1 || options_.strides[1] > 1;
-  bool dilated = options_.dilation_rate[0] > 1 || options_.dilation_rate[1] > 1;
-  if (strided && dilated)
-    raise<ValueError>("{}: strides > 1 are not supported together with dilation_rate > 1; use one of them",
-                      describe(*this));
+  normalize_window_2d(*this, options_.strides, options_.padding, options_.dilation_rate);
+  if (options.groups < 1 || filters % options.groups != 0)
+    raise<ValueError>("{}: groups must be a positive divisor of filters ({}), got {}", describe(*this), filters,
+                      options.groups);
   check_activation_name(options.activation);
 }
 
@@ -29,7 +24,10 @@ void Conv2D::build(const std::vector<Shape>& input_shapes) {
   const Shape& in = input_shapes.at(0);
   expect_input_rank(*this, in, 4, "(batch, height, width, channels)");
   expect_known_dim(*this, in, -1, "channels");
-  auto kernel = add_weight("kernel", {kernel_size_[0], kernel_size_[1], in.dim(-1), filters_},
+  if (in.dim(-1) % options_.groups != 0)
+    raise<ShapeError>("{}: the input's {} channels do not split into {} groups", describe(*this), in.dim(-1),
+                      options_.groups);
+  auto kernel = add_weight("kernel", {kernel_size_[0], kernel_size_[1], in.dim(-1) / options_.groups, filters_},
                            options_.kernel_initializer, options_.kernel_regularizer);
   set_constraint(kernel, options_.kernel_constraint);
   if (options_.use_bias)
@@ -40,12 +38,13 @@ void Conv2D::build(const std::vector<Shape>& input_shapes) {
 std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, h, w, in)
   expect_input_rank(*this, x.shape(), 4, "(batch, height, width, channels)");
-  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (kh, kw, in, filters), (filters,)
-  const std::int64_t in = kernel->shape()[2];
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (kh, kw, in / groups, filters), (filters,)
+  const std::int64_t in = kernel->shape()[2] * options_.groups;
   if (x.shape().dim(-1) != in)
     raise<ShapeError>("{}: expected input with {} channels (its last axis), got {}", describe(*this), in,
                       x.shape().to_string());
-  auto y = ops::conv2d(x, read(ctx, kernel), {options_.strides, options_.padding, options_.dilation_rate});
+  auto y = ops::conv2d(x, read(ctx, kernel),
+                       {options_.strides, options_.padding, options_.dilation_rate, options_.groups});
   if (bias) y = ops::bias_add(y, read(ctx, bias));  // (batch, out_h, out_w, filters)
   return {apply_activation(options_.activation, y)};
 }
@@ -57,7 +56,7 @@ nlohmann::json Conv2D::get_config() const {
                               {"padding", options_.padding},
                               {"data_format", "channels_last"},
                               {"dilation_rate", ints_to_json(options_.dilation_rate)},
-                              {"groups", 1},
+                              {"groups", options_.groups},
                               {"activation", activation_to_config(options_.activation)},
                               {"use_bias", options_.use_bias},
                               {"kernel_initializer", options_.kernel_initializer.get_config()},
@@ -75,11 +74,11 @@ LayerPtr Conv2D::from_config(const nlohmann::json& config) {
   Constraint bias_constraint = take_constraint(rest, "bias_constraint", "Conv2D");
   ConfigReader r(rest, "Conv2D");
   r.check_common();
-  r.expect("groups", 1, "grouped convolutions");
   r.expect("lora_rank", nullptr, "LoRA");
   Conv2DOptions options{.strides = r.ints("strides", {1, 1}),
                         .padding = r.padding("padding"),
                         .dilation_rate = r.ints("dilation_rate", {1, 1}),
+                        .groups = r.integer("groups", 1),
                         .activation = r.activation("activation"),
                         .use_bias = r.boolean("use_bias", true),
                         .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),

@@ -12,6 +12,7 @@ struct Conv2DOptions {
   std::vector<std::int64_t> strides = {1, 1};        // one value or (height, width)
   std::string padding = "valid";                     // "valid" or "same"
   std::vector<std::int64_t> dilation_rate = {1, 1};  // one value or (height, width)
+  std::int64_t groups = 1;                           // channels and filters split into independent groups
   std::string activation;                            // Keras name; "" = linear
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
@@ -23,7 +24,8 @@ struct Conv2DOptions {
   std::string name;
 };
 
-// x: (batch, h, w, in) -> (batch, out_h, out_w, filters). Weights: kernel (kh, kw, in, filters), bias (filters,).
+// x: (batch, h, w, in) -> (batch, out_h, out_w, filters). Weights: kernel (kh, kw, in / groups, filters),
+// bias (filters,). With groups, filters [g f/groups, (g+1) f/groups) see only channels [g in/groups, ...).
 class Conv2D : public Layer {
  public:
   // kernel_size: one value or (kh, kw).

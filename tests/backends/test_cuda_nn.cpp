@@ -8,10 +8,12 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops.h"
 #include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
@@ -111,6 +113,28 @@ TEST_CASE("cuda: conv2d_transpose (cuDNN's data gradient) matches the CPU") {
                  },
                  t.rtol, t.atol);
   }
+}
+
+TEST_CASE("cuda: resize and its gradient (a gather per input pixel) match the CPU") {
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const char* method : {"bilinear", "nearest"}) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(method);
+      const Tolerance t = tolerance(dtype);
+      for (const auto& [in, h, w] : {std::tuple<Shape, std::int64_t, std::int64_t>{{2, 5, 4, 3}, 10, 8},
+                                     {{2, 9, 7, 2}, 4, 3}, {{1, 4, 6, 2}, 7, 11}}) {
+        Tensor x = random(in, 131, dtype);
+        check_parity({x}, [&](std::vector<SymbolicTensor> v) { return ops::resize(v[0], h, w, method); }, t.rtol,
+                     t.atol);
+        Tensor dy = random({in[0], h, w, in[3]}, 132, dtype);
+        check_parity({dy, x},
+                     [&](std::vector<SymbolicTensor> v) {
+                       return v[0].graph().add1(op_names::resize_grad, {v[0], v[1]},
+                                                {{"height", h}, {"width", w}, {"interpolation", std::string(method)}});
+                     },
+                     t.rtol, t.atol);
+      }
+    }
 }
 
 TEST_CASE("cuda: conv2d gradients through autodiff match the CPU, and a second run reuses the chosen algorithms") {

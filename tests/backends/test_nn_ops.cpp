@@ -346,3 +346,67 @@ TEST_CASE("nn: conv2d and pooling on an empty batch") {
   check_close(r[2], std::vector<double>(108, 0.0));  // no rows: a zero gradient
   CHECK(r[3].shape() == Shape{0, 2, 2, 3});
 }
+
+namespace {
+
+// tf.image.resize (half-pixel centers) computed directly in double: bilinear or nearest.
+std::vector<double> resize_reference(const Tensor& x, std::int64_t out_h, std::int64_t out_w, bool bilinear) {
+  const Shape& s = x.shape();
+  const auto v = x.to_vector<double>();
+  auto at = [&](std::int64_t n, std::int64_t iy, std::int64_t ix, std::int64_t c) {
+    return v[static_cast<std::size_t>(((n * s[1] + iy) * s[2] + ix) * s[3] + c)];
+  };
+  struct Tap {
+    std::int64_t lo, hi;
+    double lerp;
+  };
+  auto tap = [&](std::int64_t i, std::int64_t in, std::int64_t out) {
+    const double scale = static_cast<double>(in) / static_cast<double>(out);
+    if (!bilinear) {
+      const auto src = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor((i + 0.5) * scale)), in - 1);
+      return Tap{src, src, 0.0};
+    }
+    const double src = (i + 0.5) * scale - 0.5;
+    return Tap{std::max<std::int64_t>(static_cast<std::int64_t>(std::floor(src)), 0),
+               std::min<std::int64_t>(static_cast<std::int64_t>(std::ceil(src)), in - 1), src - std::floor(src)};
+  };
+  std::vector<double> y;
+  for (std::int64_t n = 0; n < s[0]; ++n)
+    for (std::int64_t oy = 0; oy < out_h; ++oy)
+      for (std::int64_t ox = 0; ox < out_w; ++ox)
+        for (std::int64_t c = 0; c < s[3]; ++c) {
+          const Tap ty = tap(oy, s[1], out_h), tx = tap(ox, s[2], out_w);
+          const double top = at(n, ty.lo, tx.lo, c) * (1 - tx.lerp) + at(n, ty.lo, tx.hi, c) * tx.lerp;
+          const double bottom = at(n, ty.hi, tx.lo, c) * (1 - tx.lerp) + at(n, ty.hi, tx.hi, c) * tx.lerp;
+          y.push_back(top * (1 - ty.lerp) + bottom * ty.lerp);
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("nn: resize (bilinear and nearest, up and down) against tf.image.resize's rule, and its gradient") {
+  struct Case {
+    Shape x;
+    std::int64_t h, w;
+  };
+  std::uint64_t seed = 70;
+  for (const std::string method : {"bilinear", "nearest"})
+    for (const auto& c : {Case{{2, 3, 4, 2}, 6, 8}, Case{{1, 5, 7, 3}, 3, 4}, Case{{2, 4, 3, 1}, 7, 5},
+                          Case{{1, 1, 2, 2}, 3, 1}}) {
+      CAPTURE(method);
+      CAPTURE(c.x.to_string());
+      Tensor xt = random_tensor(c.x, seed++, 0.1, 1.0, false, DType::float64);
+      Graph g;
+      auto x = g.placeholder({-1, c.x[1], c.x[2], c.x[3]}, DType::float64);
+      auto y = ops::resize(x, c.h, c.w, method);
+      CHECK(y.shape() == Shape{-1, c.h, c.w, c.x[3]});
+      check_close(evaluate({y}, {{x, xt}})[0], resize_reference(xt, c.h, c.w, method == "bilinear"), 1e-6, 1e-6);
+      check_gradients({c.x}, [&](const Inputs& in) { return Inputs{ops::resize(in[0], c.h, c.w, method)}; });
+    }
+  Graph g;
+  auto x = g.placeholder({-1, 4, 4, 1});
+  check_throws_naming<ValueError>([&] { ops::resize(x, 8, 8, "bicubic"); }, {"resize", "bicubic"});
+  check_throws_naming<ValueError>([&] { ops::resize(x, 0, 8); }, {"resize", "positive"});
+  check_throws_naming<ShapeError>([&] { ops::resize(g.placeholder({4, 4, 1}), 8, 8); }, {"resize", "rank 4"});
+}

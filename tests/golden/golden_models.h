@@ -373,4 +373,24 @@ inline ModelPtr others() {
   return std::make_shared<Model>(in, out, "others");
 }
 
+inline ModelPtr conv_family() {
+  auto in = L::Input({6, 6, 4}, {.name = "in"});
+  auto g = L::Conv2D(6, 3, {.padding = "same", .groups = 2, .activation = "tanh", .name = "grouped"})(in);
+  auto d = L::DepthwiseConv2D(3, {.strides = {2}, .padding = "same", .depth_multiplier = 2, .name = "dw"})(g);
+  auto sep = L::SeparableConv2D(
+      5, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh", .name = "sep"})(d);
+  auto t = L::Conv2DTranspose(
+      4, 3, {.strides = {2}, .padding = "same", .output_padding = {0}, .activation = "tanh", .name = "tconv"})(sep);
+  auto tv = L::Conv2DTranspose(
+      3, {2, 3}, {.strides = {2, 1}, .padding = "valid", .activation = "tanh", .name = "tconv_valid"})(sep);
+  auto un = L::UpSampling2D({2, 1}, {.name = "up_nearest"})(t);
+  auto ub = L::UpSampling2D(2, {.interpolation = "bilinear", .name = "up_bilinear"})(tv);
+  auto cn = L::Cropping2D(std::vector<std::vector<std::int64_t>>{{1, 2}, {0, 1}}, {.name = "crop"})(un);
+  auto cb = L::Cropping2D(std::vector<std::int64_t>{2, 3}, {.name = "crop_sym"})(ub);
+  auto f = L::Concatenate({.name = "cat"})(
+      {L::GlobalAveragePooling2D({.name = "gap1"})(cn), L::GlobalAveragePooling2D({.name = "gap2"})(cb)});
+  auto out = L::Dense(3, {.name = "out"})(f);
+  return std::make_shared<Model>(in, out, "conv_family");
+}
+
 }  // namespace tower::golden_models

@@ -227,6 +227,7 @@ const std::vector<Case>& cases() {
       {"attention", attention, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"attention_masks", attention_masks, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"others", others, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -510,6 +511,9 @@ TEST_CASE("golden: attention_masks (Embedding mask_zero through MultiHeadAttenti
 }
 TEST_CASE("golden: others (kernel/bias/alpha constraints after each step, PReLU with shared_axes, Minimum)") {
   check_case(find_case("others"));
+}
+TEST_CASE("golden: conv_family (grouped, depthwise, separable and transposed convolutions; UpSampling2D, Cropping2D)") {
+  check_case(find_case("conv_family"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));

@@ -1,0 +1,129 @@
+// CPU resize (tf.image.resize's bilinear and nearest sampling, NHWC) and its gradient.
+#include <algorithm>
+#include <vector>
+
+#include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/nn_kernels.h"
+#include "tower/core/op_names.h"
+#include "tower/core/resize.h"
+
+namespace tower::cpu {
+
+namespace {
+
+// The taps of every output row and column. Nearest sampling reads `lower` with lerp 0.
+struct Sampling {
+  std::int64_t batch, in_h, in_w, channels, out_h, out_w;
+  std::vector<resize::Taps> rows, cols;
+};
+
+Sampling sampling(const KernelContext& ctx, const Shape& x, const Shape& y) {
+  Sampling s{x[0], x[1], x[2], x[3], y[1], y[2], {}, {}};
+  const bool bilinear = ctx.attrs().get_string("interpolation") == "bilinear";
+  auto taps = [&](std::int64_t n_out, std::int64_t n_in) {
+    std::vector<resize::Taps> t(static_cast<std::size_t>(n_out));
+    for (std::int64_t i = 0; i < n_out; ++i) {
+      if (bilinear) {
+        t[i] = resize::bilinear_taps(i, n_in, n_out);
+      } else {
+        const std::int64_t source = resize::nearest_source(i, n_in, n_out);
+        t[i] = {source, source, 0.0f};
+      }
+    }
+    return t;
+  };
+  s.rows = taps(s.out_h, s.in_h);
+  s.cols = taps(s.out_w, s.in_w);
+  return s;
+}
+
+// Output rows (n, oy) per chunk so that a chunk writes at least kElementwiseGrain elements.
+std::int64_t row_grain(const Sampling& s) {
+  return std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, s.out_w * s.channels));
+}
+
+// y (batch, out_h, out_w, c) = TF's (top + (bottom - top) · y_lerp), top and bottom lerped along x.
+template <typename T>
+void resize_forward(KernelContext& ctx, const Sampling& s, const T* x, T* y) {
+  const std::int64_t c = s.channels;
+  parallel_for(ctx, s.batch * s.out_h, row_grain(s), [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t r = lo; r < hi; ++r) {
+      const std::int64_t n = r / s.out_h;
+      const resize::Taps& ty = s.rows[r % s.out_h];
+      const T* top = x + ((n * s.in_h + ty.lower) * s.in_w) * c;
+      const T* bottom = x + ((n * s.in_h + ty.upper) * s.in_w) * c;
+      T* out = y + r * s.out_w * c;
+      for (std::int64_t ox = 0; ox < s.out_w; ++ox, out += c) {
+        const resize::Taps& tx = s.cols[ox];
+        const T *tl = top + tx.lower * c, *tr = top + tx.upper * c;
+        const T *bl = bottom + tx.lower * c, *br = bottom + tx.upper * c;
+        const T xl = static_cast<T>(tx.lerp), yl = static_cast<T>(ty.lerp);
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          const T t = tl[ch] + (tr[ch] - tl[ch]) * xl;
+          const T b = bl[ch] + (br[ch] - bl[ch]) * xl;
+          out[ch] = t + (b - t) * yl;
+        }
+      }
+    }
+  });
+}
+
+// dx: each dy goes to its four taps with the forward's weights. Split over images, so no two threads
+// add to the same dx element.
+template <typename T>
+void resize_backward(KernelContext& ctx, const Sampling& s, const T* dy, T* dx) {
+  const std::int64_t c = s.channels, image = s.in_h * s.in_w * c;
+  const std::int64_t grain = std::max<std::int64_t>(1, row_grain(s) / std::max<std::int64_t>(1, s.out_h));
+  parallel_for(ctx, s.batch, grain, [&](std::int64_t n0, std::int64_t n1) {
+    std::fill(dx + n0 * image, dx + n1 * image, T(0));
+    for (std::int64_t n = n0; n < n1; ++n)
+      for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
+        const resize::Taps& ty = s.rows[oy];
+        T* top = dx + ((n * s.in_h + ty.lower) * s.in_w) * c;
+        T* bottom = dx + ((n * s.in_h + ty.upper) * s.in_w) * c;
+        const T* g = dy + ((n * s.out_h + oy) * s.out_w) * c;
+        const T yl = static_cast<T>(ty.lerp);
+        for (std::int64_t ox = 0; ox < s.out_w; ++ox, g += c) {
+          const resize::Taps& tx = s.cols[ox];
+          const T xl = static_cast<T>(tx.lerp);
+          T *tl = top + tx.lower * c, *tr = top + tx.upper * c, *bl = bottom + tx.lower * c, *br = bottom + tx.upper * c;
+          for (std::int64_t ch = 0; ch < c; ++ch) {
+            const T t = g[ch] * (T(1) - yl), b = g[ch] * yl;
+            tl[ch] += t * (T(1) - xl);
+            tr[ch] += t * xl;
+            bl[ch] += b * (T(1) - xl);
+            br[ch] += b * xl;
+          }
+        }
+      }
+  });
+}
+
+// x (batch, h, w, c) -> y (batch, height, width, c).
+void resize_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  if (y.num_elements() == 0) return;
+  const Sampling s = sampling(ctx, x.shape(), y.shape());
+  dispatch_floating(y.dtype(), op_names::resize,
+                    [&]<typename T>() { resize_forward(ctx, s, x.data<T>(), y.data<T>()); });
+}
+
+// (dy, x) -> dx with x's shape.
+void resize_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  Tensor& dx = ctx.outputs[0];
+  if (dx.num_elements() == 0) return;
+  const Sampling s = sampling(ctx, dx.shape(), dy.shape());
+  dispatch_floating(dx.dtype(), op_names::resize_grad,
+                    [&]<typename T>() { resize_backward(ctx, s, dy.data<T>(), dx.data<T>()); });
+}
+
+}  // namespace
+
+void register_image_kernels() {
+  register_kernel(op_names::resize, DeviceKind::cpu, resize_kernel);
+  register_kernel(op_names::resize_grad, DeviceKind::cpu, resize_grad_kernel);
+}
+
+}  // namespace tower::cpu
