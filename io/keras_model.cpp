@@ -188,12 +188,17 @@ std::string tower_slot_name(const std::string& file_name, const std::string& opt
         const std::string tower = fmt::format("{}/{}/{}:0", optimizer, slot, v);
         if (rest == spelled + "/" + v || rest == v + "/" + spelled) return tower;  // tf.keras 2.11+ / 2.0-2.10
         // Keras 3: "<model>_dense_kernel_momentum" (the variable's path with '_'); longest match wins.
-        const std::string suffix = underscored(v) + "_" + spelled;
-        if (rest.size() >= suffix.size() && rest.ends_with(suffix) &&
-            (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '_') &&
-            suffix.size() > best_length) {
-          best = tower;
-          best_length = suffix.size();
+        // Keras 3 calls DepthwiseConv2D's depthwise_kernel "kernel" (SeparableConv2D's keeps its name).
+        std::vector<std::string> paths{v};
+        if (v.ends_with("/depthwise_kernel")) paths.push_back(v.substr(0, v.size() - 16) + "kernel");
+        for (const auto& path : paths) {
+          const std::string suffix = underscored(path) + "_" + spelled;
+          if (rest.size() >= suffix.size() && rest.ends_with(suffix) &&
+              (rest.size() == suffix.size() || rest[rest.size() - suffix.size() - 1] == '_') &&
+              suffix.size() > best_length) {
+            best = tower;
+            best_length = suffix.size();
+          }
         }
       }
   if (!best.empty()) return best;

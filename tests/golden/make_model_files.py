@@ -12,7 +12,8 @@ Run from the repository root:  /work/venv-tf/bin/python tests/golden/make_model_
 
 Cases: mlp (Sequential Dense-Dense, Adam, sparse labels), cnn (Conv2D-MaxPooling2D-Flatten-Dense, SGD with
 momentum, one-hot labels), merge (two inputs, a nested Sequential, Concatenate, RMSprop with momentum),
-multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
+vision (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, UpSampling2D bilinear and nearest,
+Cropping2D; Adam), multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
 template Sequential called on each, Concatenate -- whose template must come back), theano (the cnn file
 re-labelled backend "theano" with its kernels flipped, as a Theano-backend Keras wrote them), and keras1
 (written with h5py in Keras 1.2.2's layout: list-style Sequential config with output_dim/init, weights
@@ -39,6 +40,9 @@ def batch(case):
             rng.standard_normal((5, 2)).astype("float32")
     if case in ("rnn", "rnn_keras2"):
         return [rng.standard_normal((4, 6, 3)).astype("float32")], rng.standard_normal((4, 2)).astype("float32")
+    if case == "vision":
+        x = rng.standard_normal((4, 8, 8, 3)).astype("float32")
+        return [x], np.eye(2, dtype="float32")[[0, 1, 1, 0]]
     return [rng.standard_normal((8, 5)).astype("float32")], np.array([0, 1, 2, 1, 0, 2, 2, 1], dtype="int32")
 
 
@@ -61,6 +65,18 @@ def build(keras, case):
                               L.GRU(3, recurrent_activation="hard_sigmoid", reset_after=False),
                               L.Dense(2)])
         m.compile(keras.optimizers.SGD(0.1), "mse")
+    elif case == "vision":  # issue 18's convolution family
+        m = keras.Sequential([keras.Input((8, 8, 3)),
+                              L.Conv2D(4, 3, padding="same", activation="relu"),
+                              L.DepthwiseConv2D(3, depth_multiplier=2, activation="relu"),
+                              L.SeparableConv2D(5, 3, padding="same", activation="tanh"),
+                              L.Conv2DTranspose(3, 3, strides=2),
+                              L.UpSampling2D(interpolation="bilinear"),
+                              L.Cropping2D(((2, 1), (0, 3))),
+                              L.UpSampling2D((1, 2)),
+                              L.Flatten(),
+                              L.Dense(2, activation="softmax")])
+        m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
     elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
         m.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -305,14 +321,14 @@ if __name__ == "__main__":
             if os.system(f"{sys.executable} {os.path.abspath(__file__)} {w}") != 0:
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
-        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2"):
+        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision"):
             make("tf_keras", case)
         make_theano()
         make_keras2_2()
         make_cudnn()
         make_keras1_rnn()
     elif sys.argv[1] == "keras3":
-        for case in ("mlp", "cnn", "merge", "rnn"):
+        for case in ("mlp", "cnn", "merge", "rnn", "vision"):
             make("keras3", case)
     elif sys.argv[1] == "keras1":
         make_keras1()
@@ -324,3 +340,5 @@ if __name__ == "__main__":
         make_keras1_rnn()
     elif sys.argv[1] == "rnn_keras3":
         make("keras3", "rnn")
+    elif sys.argv[1] in ("vision_tf_keras", "vision_keras3"):  # only the convolution family's files
+        make(sys.argv[1].split("_", 1)[1], "vision")

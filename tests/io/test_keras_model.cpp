@@ -188,6 +188,12 @@ TEST_CASE("load_model: files written by tf.keras 2.x and Keras 3 continue traini
     }
 }
 
+TEST_CASE("load_model: the convolution family of tf.keras 2.x and Keras 3 (DepthwiseConv2D, SeparableConv2D, "
+          "Conv2DTranspose, UpSampling2D bilinear and nearest, Cropping2D) predicts and continues training exactly") {
+  check_keras_file("vision_tf_keras", "vision_tf_keras");
+  check_keras_file("vision_keras3", "vision_keras3");
+}
+
 TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirectional LSTM, GRU, TimeDistributed, "
           "SimpleRNN, RepeatVector, hard_sigmoid gates) predict and continue training exactly") {
   // Both files say "hard_sigmoid" for the last LSTM's gates; each means its own Keras's.
