@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <optional>
 
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
