@@ -115,8 +115,10 @@ inline constexpr char layer_norm_grad[] = "layer_norm_grad";
 inline constexpr char dot_product_attention[] = "dot_product_attention";
 inline constexpr char dot_product_attention_grad[] = "dot_product_attention_grad";
 
-// dropout: dropout (core/ops/dropout_ops.cpp)
+// dropout and random tensors: dropout, random_uniform, random_normal (core/ops/dropout_ops.cpp)
 inline constexpr char dropout[] = "dropout";
+inline constexpr char random_uniform[] = "random_uniform";
+inline constexpr char random_normal[] = "random_normal";
 
 // recurrent: SimpleRNN, LSTM and GRU cells over whole sequences and their gradients (core/ops/recurrent_ops.cpp)
 inline constexpr char simple_rnn[] = "simple_rnn";

@@ -199,6 +199,19 @@ std::vector<SymbolicTensor> dot_product_attention_grad(const SymbolicTensor& d_o
 // rows: parallel towers draw, between them, the masks one device draws for the whole batch.
 std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed,
                                     const SymbolicTensor& row_offset = {});
+// Random tensors for layers (GaussianNoise, GaussianDropout, AlphaDropout), drawn like dropout's
+// masks: element i of draw number n (a fresh one per run of the node) of stream `seed` comes from the
+// Philox words of uniform_at(seed, n, o + i), o = row_offset * the output's row size (0 without one),
+// so towers draw between them what one device draws for the whole batch, on every backend alike.
+// The output has x's dtype and the shape `shape`, whose -1 entries take x's size on that axis (empty:
+// x's shape); x only gives the shape and dtype (no gradient flows through either op).
+// random_uniform: minval + (maxval - minval) u, u in [0, 1) as uniform_at.
+SymbolicTensor random_uniform(const SymbolicTensor& x, double minval, double maxval, std::uint64_t seed,
+                              const SymbolicTensor& row_offset = {}, const std::vector<std::int64_t>& shape = {});
+// random_normal: mean + stddev z, z standard normal by Box-Muller from the uniform words of its pair
+// (elements 4q + 2p and 4q + 2p + 1 share words 2p and 2p + 1 of Philox block q: cos and sin).
+SymbolicTensor random_normal(const SymbolicTensor& x, double mean, double stddev, std::uint64_t seed,
+                             const SymbolicTensor& row_offset = {}, const std::vector<std::int64_t>& shape = {});
 
 // ---- recurrent cells over whole sequences (core/ops/recurrent_ops.cpp) ---------------------------
 // SimpleRNN, LSTM and GRU run each as one op over all time steps (one GEMM per step with the

@@ -3,6 +3,7 @@
 // bits on every backend. Free of tower's other headers on purpose.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #ifdef __CUDACC__
@@ -42,5 +43,17 @@ TOWER_HOST_DEVICE inline PhiloxBlock philox4x32_block(std::uint64_t key, std::ui
 
 // 2^-32: maps a 32-bit word to [0, 1).
 constexpr double kPhiloxInv2Pow32 = 1.0 / 4294967296.0;
+
+// The standard normal of word j of `block` (random_normal): Box-Muller on the pair of words 2p, 2p + 1
+// that holds j (p = j / 2), the radius from (word 2p + 1) 2^-32 in (0, 1] (never log 0) and the angle
+// from word 2p + 1; even j take the cosine, odd j the sine. Computed in double with the C library's
+// functions on the host and CUDA's on the device (which agree to an ulp or two of a double).
+TOWER_HOST_DEVICE inline double philox_normal(const PhiloxBlock& block, int j) {
+  const int p = j & ~1;
+  const double u1 = (static_cast<double>(block.word[p]) + 1.0) * kPhiloxInv2Pow32;
+  const double u2 = static_cast<double>(block.word[p + 1]) * kPhiloxInv2Pow32;
+  const double r = ::sqrt(-2.0 * ::log(u1)), angle = 6.283185307179586476925 * u2;
+  return (j & 1) ? r * ::sin(angle) : r * ::cos(angle);
+}
 
 }  // namespace tower

@@ -1,4 +1,5 @@
-// CPU inverted dropout: a counter-based mask (core/random.h's uniform_at), so every backend draws the same one.
+// CPU inverted dropout and random tensors: counter-based draws (core/random.h's uniform_at), so every
+// backend draws the same ones.
 #include <algorithm>
 #include <cmath>
 
@@ -100,8 +101,54 @@ void dropout_kernel(KernelContext& ctx) {
   });
 }
 
+// The index of the output's first element in the batch it is part of (random_uniform, random_normal).
+std::int64_t random_first_element(const KernelContext& ctx) {
+  const Tensor& y = ctx.outputs[0];
+  if (ctx.inputs.size() < 2 || y.shape().rank() == 0 || y.shape()[0] == 0) return 0;
+  return ctx.inputs[1].data<std::int64_t>()[0] * (y.num_elements() / y.shape()[0]);
+}
+
+// y[i] = draw(block q, word j) for element g = first + i = 4 q + j, a fresh counter per run.
+template <typename Draw>
+void random_kernel(KernelContext& ctx, const char* op, Draw draw) {
+  Tensor& y = ctx.outputs[0];
+  const std::int64_t first = random_first_element(ctx);
+  const auto seed = static_cast<std::uint64_t>(ctx.attrs().get_int("seed"));
+  const std::uint64_t counter = ctx.node.next_random_counter();
+  dispatch_floating(y.dtype(), op, [&]<typename T>() {
+    T* py = y.data<T>();
+    const std::int64_t n = y.num_elements(), q_first = first / 4;
+    parallel_for(ctx, (first + n + 3) / 4 - q_first, kElementwiseGrain / 16, [&](std::int64_t q0, std::int64_t q1) {
+      for (std::int64_t q = q_first + q0; q < q_first + q1; ++q) {
+        const PhiloxBlock block = philox4x32_block(seed, counter, static_cast<std::uint64_t>(q));
+        const std::int64_t lo = std::max<std::int64_t>(4 * q, first), hi = std::min(4 * q + 4, first + n);
+        for (std::int64_t g = lo; g < hi; ++g) py[g - first] = static_cast<T>(draw(block, static_cast<int>(g - 4 * q)));
+      }
+    });
+  });
+}
+
+// -> minval + (maxval - minval) u, u = word 2^-32 as uniform_at.
+void random_uniform_kernel(KernelContext& ctx) {
+  const double lo = ctx.attrs().get_float("minval"), width = ctx.attrs().get_float("maxval") - lo;
+  random_kernel(ctx, op_names::random_uniform, [&](const PhiloxBlock& block, int j) {
+    return lo + width * (block.word[j] * kPhiloxInv2Pow32);
+  });
+}
+
+// -> mean + stddev z, z = philox_normal (Box-Muller).
+void random_normal_kernel(KernelContext& ctx) {
+  const double mean = ctx.attrs().get_float("mean"), stddev = ctx.attrs().get_float("stddev");
+  random_kernel(ctx, op_names::random_normal,
+                [&](const PhiloxBlock& block, int j) { return mean + stddev * philox_normal(block, j); });
+}
+
 }  // namespace
 
-void register_dropout_kernels() { register_kernel(op_names::dropout, DeviceKind::cpu, dropout_kernel); }
+void register_dropout_kernels() {
+  register_kernel(op_names::dropout, DeviceKind::cpu, dropout_kernel);
+  register_kernel(op_names::random_uniform, DeviceKind::cpu, random_uniform_kernel);
+  register_kernel(op_names::random_normal, DeviceKind::cpu, random_normal_kernel);
+}
 
 }  // namespace tower::cpu

@@ -1,4 +1,4 @@
-// Launcher of the CUDA inverted-dropout kernel. Plain pointers only, as in elementwise_launchers.h.
+// Launchers of the CUDA inverted-dropout and random-tensor kernels. Plain pointers only, as in elementwise_launchers.h.
 #pragma once
 
 #include <cstdint>
@@ -14,5 +14,12 @@ template <typename T>
 cudaError_t launch_dropout(const T* x, T* y, T* mask, std::int64_t n, const std::int64_t* row_offset,
                            std::int64_t row_elements, double keep, std::uint64_t seed, std::uint64_t counter,
                            cudaStream_t stream);
+
+// y[i] = lo + width v for element o + i (o as above): v = word 2^-32 (random_uniform, as uniform_at) or,
+// with `normal`, philox_normal's Box-Muller value (random_normal), from the CPU kernels' Philox words.
+template <typename T>
+cudaError_t launch_random(T* y, std::int64_t n, const std::int64_t* row_offset, std::int64_t row_elements,
+                          bool normal, double lo, double width, std::uint64_t seed, std::uint64_t counter,
+                          cudaStream_t stream);
 
 }  // namespace tower::cuda

@@ -1,5 +1,6 @@
-// The dropout op: a random mask scaled by 1 / (1 - rate), and its gradient. Kernels in
-// backends/cpu/dropout_kernels.cpp and backends/cuda/dropout_ops.cpp.
+// The dropout op (a random mask scaled by 1 / (1 - rate), and its gradient) and the random tensors
+// random_uniform and random_normal. Kernels in backends/cpu/dropout_kernels.cpp and
+// backends/cuda/dropout_ops.cpp.
 #include <fmt/ranges.h>
 
 #include "tower/core/op_names.h"
@@ -36,9 +37,70 @@ Grads dropout_grad(Node& node, const Grads& g) {
   return out;
 }
 
+// ---- random_uniform, random_normal ---------------------------------------------------------------
+
+Specs random_shape(const char* op, const Specs& in, const Attrs& attrs) {
+  if (in.size() != 1 && in.size() != 2)
+    raise<ValueError>("{} takes a tensor giving the shape and dtype and an optional row offset, got {} inputs", op,
+                      in.size());
+  expect_floating(in[0], "x");
+  if (in.size() == 2 && (in[1].dtype != DType::int64 || in[1].shape.rank() != 0))
+    raise<ValueError>("{}: the row offset must be an int64 scalar, got {}", op, in[1].to_string());
+  attrs.get_int("seed");
+  std::vector<std::int64_t> dims = attrs.get_ints("shape");
+  for (std::size_t a = 0; a < dims.size(); ++a) {
+    if (dims[a] >= 0) continue;
+    if (dims[a] != -1 || static_cast<int>(a) >= in[0].shape.rank())
+      raise<ValueError>("{}: shape {} has entry {} at axis {}; entries are sizes, or -1 for x's size on an axis x "
+                        "has (x: {})",
+                        op, fmt::format("{}", dims), dims[a], a, in[0].to_string());
+    dims[a] = in[0].shape[static_cast<int>(a)];
+  }
+  return {TensorSpec{Shape(dims), in[0].dtype}};
+}
+
+Specs random_uniform_shape(const Specs& in, const Attrs& attrs) {
+  const double lo = attrs.get_float("minval"), hi = attrs.get_float("maxval");
+  if (!(lo <= hi)) raise<ValueError>("random_uniform: minval {} must not exceed maxval {}", lo, hi);
+  return random_shape(op_names::random_uniform, in, attrs);
+}
+
+Specs random_normal_shape(const Specs& in, const Attrs& attrs) {
+  const double stddev = attrs.get_float("stddev");
+  attrs.get_float("mean");
+  if (!(stddev >= 0.0)) raise<ValueError>("random_normal: stddev must be >= 0, got {}", stddev);
+  return random_shape(op_names::random_normal, in, attrs);
+}
+
+Grads no_grad(Node& node, const Grads&) { return Grads(node.inputs().size()); }  // x gives only the shape
+
+std::vector<std::int64_t> full_shape(const SymbolicTensor& x, const std::vector<std::int64_t>& shape) {
+  return shape.empty() ? std::vector<std::int64_t>(static_cast<std::size_t>(x.rank()), -1) : shape;
+}
+
+SymbolicTensor random_op(const char* op, const SymbolicTensor& x, Attrs attrs, std::uint64_t seed,
+                         const SymbolicTensor& row_offset, const std::vector<std::int64_t>& shape) {
+  std::vector<SymbolicTensor> inputs{x};
+  if (row_offset.defined()) inputs.push_back(row_offset);
+  attrs.set("seed", static_cast<std::int64_t>(seed));
+  attrs.set("shape", full_shape(x, shape));
+  return x.graph().add(op, inputs, std::move(attrs))[0];
+}
+
 }  // namespace
 
 namespace ops {
+
+SymbolicTensor random_uniform(const SymbolicTensor& x, double minval, double maxval, std::uint64_t seed,
+                              const SymbolicTensor& row_offset, const std::vector<std::int64_t>& shape) {
+  return random_op(op_names::random_uniform, x, Attrs{{"minval", minval}, {"maxval", maxval}}, seed, row_offset,
+                   shape);
+}
+
+SymbolicTensor random_normal(const SymbolicTensor& x, double mean, double stddev, std::uint64_t seed,
+                             const SymbolicTensor& row_offset, const std::vector<std::int64_t>& shape) {
+  return random_op(op_names::random_normal, x, Attrs{{"mean", mean}, {"stddev", stddev}}, seed, row_offset, shape);
+}
 
 std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::uint64_t seed,
                                     const SymbolicTensor& row_offset) {
@@ -50,6 +112,10 @@ std::vector<SymbolicTensor> dropout(const SymbolicTensor& x, double rate, std::u
 
 }  // namespace ops
 
-void register_dropout_ops() { register_op({.name = op_names::dropout, .shape = dropout_shape, .grad = dropout_grad}); }
+void register_dropout_ops() {
+  register_op({.name = op_names::dropout, .shape = dropout_shape, .grad = dropout_grad});
+  register_op({.name = op_names::random_uniform, .shape = random_uniform_shape, .grad = no_grad});
+  register_op({.name = op_names::random_normal, .shape = random_normal_shape, .grad = no_grad});
+}
 
 }  // namespace tower

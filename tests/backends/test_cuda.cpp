@@ -358,6 +358,22 @@ TEST_CASE("cuda: dropout draws the CPU's masks, bit for bit") {
   }, 0, 0);
 }
 
+TEST_CASE("cuda: random_uniform and random_normal draw the CPU's values") {
+  Tensor x = testing::random_tensor({123, 45}, 93, 0.1, 1, false, DType::float32);
+  // The uniform words are the CPU's bit for bit; Box-Muller's log, sin and cos are CUDA's, an ulp or two
+  // of a double from the C library's.
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::random_uniform(v[0], -1.0, 2.0, 42); }, 0, 0);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::random_normal(v[0], 0.5, 2.0, 42); }, 1e-6, 1e-6);
+  check_parity({testing::random_tensor({31, 7}, 94, 0.1, 1, false, DType::float64)},
+               [](std::vector<SymbolicTensor> v) { return ops::random_normal(v[0], 0.0, 1.0, 8); }, 1e-12, 1e-12);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) {
+    return ops::random_normal(ops::batch_share(v[0], {5, 3}, 1), 0.0, 1.0, 9, ops::batch_share_start(v[0], {5, 3}, 1));
+  }, 1e-6, 1e-6);
+  check_parity({x}, [](std::vector<SymbolicTensor> v) {
+    return ops::random_uniform(v[0], 0.0, 1.0, 5, ops::batch_share_start(v[0], {5, 3}, 1), {-1, 1, 7});
+  }, 0, 0);
+}
+
 TEST_CASE("cuda: cast between every pair of dtypes matches the CPU") {
   const DType dtypes[] = {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
   Tensor x = testing::random_tensor({17, 9}, 95, 0.1, 100, true, DType::float64);  // positive: uint8 too
