@@ -112,6 +112,8 @@ Optimizer& Optimizer::operator=(const Optimizer& other) {
   slot_order_.clear();
   accumulate_nodes_.clear();  // nodes of graphs built for `other`; a copy builds its own
   update_nodes_.clear();
+  last_graph_ = nullptr;
+  last_graph_nodes_ = 0;
   ema_pairs_.clear();
   extra_updates_.clear();
   std::map<const Variable*, VariablePtr> copies;  // other's slot -> its copy
@@ -264,6 +266,10 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
     if (grads[i].defined() && grads[i].shape() != variables[i]->shape())
       raise<ShapeError>("{}: the gradient of \"{}\" has shape {}, the variable {}", name(), variables[i]->name(),
                         grads[i].shape().to_string(), variables[i]->shape().to_string());
+  if (&graph != last_graph_ || graph.num_nodes() < last_graph_nodes_) {
+    accumulate_nodes_.clear();
+    update_nodes_.clear();
+  }
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> used = grads;
   std::vector<Node*> resets;  // the accumulators' resets, after the updates
@@ -308,6 +314,8 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
       }
     }
   }
+  last_graph_ = &graph;
+  last_graph_nodes_ = graph.num_nodes();
   return updates;
 }
 

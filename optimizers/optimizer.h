@@ -146,7 +146,12 @@ class Optimizer {
   std::vector<std::string> exclude_from_weight_decay_;
   std::int64_t iterations_ = 0;
   // With gradient accumulation: the nodes that run on accumulating steps only, and on update steps only.
+  // They belong to the graph apply_gradients() last built on (towers call it once per replica on one
+  // graph); a call on another graph, or on a graph with fewer nodes than it had (a new graph at a freed
+  // one's address), forgets them first, so a reused node address is never misread.
   std::set<const Node*> accumulate_nodes_, update_nodes_;
+  const Graph* last_graph_ = nullptr;
+  int last_graph_nodes_ = 0;
   // With use_ema: each trainable variable and its "average" slot (primaries only).
   std::vector<std::pair<VariablePtr, VariablePtr>> ema_pairs_;
   std::vector<Node*> extra_updates_;

@@ -273,7 +273,9 @@ TEST_CASE("load_model: clear errors") {
 
 TEST_CASE("optimizer configs round-trip through from_config, Keras spellings included") {
   for (auto opt : {optimizers::get("sgd"), optimizers::get("rmsprop"), optimizers::get("adam"), optimizers::get("adamw"),
-                   optimizers::get("adagrad"), optimizers::get("adadelta")}) {
+                   optimizers::get("adagrad"), optimizers::get("adadelta"), optimizers::get("adamax"),
+                   optimizers::get("nadam"), optimizers::get("lion"), optimizers::get("ftrl"),
+                   optimizers::get("adafactor")}) {
     auto again = optimizers::from_config(optimizers::to_config(*opt));
     CHECK(again->name() == opt->name());
     CHECK(again->get_config() == opt->get_config());
@@ -291,6 +293,6 @@ TEST_CASE("optimizer configs round-trip through from_config, Keras spellings inc
       nlohmann::json::parse(R"({"class_name": "SGD", "config": {"lr": 0.1, "decay": 0.5, "momentum": 0.0}})"));
   keras2->set_iterations(2);
   CHECK(keras2->current_learning_rate() == doctest::Approx(0.1 / (1 + 0.5 * 2)));
-  CHECK_THROWS_WITH_AS(optimizers::from_config(nlohmann::json::parse(R"({"class_name": "Nadam", "config": {}})")),
-                       doctest::Contains("\"Nadam\" is not supported"), ValueError);
+  CHECK_THROWS_WITH_AS(optimizers::from_config(nlohmann::json::parse(R"({"class_name": "Lamb", "config": {}})")),
+                       doctest::Contains("\"Lamb\" is not supported"), ValueError);
 }
