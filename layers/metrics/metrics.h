@@ -112,7 +112,9 @@ class Metric {
 // AUC: curve "ROC" or "PR"; summation_method "interpolation" (PR: Davis & Goadrich), "minoring" or
 // "majoring"; num_thresholds (> 1) evenly spaced in [0, 1] with the ends at -epsilon and 1 + epsilon, or
 // the given thresholds in [0, 1] (then num_thresholds is their count + 2); from_logits: y_pred are logits.
-// Multi-dimensional labels are flattened (multi_label = true is not supported).
+// Multi-dimensional labels are flattened, or with multi_label (y (batch, labels)) each label has its curve
+// and the result is the mean of their AUCs (num_labels: checked against the data when given; Keras's
+// label_weights are not supported).
 struct AUCOptions {
   int num_thresholds = 200;
   std::string curve = "ROC";
@@ -120,6 +122,7 @@ struct AUCOptions {
   std::string name = "auc";
   std::vector<double> thresholds;
   bool multi_label = false;
+  std::optional<int> num_labels;
   bool from_logits = false;
 };
 Metric AUC(const AUCOptions& options = {});

@@ -34,9 +34,6 @@ SymbolicTensor f64(const SymbolicTensor& x) { return as_dtype(x, DType::float64)
 SymbolicTensor constant_f32(Graph& graph, Shape shape, const std::vector<double>& values) {
   return graph.constant(Tensor::from_vector<float>(std::move(shape), std::vector<float>(values.begin(), values.end())));
 }
-SymbolicTensor row(const std::vector<double>& values, Graph& graph) {  // (1, n)
-  return constant_f32(graph, {1, static_cast<std::int64_t>(values.size())}, values);
-}
 SymbolicTensor as_vector(const SymbolicTensor& scalar) { return ops::reshape(scalar, {1}); }
 
 // sample_weight (batch,) broadcast over values (batch, ...), or ones; float32.
@@ -77,6 +74,8 @@ class Confusion : public Stateful {
   int num_thresholds = 200;
   std::string curve = "ROC", summation = "interpolation";
   bool from_logits = false;
+  bool multi_label = false;
+  std::optional<int> num_labels;
 
   std::string class_name() const override {
     switch (kind) {
@@ -97,8 +96,8 @@ class Confusion : public Stateful {
       c["num_thresholds"] = num_thresholds;
       c["curve"] = curve;
       c["summation_method"] = summation;
-      c["multi_label"] = false;
-      c["num_labels"] = nullptr;
+      c["multi_label"] = multi_label;
+      c["num_labels"] = num_labels ? json(*num_labels) : json();
       c["label_weights"] = nullptr;
       c["from_logits"] = from_logits;
       if (!given.empty()) c["thresholds"] = th;
@@ -142,53 +141,70 @@ class Confusion : public Stateful {
       yt = pick(yt);
       w = pick(w);
     }
-    yp = ops::reshape(yp, {-1, 1});
-    auto label = ops::reshape(ops::subtract(constant_like(yt, 1.0), ops::equal(yt, constant_like(yt, 0.0))), {-1, 1});
-    w = ops::reshape(w, {-1, 1});
+    // (n, labels, 1): one label (everything flattened), or AUC's multi_label: each column its own.
+    std::int64_t labels = 1;
+    if (multi_label) {
+      if (yp.rank() != 2)
+        raise<ShapeError>("{}: multi_label needs y_true and y_pred (batch, labels), got {}", metric,
+                          y_pred.shape().to_string());
+      labels = yp.shape().dim(-1);
+      if (num_labels && *num_labels != labels)
+        raise<ShapeError>("{}: num_labels is {} but y_pred has {} labels ({})", metric, *num_labels, labels,
+                          y_pred.shape().to_string());
+    }
+    yp = ops::reshape(yp, {-1, labels, 1});
+    auto label = ops::reshape(ops::subtract(constant_like(yt, 1.0), ops::equal(yt, constant_like(yt, 0.0))), {-1, labels, 1});
+    w = ops::reshape(w, {-1, labels, 1});
     auto true_w = f64(ops::multiply(label, w)), false_w = f64(ops::multiply(ops::subtract(constant_like(label, 1.0), label), w));
     Graph& g = yp.graph();
-    SymbolicTensor positive;  // (n, thresholds): 1 where the prediction counts as positive
+    SymbolicTensor positive;  // (n, labels, thresholds): 1 where the prediction counts as positive
     const auto n = static_cast<std::int64_t>(thresholds.size());
+    auto row = [&](const std::vector<double>& values) { return constant_f32(g, {1, 1, n}, values); };
     if (evenly) {  // Keras's bucketing: ceil(p (n - 1)) - 1 >= i, i.e. p (n - 1) > i (threshold 0: always, with eps)
       auto clipped = ops::maximum(ops::minimum(yp, constant_like(yp, 1.0)), constant_like(yp, 0.0));
       std::vector<double> steps(static_cast<std::size_t>(n));
       std::iota(steps.begin(), steps.end(), 0.0);
       if (with_epsilon) steps[0] = -1.0;
-      positive = ops::greater(ops::scale(clipped, static_cast<double>(n - 1)), row(steps, g));
+      positive = ops::greater(ops::scale(clipped, static_cast<double>(n - 1)), row(steps));
     } else {
-      positive = ops::greater(yp, row(thresholds, g));
+      positive = ops::greater(yp, row(thresholds));
     }
     positive = f64(positive);
-    return ops::concat({ops::reduce_sum(ops::multiply(positive, true_w), {0}),
-                        ops::reduce_sum(ops::multiply(positive, false_w), {0}), as_vector(ops::reduce_sum(true_w)),
-                        as_vector(ops::reduce_sum(false_w))},
+    auto sum_rows = [&](const SymbolicTensor& x) { return ops::reshape(ops::reduce_sum(x, {0}), {-1}); };
+    return ops::concat({sum_rows(ops::multiply(positive, true_w)), sum_rows(ops::multiply(positive, false_w)),
+                        sum_rows(true_w), sum_rows(false_w)},
                        0);
   }
 
   std::vector<double> result(const std::vector<double>& state) const override {
     const std::size_t n = thresholds.size();
-    std::vector<double> tp(n, 0.0), fp(n, 0.0), tn(n, 0.0), fn(n, 0.0), out(n, 0.0);
-    if (state.size() == 2 * n + 2)
-      for (std::size_t i = 0; i < n; ++i) {
-        tp[i] = state[i];
-        fp[i] = state[n + i];
-        fn[i] = state[2 * n] - tp[i];
-        tn[i] = state[2 * n + 1] - fp[i];
+    const std::size_t labels = state.empty() ? 1 : state.size() / (2 * n + 2);
+    double auc_sum = 0.0;
+    std::vector<double> out(n, 0.0);
+    for (std::size_t l = 0; l < labels; ++l) {  // labels > 1: AUC's multi_label, the mean of the labels' AUCs
+      std::vector<double> tp(n, 0.0), fp(n, 0.0), tn(n, 0.0), fn(n, 0.0);
+      if (!state.empty())
+        for (std::size_t i = 0; i < n; ++i) {
+          tp[i] = state[l * n + i];
+          fp[i] = state[(labels + l) * n + i];
+          fn[i] = state[2 * labels * n + l] - tp[i];
+          tn[i] = state[2 * labels * n + labels + l] - fp[i];
+        }
+      switch (kind) {
+        case Kind::tp: return tp;
+        case Kind::fp: return fp;
+        case Kind::tn: return tn;
+        case Kind::fn: return fn;
+        case Kind::precision:
+          for (std::size_t i = 0; i < n; ++i) out[i] = no_nan(tp[i], tp[i] + fp[i]);
+          return out;
+        case Kind::recall:
+          for (std::size_t i = 0; i < n; ++i) out[i] = no_nan(tp[i], tp[i] + fn[i]);
+          return out;
+        case Kind::auc: auc_sum += auc(tp, fp, tn, fn);
       }
-    switch (kind) {
-      case Kind::tp: return tp;
-      case Kind::fp: return fp;
-      case Kind::tn: return tn;
-      case Kind::fn: return fn;
-      case Kind::precision:
-        for (std::size_t i = 0; i < n; ++i) out[i] = no_nan(tp[i], tp[i] + fp[i]);
-        return out;
-      case Kind::recall:
-        for (std::size_t i = 0; i < n; ++i) out[i] = no_nan(tp[i], tp[i] + fn[i]);
-        return out;
-      case Kind::auc: return {auc(tp, fp, tn, fn)};
     }
-    return out;
+    return {auc_sum / static_cast<double>(labels)};
   }
 
   double auc(const std::vector<double>& tp, const std::vector<double>& fp, const std::vector<double>& tn,
@@ -421,9 +437,8 @@ std::shared_ptr<Stateful> make_auc(const AUCOptions& o) {
   if (o.summation_method != "interpolation" && o.summation_method != "minoring" && o.summation_method != "majoring")
     raise<ValueError>("AUC: summation_method must be \"interpolation\", \"minoring\" or \"majoring\", got \"{}\"",
                       o.summation_method);
-  if (o.multi_label)
-    raise<ValueError>("AUC: multi_label = true is not supported; use multi_label = false (labels flattened), or one "
-                      "AUC per label (class_id-like slices of the output)");
+  if (o.num_labels && (!o.multi_label || *o.num_labels <= 0))
+    raise<ValueError>("AUC: num_labels ({}) needs multi_label = true and must be positive", *o.num_labels);
   if (o.thresholds.empty() && o.num_thresholds <= 1)
     raise<ValueError>("AUC: num_thresholds must be an integer > 1, got {}", o.num_thresholds);
   check_thresholds("AUC", o.thresholds);
@@ -432,6 +447,8 @@ std::shared_ptr<Stateful> make_auc(const AUCOptions& o) {
   c->curve = o.curve;
   c->summation = o.summation_method;
   c->from_logits = o.from_logits;
+  c->multi_label = o.multi_label;
+  c->num_labels = o.num_labels;
   c->given = o.thresholds;
   std::vector<double> inner = o.thresholds;
   if (inner.empty()) {
@@ -536,6 +553,7 @@ std::shared_ptr<const Stateful> stateful_from_config(const std::string& class_na
     o.summation_method = c.value("summation_method", std::string("interpolation"));
     o.thresholds = thresholds_of(c);
     o.multi_label = c.value("multi_label", false);
+    o.num_labels = optional_int(c, "num_labels");
     o.from_logits = c.value("from_logits", false);
     if (!c.value("label_weights", json()).is_null())
       raise<ValueError>("AUC: label_weights are not supported; leave them out (null)");

@@ -90,6 +90,11 @@ TEST_CASE("stateful metrics: state accumulates across batches; result and reset_
   CHECK(standalone(metrics::AUC(), labels, floats({4, 1}, {0.1f, 0.2f, 0.7f, 0.9f})) == doctest::Approx(1.0));
   CHECK(standalone(metrics::AUC(), labels, floats({4, 1}, {0.9f, 0.7f, 0.2f, 0.1f})) == doctest::Approx(0.0));
   CHECK(standalone(metrics::AUC(), labels, floats({4, 1}, {0.4f, 0.4f, 0.4f, 0.4f})) == doctest::Approx(0.5));
+  // multi_label: each column its own curve, the mean of the AUCs: 1 (separable) and 0 (reversed).
+  const Tensor two = floats({4, 2}, {0, 1, 0, 1, 1, 0, 1, 0});
+  const Tensor scores = floats({4, 2}, {0.1f, 0.1f, 0.2f, 0.2f, 0.7f, 0.7f, 0.9f, 0.9f});
+  CHECK(standalone(metrics::AUC({.multi_label = true}), two, scores) == doctest::Approx(0.5));
+  CHECK(standalone(metrics::AUC(), two, scores) == doctest::Approx(0.5));
 
   // Mean and Sum take values (and weights): (1 + 2 + 2 * 3) / 4 and 9.
   auto mean = metrics::Mean(), sum = metrics::Sum();
@@ -330,7 +335,10 @@ TEST_CASE("stateful metrics: clear errors for bad arguments") {
   CHECK(contains(msg, "curve must be \"ROC\" or \"PR\", got \"ROCK\""));
   CHECK(contains(message_of<ValueError>([] { metrics::AUC({.summation_method = "trapezoid"}); }), "\"minoring\""));
   CHECK(contains(message_of<ValueError>([] { metrics::AUC({.num_thresholds = 1}); }), "num_thresholds must be an integer > 1"));
-  CHECK(contains(message_of<ValueError>([] { metrics::AUC({.multi_label = true}); }), "multi_label = true is not supported"));
+  CHECK(contains(message_of<ValueError>([] { metrics::AUC({.num_labels = 3}); }), "num_labels (3) needs multi_label = true"));
+  auto labelled = metrics::AUC({.multi_label = true, .num_labels = 3});
+  msg = message_of<ShapeError>([&] { labelled.update_state(floats({2, 2}, {1, 0, 0, 1}), floats({2, 2}, {0.4f, 0.6f, 0.1f, 0.2f})); });
+  CHECK(contains(msg, "num_labels is 3 but y_pred has 2 labels"));
   msg = message_of<ValueError>([] { metrics::Precision({.thresholds = {0.5, 1.5}}); });
   CHECK(contains(msg, "Precision: threshold values must be in [0, 1], got 1.5"));
   CHECK(contains(message_of<ValueError>([] { metrics::Recall({.top_k = 0}); }), "top_k must be positive, got 0"));
