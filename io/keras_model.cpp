@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -157,10 +158,25 @@ const std::map<std::string, std::vector<std::string>>& slot_spellings(const std:
       {"Adagrad", {{"accumulator", {"accumulator"}}}},
       {"Adadelta", {{"accumulated_grad", {"accumulated_grad", "accum_grad"}},
                     {"accumulated_delta_var", {"accumulated_delta_var", "accum_var"}}}},
+      {"Adamax", {{"momentum", {"momentum", "m"}}, {"norm", {"norm", "u"}}}},
+      {"Nadam", {{"momentum", {"momentum", "m"}}, {"velocity", {"velocity", "v"}}}},
+      {"Lion", {{"momentum", {"momentum", "m"}}}},
+      {"Ftrl", {{"accumulator", {"accumulator"}}, {"linear", {"linear"}}}},
+      // Keras 3 names Adafactor's r and c after the variable alone: only tf.keras 2.11+'s names are known.
+      {"Adafactor", {{"r", {"r"}}, {"c", {"c"}}, {"velocity", {"velocity", "v"}}}},
   };
-  auto it = table.find(optimizer == "AdamW" ? "Adam" : optimizer);
+  // Every optimizer's use_ema and gradient_accumulation_steps slots, added to its own.
+  static std::map<std::string, std::map<std::string, std::vector<std::string>>> with_base;
+  static std::mutex mutex;
+  const std::string key = optimizer == "AdamW" ? "Adam" : optimizer;
+  std::lock_guard lock(mutex);
+  if (auto done = with_base.find(key); done != with_base.end()) return done->second;
+  auto it = table.find(key);
   if (it == table.end()) raise<ValueError>("optimizer \"{}\" has no known slot names", optimizer);
-  return it->second;
+  auto all = it->second;
+  all["average"] = {"average"};
+  all["gradient_accumulator"] = {"gradient_accumulator"};
+  return with_base.emplace(key, std::move(all)).first->second;
 }
 
 std::string strip_index(std::string name) {
@@ -391,6 +407,12 @@ OptimizerState read_optimizer_state(const hdf5::Group& group, const Model& model
     }
     if (strip_index(name).ends_with("/learning_rate")) continue;  // Keras 3 keeps it; the config has it
     const std::string slot = tower_slot_name(name, optimizer.name(), variables);
+    if (slot.empty() && optimizer.name() == "Nadam") {
+      // Nadam's u_product, an unnamed scalar in Keras ("variable", "Variable"): tower recomputes it.
+      const std::string stripped = strip_index(name);
+      const std::string last = stripped.substr(stripped.rfind('/') == std::string::npos ? 0 : stripped.rfind('/') + 1);
+      if (last.starts_with("variable") || last.starts_with("Variable")) continue;
+    }
     if (slot.empty())
       raise<ValueError>("optimizer weight \"{}\" matches no slot of {} for this model's variables", name,
                         optimizer.name());
