@@ -373,6 +373,21 @@ inline ModelPtr others() {
   return std::make_shared<Model>(in, out, "others");
 }
 
+inline ModelPtr preprocessing() {
+  auto in = L::Input({9, 12, 2}, {.name = "in"});
+  auto r = L::Rescaling(1 / 4.0, {.offset = -0.5, .name = "rescale"})(in);
+  auto n = L::Normalization({.name = "norm"})(r);
+  auto g = L::Normalization({.mean = std::vector<double>{0.5, -1.0}, .variance = std::vector<double>{4.0, 0.25},
+                             .name = "given"})(n);
+  auto z = L::Resizing(6, 6, {.crop_to_aspect_ratio = true, .name = "resize_crop"})(g);
+  auto b = L::Resizing(5, 7, {.name = "resize"})(z);
+  auto c = L::CenterCrop(3, 4, {.name = "center"})(b);
+  auto u = L::CenterCrop(8, 8, {.name = "center_up"})(c);
+  auto q = L::Resizing(4, 4, {.interpolation = "nearest", .name = "resize_nearest"})(u);
+  auto out = L::Dense(3, {.name = "out"})(L::Flatten({.name = "flat"})(q));
+  return std::make_shared<Model>(in, out, "preprocessing");
+}
+
 inline ModelPtr conv_family() {
   auto in = L::Input({6, 6, 4}, {.name = "in"});
   auto g = L::Conv2D(6, 3, {.padding = "same", .groups = 2, .activation = "tanh", .name = "grouped"})(in);

@@ -109,15 +109,19 @@ def set_golden_weights(model, rng):
     for layer in model.layers:
         for w in layer.weights:
             shape = tuple(w.shape)
+            if "int" in str(w.dtype):  # Normalization's count
+                continue
             if w.name == "gamma":
                 v = 1.0 + normal(rng, shape, 0.2)
-            elif w.name == "moving_variance":
+            elif w.name in ("moving_variance", "variance"):
                 v = rng.uniform(0.5, 1.5, shape).astype(np.float32)
-            elif w.name in ("beta", "moving_mean", "bias"):
+            elif w.name in ("beta", "moving_mean", "bias", "mean"):
                 v = normal(rng, shape, 0.1)
             else:  # kernel, embeddings
                 v = normal(rng, shape, 0.5)
             w.assign(v)
+        if isinstance(layer, L.Normalization):  # its call reads copies that finalize_state() refreshes
+            layer.finalize_state()
 
 
 def weight_items(model):
@@ -633,6 +637,28 @@ def case_conv_family():
                             "(computed in float64)")
 
 
+def case_preprocessing():
+    rng = rng_for("preprocessing")
+    inp = keras.Input((9, 12, 2), name="in")
+    r = L.Rescaling(1 / 4.0, offset=-0.5, name="rescale")(inp)
+    n = L.Normalization(name="norm")(r)                                           # adapted: weights mean/variance
+    g = L.Normalization(mean=[0.5, -1.0], variance=[4.0, 0.25], name="given")(n)  # constants
+    z = L.Resizing(6, 6, crop_to_aspect_ratio=True, name="resize_crop")(g)        # (6, 6, 2)
+    b = L.Resizing(5, 7, name="resize")(z)                                        # (5, 7, 2) bilinear
+    c = L.CenterCrop(3, 4, name="center")(b)                                      # (3, 4, 2) a crop
+    u = L.CenterCrop(8, 8, name="center_up")(c)                                   # (8, 8, 2) smart_resize
+    q = L.Resizing(4, 4, interpolation="nearest", name="resize_nearest")(u)       # (4, 4, 2)
+    f = L.Flatten(name="flat")(q)
+    out = L.Dense(3, name="out")(f)
+    model = keras.Model(inp, out, name="preprocessing")
+    return dict(model=model, rng=rng, x=[rng.uniform(0, 4, (BATCH, 9, 12, 2)).astype(np.float32)],
+                y=[normal(rng, (BATCH, 3))], loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional; Rescaling with offset, Normalization (weights) and with given mean and "
+                            "variance, Resizing bilinear with crop_to_aspect_ratio and without, CenterCrop "
+                            "cropping and up-sizing (smart_resize), Resizing nearest, Dense; mean_squared_error")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
@@ -640,7 +666,7 @@ CASES = {
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
-    "conv_family": case_conv_family,
+    "conv_family": case_conv_family, "preprocessing": case_preprocessing,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

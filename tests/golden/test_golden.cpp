@@ -228,6 +228,7 @@ const std::vector<Case>& cases() {
       {"attention_masks", attention_masks, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"others", others, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"preprocessing", preprocessing, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -511,6 +512,9 @@ TEST_CASE("golden: attention_masks (Embedding mask_zero through MultiHeadAttenti
 }
 TEST_CASE("golden: others (kernel/bias/alpha constraints after each step, PReLU with shared_axes, Minimum)") {
   check_case(find_case("others"));
+}
+TEST_CASE("golden: preprocessing (Rescaling, Normalization, Resizing, CenterCrop)") {
+  check_case(find_case("preprocessing"));
 }
 TEST_CASE("golden: conv_family (grouped, depthwise, separable and transposed convolutions; UpSampling2D, Cropping2D)") {
   check_case(find_case("conv_family"));

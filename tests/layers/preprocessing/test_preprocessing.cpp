@@ -1,0 +1,129 @@
+// Preprocessing layers inside models: Rescaling, Normalization (adapt), Resizing and CenterCrop: values,
+// adapt against a direct computation, configs and errors. Numbers against Keras: golden case preprocessing.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
+#include "tests/layers/layer_testing.h"
+#include "tests/support/errors.h"
+
+using namespace tower;
+using nlohmann::json;
+using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::floats;
+using tower::testing::keras_shape;
+using tower::testing::message_of;
+using tower::testing::random_tensor;
+using tower::testing::run1;
+
+namespace {
+
+json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+
+void check_round_trip(const Layer& layer) {
+  CHECK(layers::layer_from_config(entry(layer))->get_config().dump() == layer.get_config().dump());
+}
+
+}  // namespace
+
+TEST_CASE("Rescaling: x · scale + offset, integers cast to float32") {
+  clear_session();
+  layers::Rescaling rescale(1.0 / 255, {.offset = -1.0});
+  check_close(run1(rescale, floats({1, 3}, {0, 127.5, 255})), {-1.0, -0.5, 0.0}, 1e-6, 1e-6);
+  CHECK(rescale.get_config()["offset"] == -1.0);
+  check_round_trip(rescale);
+  CHECK(contains(message_of<ValueError>([] {
+                   layers::layer_from_config(json::parse(R"({"class_name": "Rescaling", "config": {"scale": [1, 2]}})"));
+                 }),
+                 "one number"));
+}
+
+TEST_CASE("Normalization: adapt() computes Keras's mean and population variance per kept axis") {
+  clear_session();
+  Tensor data = random_tensor({6, 3, 2}, 5, 0.1, 3.0, false, DType::float32);
+  const auto v = data.to_vector<double>();
+  for (const auto& axis : {std::vector<std::int64_t>{-1}, std::vector<std::int64_t>{1, 2}, std::vector<std::int64_t>{}}) {
+    CAPTURE(axis.size());
+    layers::Normalization norm({.axis = axis});
+    norm.adapt(data);
+    // The direct computation: element e of feature f(e), the kept coordinates.
+    auto feature = [&](std::size_t e) -> std::size_t {
+      if (axis.empty()) return 0;
+      return axis.size() == 1 ? e % 2 : e % 6;
+    };
+    const std::size_t features = axis.empty() ? 1 : (axis.size() == 1 ? 2 : 6);
+    std::vector<double> mean(features, 0.0), var(features, 0.0), count(features, 0.0);
+    for (std::size_t e = 0; e < v.size(); ++e) mean[feature(e)] += v[e], count[feature(e)] += 1;
+    for (std::size_t f = 0; f < features; ++f) mean[f] /= count[f];
+    for (std::size_t e = 0; e < v.size(); ++e) var[feature(e)] += std::pow(v[e] - mean[feature(e)], 2) / count[feature(e)];
+    const auto weights = norm.get_weights();  // mean, variance, count
+    REQUIRE(weights.size() == 3);
+    check_close(weights[0], mean, 1e-6, 1e-6);
+    check_close(weights[1], var, 1e-6, 1e-6);
+    CHECK(norm.trainable_weights().empty());
+    // The output: (x - mean) / sqrt(variance).
+    std::vector<double> expected;
+    for (std::size_t e = 0; e < v.size(); ++e) expected.push_back((v[e] - mean[feature(e)]) / std::sqrt(var[feature(e)]));
+    check_close(run1(norm, data), expected, 1e-5, 1e-5);
+    // Batch by batch, Keras's running update gives the same.
+    std::vector<Tensor> parts;
+    for (std::int64_t start : {0, 2, 5}) {
+      const std::int64_t rows = start == 0 ? 2 : (start == 2 ? 3 : 1);
+      std::vector<float> part(v.begin() + start * 6, v.begin() + (start + rows) * 6);
+      parts.push_back(Tensor::from_vector<float>({rows, 3, 2}, part));
+    }
+    layers::Normalization running({.axis = axis});
+    running.adapt(parts);
+    check_close(running.get_weights()[0], mean, 1e-6, 1e-6);
+    check_close(running.get_weights()[1], var, 1e-6, 1e-6);
+  }
+}
+
+TEST_CASE("Normalization: given mean and variance, invert, configs, errors") {
+  clear_session();
+  layers::Normalization given({.mean = std::vector<double>{1.0, -2.0}, .variance = std::vector<double>{4.0, 1.0}});
+  check_close(run1(given, floats({2, 2}, {3, -2, 1, 0})), {1, 0, 0, 2}, 1e-6, 1e-6);
+  CHECK(given.weights().empty());
+  CHECK(given.get_config()["mean"] == json::array({1.0, -2.0}));
+  check_round_trip(given);
+  layers::Normalization inverse({.mean = std::vector<double>{1.0}, .variance = std::vector<double>{4.0}, .invert = true});
+  check_close(run1(inverse, floats({1, 2}, {1, -0.5})), {3, 0}, 1e-6, 1e-6);
+  check_round_trip(inverse);
+  CHECK(contains(message_of<ValueError>([&] { given.adapt(floats({1, 2}, {1, 2})); }), "was given them"));
+  CHECK(contains(message_of<ValueError>([] { layers::Normalization({.mean = std::vector<double>{1.0}}); }),
+                 "both mean and variance"));
+  layers::Normalization adapted;
+  adapted.adapt(floats({2, 3}, {1, 2, 3, 4, 5, 6}));
+  CHECK(contains(message_of<ShapeError>([&] { adapted.adapt(floats({2, 2}, {1, 2, 3, 4})); }), "built for"));
+  CHECK(contains(message_of<ValueError>([] { keras_shape(layers::Normalization({.axis = {3}}), {4}); }),
+                 "out of range"));
+}
+
+TEST_CASE("Resizing and CenterCrop: shapes, crops, configs, errors") {
+  clear_session();
+  CHECK(keras_shape(layers::Resizing(5, 7), {9, 12, 3}) == Shape{-1, 5, 7, 3});
+  layers::Resizing crop(6, 6, {.crop_to_aspect_ratio = true});
+  CHECK(keras_shape(crop, {9, 12, 2}) == Shape{-1, 6, 6, 2});
+  check_round_trip(crop);
+  // Same size after the crop: the centred columns 1..9 of 12, unchanged.
+  layers::Resizing square(3, 3, {.crop_to_aspect_ratio = true});
+  Tensor x = random_tensor({1, 3, 5, 1}, 7, 0.1, 1.0, false, DType::float32);
+  const auto v = x.to_vector<double>();
+  check_close(run1(square, x), {v[1], v[2], v[3], v[6], v[7], v[8], v[11], v[12], v[13]}, 0, 0);
+  CHECK(contains(message_of<ValueError>([] { layers::Resizing(4, 4, {.interpolation = "lanczos3"}); }), "lanczos3"));
+  CHECK(contains(message_of<ValueError>([] {
+                   layers::layer_from_config(json::parse(
+                       R"({"class_name": "Resizing", "config": {"height": 4, "width": 4, "pad_to_aspect_ratio": true}})"));
+                 }),
+                 "pad_to_aspect_ratio"));
+  layers::CenterCrop center(2, 3);
+  check_close(run1(center, x), {v[1], v[2], v[3], v[6], v[7], v[8]}, 0, 0);  // rows 0..1 of 3, columns 1..3 of 5
+  check_round_trip(center);
+  CHECK(keras_shape(layers::CenterCrop(8, 8), {3, 4, 2}) == Shape{-1, 8, 8, 2});
+  CHECK(contains(message_of<ShapeError>([] { keras_shape(layers::CenterCrop(2, 2), {-1, 4, 1}); }), "known height"));
+}
