@@ -281,6 +281,28 @@ std::string Layer::output_shape_string() const {
 
 // ---- Regularizer -----------------------------------------------------------------------------------
 
+void Layer::add_activity_losses(CallContext& ctx, const std::vector<SymbolicTensor>& outputs) const {
+  const Regularizer& regularizer = state_->activity_regularizer;
+  if (!regularizer.defined() || !ctx.losses) return;
+  for (const SymbolicTensor& y : outputs) {
+    if (!y.defined() || !is_floating(y.dtype())) continue;
+    SymbolicTensor loss = regularizer(y);
+    if (y.rank() > 0) {
+      // Keras 3 divides by the batch (divide_no_nan: an empty batch adds 0). A replica divides its
+      // rows' penalty by the global batch, so the replicas' terms add up to one device's.
+      SymbolicTensor rows = ctx.replica && ctx.replica->global_rows.defined() ? ctx.replica->global_rows : SymbolicTensor();
+      if (!rows.defined()) {
+        std::vector<std::int64_t> size(static_cast<std::size_t>(y.rank()), 1);
+        size[0] = -1;
+        rows = ops::reduce_sum(ops::ones_like(ops::slice(y, std::vector<std::int64_t>(size.size(), 0), size)));
+      }
+      if (rows.dtype() != loss.dtype()) rows = ops::cast(rows, loss.dtype());
+      loss = ops::divide(loss, ops::maximum(rows, ops::ones_like(rows)));
+    }
+    ctx.losses->push_back(loss);
+  }
+}
+
 SymbolicTensor Regularizer::operator()(const SymbolicTensor& weight) const {
   SymbolicTensor total;
   if (l1 != 0.0) total = ops::scale(ops::reduce_sum(ops::abs(weight)), l1);

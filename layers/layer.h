@@ -165,6 +165,16 @@ class Layer {
   // Regularization terms of this layer's weights (scalars in ctx.graph); models collect their layers'.
   virtual std::vector<SymbolicTensor> regularization_losses(Graph& graph) const;
 
+  // Keras's activity_regularizer (every layer has one; default none): for each floating output of
+  // each call, regularizer(output) / the global batch's rows joins the loss of fit and evaluate, as
+  // Keras 3's Layer.__call__ adds it (tf.keras 2 divided by the batch too). Configs read and write it
+  // for every layer (ConfigReader::finish, layer_config).
+  const Regularizer& activity_regularizer() const { return state_->activity_regularizer; }
+  void set_activity_regularizer(const Regularizer& regularizer) { state_->activity_regularizer = regularizer; }
+  // Adds the activity penalties of `outputs` (this layer's call's) to ctx.losses, if both exist. Model
+  // calls it after each layer's call.
+  void add_activity_losses(CallContext& ctx, const std::vector<SymbolicTensor>& outputs) const;
+
   // Calls recorded on this layer (in order); output_shape() of the first one, as Keras shows it.
   const std::vector<std::weak_ptr<KerasNode>>& inbound_nodes() const { return state_->nodes; }
   std::string output_shape_string() const;
@@ -197,6 +207,7 @@ class Layer {
     std::vector<VariablePtr> weights;                 // creation order
     std::vector<std::string> weight_names;            // add_weight's names ("kernel"), one per weight
     std::vector<Regularizer> regularizers;            // one per weight
+    Regularizer activity_regularizer;                 // on the outputs (Keras's activity_regularizer)
     std::vector<std::weak_ptr<KerasNode>> nodes;      // calls, for summary()
     std::vector<TensorSpec> input_specs;              // of the first call
   };

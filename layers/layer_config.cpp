@@ -222,9 +222,6 @@ void ConfigReader::check_common() const {
     fail(fmt::format("field \"data_format\" = \"{}\" is not supported; tower works in channels_last (NHWC): "
                      "rebuild the model with data_format=\"channels_last\" in Keras",
                      string("data_format", "")));
-  if (has("activity_regularizer"))
-    fail("field \"activity_regularizer\" is not supported (tower has no activity regularizers); remove it in Keras "
-         "before saving");
   for (const auto& [key, value] : config_.items())
     if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null())
       fail(fmt::format("field \"{}\" is not supported (tower has no weight constraints); remove it in Keras before "
@@ -259,6 +256,8 @@ nlohmann::json ints_to_json(const std::vector<std::int64_t>& values) {
 nlohmann::json layer_config(const Layer& layer, nlohmann::json fields) {
   nlohmann::json config = layer.Layer::get_config();
   for (auto& [key, value] : fields.items()) config[key] = std::move(value);
+  // Every layer has one (Keras's base Layer); written where set, over a layer's own null.
+  if (layer.activity_regularizer().defined()) config["activity_regularizer"] = layer.activity_regularizer().get_config();
   return config;
 }
 

@@ -52,14 +52,15 @@ class ConfigReader {
   // "padding": "valid" or "same" (any case), with the field named on error.
   std::string padding(const char* key) const;
   // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), data_format
-  // channels_last, no activity regularizer and no weight constraints (they are not implemented).
+  // channels_last and no weight constraints (they are not implemented).
   void check_common() const;
-  // Applies what every layer has: trainable. Returns `layer` as a LayerPtr.
+  // Applies what every layer has: trainable and activity_regularizer. Returns `layer` as a LayerPtr.
   template <typename L>
   LayerPtr finish(L&& layer) const {
     auto ptr = layer.share();
     if (config_.contains("trainable") && config_["trainable"].is_boolean() && !config_["trainable"].get<bool>())
       ptr->set_trainable(false);
+    if (has("activity_regularizer")) ptr->set_activity_regularizer(regularizer("activity_regularizer"));
     return ptr;
   }
 

@@ -19,8 +19,10 @@ namespace {
 const std::map<std::string, LayerFactory>& factories() {
   static const std::map<std::string, LayerFactory> table{
       {"Activation", &Activation::from_config},
+      {"ActivityRegularization", &ActivityRegularization::from_config},
       {"Add", &Add::from_config},
       {"AdditiveAttention", &AdditiveAttention::from_config},
+      {"AlphaDropout", &AlphaDropout::from_config},
       {"Attention", &Attention::from_config},
       {"Average", &Average::from_config},
       {"AveragePooling1D", &AveragePooling1D::from_config},
@@ -46,6 +48,8 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Flatten", &Flatten::from_config},
       {"Functional", &Model::from_config},
       {"GRU", &GRU::from_config},
+      {"GaussianDropout", &GaussianDropout::from_config},
+      {"GaussianNoise", &GaussianNoise::from_config},
       {"GlobalAveragePooling1D", &GlobalAveragePooling1D::from_config},
       {"GlobalAveragePooling2D", &GlobalAveragePooling2D::from_config},
       {"GlobalMaxPooling1D", &GlobalMaxPooling1D::from_config},
@@ -76,6 +80,8 @@ const std::map<std::string, LayerFactory>& factories() {
       {"Softmax", &Softmax::from_config},
       {"Resizing", &Resizing::from_config},
       {"SpatialDropout1D", &SpatialDropout1D::from_config},
+      {"SpatialDropout2D", &SpatialDropout2D::from_config},
+      {"SpatialDropout3D", &SpatialDropout3D::from_config},
       {"Subtract", &Subtract::from_config},
       {"ThresholdedReLU", &ThresholdedReLU::from_config},
       {"TimeDistributed", &TimeDistributed::from_config},
@@ -158,6 +164,9 @@ void translate_keras1(const std::string& class_name, nlohmann::json& config) {
   if (class_name == "Dropout") rename(config, "p", "rate");
   // Keras 1's 1-D layers: Convolution1D(filter_length, subsample_length), pooling (pool_length, stride).
   if (class_name == "SpatialDropout1D") rename(config, "p", "rate");
+  if (class_name == "SpatialDropout2D" || class_name == "SpatialDropout3D" || class_name == "GaussianDropout")
+    rename(config, "p", "rate");
+  if (class_name == "GaussianNoise") rename(config, "sigma", "stddev");
   if (class_name == "Conv1D") rename(config, "filter_length", "kernel_size");
   if (class_name == "Conv1D") rename(config, "subsample_length", "strides");
   if (class_name == "MaxPooling1D" || class_name == "AveragePooling1D") rename(config, "pool_length", "pool_size");

@@ -111,6 +111,8 @@ class Towers::Call : public ReplicatedCall {
         first_rows[t] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(t));
         if (towers_.worker_) first_rows[t] = ops::add(worker_first_row_, first_rows[t]);
       }
+    // The rows activity penalties are divided by (made only if a layer reads it: unused nodes never run).
+    const SymbolicTensor batch_rows = towers_.worker_ ? global_rows_ : inputs.empty() ? SymbolicTensor() : rows_of(inputs[0]);
     std::vector<std::vector<SymbolicTensor>> shares(n);  // [tower][input]
     {
       Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);  // only a share is copied over
@@ -124,7 +126,9 @@ class Towers::Call : public ReplicatedCall {
     parts_.assign(model.outputs().size(), {});
     for (std::size_t t = 0; t < n; ++t) {
       Graph::DeviceScope on(graph_, devices[t]);
-      const ReplicaContext replica{.local_variables = towers_.mirrors_ ? &local_[t] : nullptr, .first_row = first_rows[t]};
+      const ReplicaContext replica{.local_variables = towers_.mirrors_ ? &local_[t] : nullptr,
+                                   .first_row = first_rows[t],
+                                   .global_rows = batch_rows};
       const ReplicaContext* outer = std::exchange(ctx.replica, &replica);
       const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
       const auto outs = model.call(ctx, shares[t]);

@@ -26,6 +26,7 @@ std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallba
 
 Conv1D::Conv1D(std::int64_t filters, std::int64_t kernel_size, const Conv1DOptions& options)
     : Layer(options.name, "conv1d"), filters_(filters), kernel_size_(kernel_size), options_(options) {
+  set_activity_regularizer(options.activity_regularizer);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   if (kernel_size <= 0) raise<ValueError>("{}: kernel_size must be positive, got {}", describe(*this), kernel_size);
   if (options.strides <= 0) raise<ValueError>("{}: strides must be positive, got {}", describe(*this), options.strides);

@@ -20,6 +20,7 @@ struct Conv1DOptions {
   Initializer bias_initializer = "zeros";
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
+  Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
   std::string name;
 };
 

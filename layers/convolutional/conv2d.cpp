@@ -11,6 +11,7 @@ namespace tower::layers {
 
 Conv2D::Conv2D(std::int64_t filters, const std::vector<std::int64_t>& kernel_size, const Conv2DOptions& options)
     : Layer(options.name, "conv2d"), filters_(filters), options_(options) {
+  set_activity_regularizer(options.activity_regularizer);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
   normalize_window_2d(*this, options_.strides, options_.padding, options_.dilation_rate);

@@ -10,6 +10,7 @@ namespace tower::layers {
 
 Dense::Dense(std::int64_t units, const DenseOptions& options)
     : Layer(options.name, "dense"), units_(units), options_(options) {
+  set_activity_regularizer(options.activity_regularizer);
   if (units <= 0) raise<ValueError>("Dense: units must be positive, got {}", units);
   check_activation_name(options.activation);
 }

@@ -15,6 +15,7 @@ struct DenseOptions {
   Initializer bias_initializer = "zeros";
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
+  Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
   Constraint kernel_constraint;  // applied after each optimizer update
   Constraint bias_constraint;
   std::string name;

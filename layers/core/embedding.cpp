@@ -10,6 +10,7 @@ namespace tower::layers {
 
 Embedding::Embedding(std::int64_t input_dim, std::int64_t output_dim, const EmbeddingOptions& options)
     : Layer(options.name, "embedding"), input_dim_(input_dim), output_dim_(output_dim), options_(options) {
+  set_activity_regularizer(options.activity_regularizer);
   if (input_dim <= 0 || output_dim <= 0)
     raise<ValueError>("{}: input_dim and output_dim must be positive, got input_dim={} and output_dim={}",
                       describe(*this), input_dim, output_dim);

@@ -218,6 +218,7 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
       MasksScope scope(ctx, &arg_masks);
       results = node->layer->call(ctx, args);
     }
+    node->layer->add_activity_losses(ctx, results);
     const auto result_masks = node->layer->compute_mask(args, arg_masks);
     for (std::size_t i = 0; i < results.size(); ++i) {
       values[{node.get(), static_cast<int>(i)}] = results[i];

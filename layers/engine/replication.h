@@ -41,6 +41,9 @@ struct ReplicaContext {
   // This replica's first row in the global batch (int64 scalar; undefined: row 0), so that random
   // layers (Dropout) draw for its rows what one device would draw for the whole batch.
   SymbolicTensor first_row;
+  // The global batch's rows (float32 scalar; undefined: the rows of the tensors the replica sees), by
+  // which layers divide their activity penalties (Layer::add_activity_losses).
+  SymbolicTensor global_rows;
 };
 
 // The model called once per replica in one engine graph (Replication::call).
