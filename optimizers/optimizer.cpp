@@ -108,6 +108,7 @@ Optimizer& Optimizer::operator=(const Optimizer& other) {
   base_ = other.base_;
   exclude_from_weight_decay_ = other.exclude_from_weight_decay_;
   iterations_ = other.iterations_;
+  overwritten_at_ = other.overwritten_at_;
   slots_.clear();
   slot_order_.clear();
   accumulate_nodes_.clear();  // nodes of graphs built for `other`; a copy builds its own
@@ -235,11 +236,17 @@ std::vector<Node*> Optimizer::step_targets(const std::vector<Node*>& targets) co
   return out;
 }
 
-void Optimizer::finish_step() {
+void Optimizer::overwrite_with_averages_if_due() {
   // Keras 3 overwrites after the update when (iterations + 1) % ema_overwrite_frequency == 0, its
   // iterations counting updates (raw steps / N with gradient accumulation), before incrementing.
+  if (overwritten_at_ == iterations_) return;
+  overwritten_at_ = iterations_;
   if (base_.use_ema && base_.ema_overwrite_frequency && update_number() % *base_.ema_overwrite_frequency == 0)
     finalize_variable_values();
+}
+
+void Optimizer::finish_step() {
+  overwrite_with_averages_if_due();
   ++iterations_;
 }
 
@@ -395,6 +402,7 @@ void Optimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor>
     slot_values.erase(it);
   }
   iterations_ = iterations;
+  overwritten_at_ = -1;
   pending_ = std::move(slot_values);
 }
 

@@ -64,7 +64,14 @@ class Optimizer {
   // every ema_overwrite_frequency updates.
   std::int64_t iterations() const { return iterations_; }
   void finish_step();
-  void set_iterations(std::int64_t n) { iterations_ = n; }
+  // With use_ema and ema_overwrite_frequency: the variables take their averages when this step is an
+  // overwrite step (once per step). finish_step() calls it; the trainer calls it earlier, right after
+  // the update, since Keras 3 overwrites before applying the weight constraints.
+  void overwrite_with_averages_if_due();
+  void set_iterations(std::int64_t n) {
+    iterations_ = n;
+    overwritten_at_ = -1;
+  }
   // The 1-based number of the update the coming step belongs to, as the update rules see it (Keras's
   // optimizer.iterations + 1): iterations() + 1, or iterations() / N + 1 with gradient accumulation.
   std::int64_t update_number() const;
@@ -145,6 +152,7 @@ class Optimizer {
   BaseOptions base_;
   std::vector<std::string> exclude_from_weight_decay_;
   std::int64_t iterations_ = 0;
+  std::int64_t overwritten_at_ = -1;  // the step whose EMA overwrite was done
   // With gradient accumulation: the nodes that run on accumulating steps only, and on update steps only.
   // They belong to the graph apply_gradients() last built on (towers call it once per replica on one
   // graph); a call on another graph, or on a graph with fewer nodes than it had (a new graph at a freed

@@ -327,6 +327,7 @@ std::vector<double> Model::Function::train_step(optimizers::Optimizer& optimizer
   std::vector<double> out;
   const std::vector<Node*> step_targets = optimizer.step_targets(targets);  // gradient accumulation's choice
   for (const auto& v : run(fed, &step_targets)) out.push_back(v.item());
+  optimizer.overwrite_with_averages_if_due();  // use_ema: before the constraints, as Keras 3
   if (constraint_executor) constraint_executor->run({}, {}, constraint_targets);
   optimizer.finish_step();
   return out;
