@@ -408,4 +408,34 @@ inline ModelPtr conv_family() {
   return std::make_shared<Model>(in, out, "conv_family");
 }
 
+// The noise layers at inference (SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout) and
+// activity penalties in evaluate's loss.
+inline ModelPtr noise_layers() {
+  auto in = L::Input({4, 4, 3}, {.name = "in"});
+  auto c = L::Conv2D(4, {3, 3}, {.padding = "same", .activation = "tanh", .name = "conv"})(in);
+  c = L::SpatialDropout2D(0.3, {.name = "sdrop"})(c);
+  c = L::GaussianNoise(0.2, {.name = "noise"})(c);
+  c = L::GaussianDropout(0.3, {.name = "gdrop"})(c);
+  auto f = L::AlphaDropout(0.2, {.name = "adrop"})(L::Flatten({.name = "flat"})(c));
+  auto d = L::Dense(6, {.activation = "selu", .activity_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "d1"})(f);
+  d = L::ActivityRegularization(0.01, 0.005, {.name = "act_reg"})(d);
+  auto out = L::Dense(3, {.name = "out"})(d);
+  return std::make_shared<Model>(in, out, "noise_layers");
+}
+
+// Activity penalties (Conv1D, Dense, ActivityRegularization) in the training loss, its gradients and
+// the optimizer steps; the noise layers with rate 0.
+inline ModelPtr activity_regularization() {
+  auto in = L::Input({5, 3}, {.name = "in"});
+  auto c = L::Conv1D(4, 2, {.activation = "tanh", .activity_regularizer = regularizers::l1(0.01), .name = "conv"})(in);
+  auto d = L::Dense(8, {.activation = "tanh", .activity_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "d1"})(
+      L::Flatten({.name = "flat"})(c));
+  d = L::GaussianNoise(0.0, {.name = "noise"})(d);
+  d = L::GaussianDropout(0.0, {.name = "gdrop"})(d);
+  d = L::AlphaDropout(0.0, {.name = "adrop"})(d);
+  d = L::ActivityRegularization(0.02, 0.01, {.name = "act_reg"})(d);
+  auto out = L::Dense(3, {.activity_regularizer = regularizers::l2(0.05), .name = "out"})(d);
+  return std::make_shared<Model>(in, out, "activity_regularization");
+}
+
 }  // namespace tower::golden_models

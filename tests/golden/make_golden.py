@@ -606,6 +606,50 @@ def case_others():
                             "(ThresholdedReLU is not in Keras 3: unit tests)")
 
 
+def case_noise_layers():
+    rng = rng_for("noise_layers")
+    R = keras.regularizers
+    inp = keras.Input((4, 4, 3), name="in")
+    c = L.Conv2D(4, 3, padding="same", activation="tanh", name="conv")(inp)
+    c = L.SpatialDropout2D(0.3, name="sdrop")(c)
+    c = L.GaussianNoise(0.2, name="noise")(c)
+    c = L.GaussianDropout(0.3, name="gdrop")(c)
+    f = L.AlphaDropout(0.2, name="adrop")(L.Flatten(name="flat")(c))
+    d = L.Dense(6, activation="selu", activity_regularizer=R.L1L2(0.01, 0.02), name="d1")(f)
+    d = L.ActivityRegularization(l1=0.01, l2=0.005, name="act_reg")(d)
+    out = L.Dense(3, name="out")(d)
+    model = keras.Model(inp, out, name="noise_layers")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 4, 4, 3))], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=False, optimizers=[],
+                description="SpatialDropout2D(0.3), GaussianNoise(0.2), GaussianDropout(0.3), AlphaDropout(0.2), "
+                            "Dense activity_regularizer L1L2(0.01, 0.02), ActivityRegularization(0.01, 0.005): "
+                            "inference only (training draws differ from TensorFlow's RNG); evaluate's loss holds "
+                            "the activity penalties")
+
+
+def case_activity_regularization():
+    rng = rng_for("activity_regularization")
+    R = keras.regularizers
+    inp = keras.Input((5, 3), name="in")
+    c = L.Conv1D(4, 2, activation="tanh", activity_regularizer=R.L1(0.01), name="conv")(inp)
+    d = L.Dense(8, activation="tanh", activity_regularizer=R.L1L2(0.01, 0.02), name="d1")(L.Flatten(name="flat")(c))
+    # The noise layers with rates 0: the identity in training too, so Keras's training numbers are exact.
+    d = L.GaussianNoise(0.0, name="noise")(d)
+    d = L.GaussianDropout(0.0, name="gdrop")(d)
+    d = L.AlphaDropout(0.0, name="adrop")(d)
+    d = L.ActivityRegularization(l1=0.02, l2=0.01, name="act_reg")(d)
+    out = L.Dense(3, activity_regularizer=R.L2(0.05), name="out")(d)
+    model = keras.Model(inp, out, name="activity_regularization")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3))], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="Conv1D activity_regularizer L1(0.01), Dense activity_regularizer L1L2(0.01, 0.02), "
+                            "GaussianNoise/GaussianDropout/AlphaDropout with rate 0, ActivityRegularization(0.02, "
+                            "0.01), Dense activity_regularizer L2(0.05): the penalties / batch in the loss, its "
+                            "gradients and the optimizer steps")
+
+
 def case_conv_family():
     rng = rng_for("conv_family")
     inp = keras.Input((6, 6, 4), name="in")
@@ -667,6 +711,7 @@ CASES = {
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
     "conv_family": case_conv_family, "preprocessing": case_preprocessing,
+    "noise_layers": case_noise_layers, "activity_regularization": case_activity_regularization,
 }
 
 # ---- optimizers ----------------------------------------------------------------------------------------

@@ -229,6 +229,9 @@ const std::vector<Case>& cases() {
       {"others", others, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"preprocessing", preprocessing, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"noise_layers", noise_layers, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"activity_regularization", activity_regularization, losses::MeanSquaredError(),
+       [] { return std::vector<Metric>{"mae"}; }},
   };
   return all;
 }
@@ -515,6 +518,12 @@ TEST_CASE("golden: others (kernel/bias/alpha constraints after each step, PReLU 
 }
 TEST_CASE("golden: preprocessing (Rescaling, Normalization, Resizing, CenterCrop)") {
   check_case(find_case("preprocessing"));
+}
+TEST_CASE("golden: noise_layers (SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout at inference)") {
+  check_case(find_case("noise_layers"));
+}
+TEST_CASE("golden: activity_regularization (activity_regularizer and ActivityRegularization in loss and steps)") {
+  check_case(find_case("activity_regularization"));
 }
 TEST_CASE("golden: conv_family (grouped, depthwise, separable and transposed convolutions; UpSampling2D, Cropping2D)") {
   check_case(find_case("conv_family"));
