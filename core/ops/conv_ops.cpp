@@ -155,7 +155,8 @@ Specs conv2d_transpose_shape(const Specs& in, const Attrs& attrs) {
   const TensorSpec out{y, x.dtype};
   const TensorSpec conv_kernel{k, x.dtype};
   if (!conv_output(out, conv_kernel, attrs).compatible_with(Shape{x.shape[0], x.shape[1], x.shape[2], k[3]}))
-    raise<ShapeError>("conv2d_transpose of x {} to {}: convolving that back does not give x's size",
+    raise<ShapeError>("conv2d_transpose of x {} to {}: convolving that back does not give x's size, so no "
+                      "convolution has this transpose; change output_padding, the kernel or the padding",
                       x.shape.to_string(), y.to_string());
   return {out};
 }

@@ -49,6 +49,7 @@ std::vector<Sample> samples() {
                                                                      .name = "bi_lstm"}),
                      .name = "bi"}),
       {{4, 3}});
+  add(CenterCrop(3, 2, {.name = "center_crop"}), {{5, 4, 2}});
   add(Concatenate({.axis = 1, .name = "cat"}), {{2, 3}, {4, 3}});
   add(Conv1D(3, 2, {.padding = "causal", .dilation_rate = 2, .activation = "relu",
                     .kernel_regularizer = regularizers::l2(0.01), .name = "conv1d"}),
@@ -57,6 +58,24 @@ std::vector<Sample> samples() {
                          .use_bias = false, .kernel_initializer = "he_normal",
                          .kernel_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "conv"}),
       {{7, 7, 2}});
+  add(Conv2DTranspose(3, {3, 3}, {.strides = {2, 1}, .padding = "same", .output_padding = {1, 0},
+                                  .activation = "relu", .kernel_constraint = constraints::max_norm(2.0),
+                                  .name = "tconv"}),
+      {{4, 4, 2}});
+  add(Cropping2D(std::vector<std::vector<std::int64_t>>{{1, 0}, {2, 1}}, {.name = "crop2d"}), {{4, 5, 2}});
+  add(DepthwiseConv2D({3, 3}, {.strides = {2}, .padding = "same", .depth_multiplier = 2,
+                               .depthwise_regularizer = regularizers::l2(0.1), .name = "dw"}),
+      {{5, 5, 3}});
+  add(Normalization({.axis = {-1}, .name = "norm"}), {{3, 2}});
+  add(Normalization({.axis = {1, 2}, .mean = std::vector<double>{0.5}, .variance = std::vector<double>{2.0},
+                     .invert = true, .name = "norm_given"}),
+      {{3, 2}});
+  add(Rescaling(0.5, {.offset = 1.0, .name = "rescale"}), {{3}});
+  add(Resizing(4, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "resize"}), {{5, 5, 1}});
+  add(SeparableConv2D(4, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh",
+                                  .pointwise_constraint = constraints::non_neg(), .name = "sep"}),
+      {{5, 5, 3}});
+  add(UpSampling2D({2, 3}, {.interpolation = "bilinear", .name = "up2d"}), {{3, 2, 1}});
   add(Conv2D(2, 3, {.kernel_constraint = constraints::unit_norm({0, 1, 2}),
                     .bias_constraint = constraints::min_max_norm(0.5, 2.0, 0.5), .name = "conv_constrained"}),
       {{5, 5, 2}});
@@ -70,6 +89,14 @@ std::vector<Sample> samples() {
       {{5}});
   add(Dot({1, 2}, {.normalize = true, .name = "dot"}), {{3, 5}, {4, 3}});
   add(Dropout(0.3, {.seed = 42, .name = "drop"}), {{5}});
+  add(Dropout(0.3, {.noise_shape = {-1, 1, 2}, .name = "drop_noise_shape"}), {{4, 2}});
+  add(ActivityRegularization(0.01, 0.02, {.name = "activity_reg"}), {{5}});
+  add(AlphaDropout(0.2, {.noise_shape = {-1, 1, 2}, .seed = 3, .name = "alpha_drop"}), {{4, 2}});
+  add(GaussianDropout(0.2, {.seed = 4, .name = "gauss_drop"}), {{5}});
+  add(GaussianNoise(0.1, {.name = "gauss_noise"}), {{5}});
+  add(SpatialDropout2D(0.3, {.name = "sdrop2d"}), {{4, 4, 2}});
+  add(SpatialDropout3D(0.3, {.seed = 1, .name = "sdrop3d"}), {{2, 3, 4, 2}});
+  add(Dense(3, {.activity_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "dense_activity_reg"}), {{5}});
   add(ELU(0.7, "elu"), {{5}});
   add(Embedding(11, 3, {.embeddings_initializer = Initializer::random_uniform(-0.1, 0.2), .mask_zero = true,
                          .name = "embed"}),
@@ -153,7 +180,8 @@ TEST_CASE("layer configs: every registered layer survives get_config -> layer_fr
                                                  "Convolution2D", "MaxPool2D", "AvgPool2D", "GlobalAvgPool2D",
                                                  "Convolution1D", "MaxPool1D", "AvgPool1D", "GlobalAvgPool1D",
                                                  "GlobalMaxPool1D", "CuDNNLSTM", "CuDNNGRU",
-                                                 "GlobalMaxPool2D"};
+                                                 "GlobalMaxPool2D", "Convolution2DTranspose", "Deconvolution2D",
+                                                 "SeparableConvolution2D"};
     if (!elsewhere.count(name)) CHECK_MESSAGE(covered.count(name), "no round-trip sample for " << name);
   }
 }
