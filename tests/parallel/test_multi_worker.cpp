@@ -290,3 +290,28 @@ TEST_CASE("MultiWorkerMirroredStrategy: BatchNormalization's moving statistics f
   check_close(moving_mean, gathered, 0.0, 0.0);
   CHECK(std::abs(moving_mean.to_vector<float>()[0]) > 0.0f);
 }
+
+TEST_CASE("MultiWorkerMirroredStrategy: a stateful metric's statistics are summed across the workers") {
+  clear_session();
+  parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
+  auto [x, y] = testing::tower_test_data(26);
+  // MeanIoU of the argmax against the class ids: a 3 x 3 confusion matrix per step, beside the means.
+  const std::vector<metrics::Metric> list = {metrics::MeanIoU(3, {.sparse_y_pred = false}), "accuracy"};
+  auto reference = make_model(4);
+  reference.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", list);
+  auto model = [&] {
+    auto scope = strategy.scope();
+    auto m = make_model(4);
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy", list);
+    return m;
+  }();
+  const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+  const auto got = model.fit(x, y, fit), want = reference.fit(x, y, fit);
+  for (const char* name : {"loss", "mean_io_u", "accuracy"}) {
+    CAPTURE(name);
+    for (std::size_t e = 0; e < 2; ++e)
+      CHECK(got.history.at(name)[e] == doctest::Approx(want.history.at(name)[e]).epsilon(1e-5));
+  }
+  CHECK(model.evaluate(x, y, {.batch_size = 5, .verbose = 0}).at("mean_io_u") ==
+        doctest::Approx(reference.evaluate(x, y, {.batch_size = 5, .verbose = 0}).at("mean_io_u")).epsilon(1e-5));
+}
