@@ -290,7 +290,7 @@ void Layer::add_activity_losses(CallContext& ctx, const std::vector<SymbolicTens
     if (y.rank() > 0) {
       // Keras 3 divides by the batch (divide_no_nan: an empty batch adds 0). A replica divides its
       // rows' penalty by the global batch, so the replicas' terms add up to one device's.
-      SymbolicTensor rows = ctx.replica && ctx.replica->global_rows.defined() ? ctx.replica->global_rows : SymbolicTensor();
+      SymbolicTensor rows = ctx.replica ? ctx.replica->global_rows : SymbolicTensor();
       if (!rows.defined()) {
         std::vector<std::int64_t> size(static_cast<std::size_t>(y.rank()), 1);
         size[0] = -1;

@@ -112,7 +112,9 @@ class Towers::Call : public ReplicatedCall {
         if (towers_.worker_) first_rows[t] = ops::add(worker_first_row_, first_rows[t]);
       }
     // The rows activity penalties are divided by (made only if a layer reads it: unused nodes never run).
-    const SymbolicTensor batch_rows = towers_.worker_ ? global_rows_ : inputs.empty() ? SymbolicTensor() : rows_of(inputs[0]);
+    const SymbolicTensor batch_rows = towers_.worker_  ? global_rows_
+                                      : inputs.empty() ? SymbolicTensor()
+                                                       : rows_of(inputs[0]);
     std::vector<std::vector<SymbolicTensor>> shares(n);  // [tower][input]
     {
       Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);  // only a share is copied over

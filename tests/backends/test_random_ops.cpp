@@ -6,13 +6,13 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/backends/window_reference.h"
+#include "tests/support/grad_check.h"
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tower/core/philox.h"
 #include "tower/core/random.h"
-#include "tests/backends/window_reference.h"
-#include "tests/support/grad_check.h"
 
 using namespace tower;
 using tower::testing::check_throws_naming;
@@ -124,7 +124,8 @@ TEST_CASE("random ops: the shape argument takes -1 entries from x; no gradient f
   CHECK(r[1].shape() == Shape({2, 3}));
   // The (4, 1, 6) draw is the first 24 values of the stream.
   const auto uv = r[0].to_vector<double>();
-  for (std::size_t i = 0; i < uv.size(); ++i) CHECK(uv[i] == static_cast<double>(static_cast<float>(uniform_at(3, 0, i))));
+  for (std::size_t i = 0; i < uv.size(); ++i)
+    CHECK(uv[i] == static_cast<double>(static_cast<float>(uniform_at(3, 0, i))));
   // x only gives the shape: d(sum(x + noise)) / dx is 1, nothing from the noise.
   auto y = ops::reduce_sum(ops::add(x, ops::random_normal(x, 0.0, 1.0, 4)));
   auto dx = gradients(y, {x})[0];
@@ -137,8 +138,11 @@ TEST_CASE("random ops: bad arguments name the op and the fix") {
   auto x = g.placeholder({-1, 8});
   check_throws_naming<ValueError>([&] { ops::random_uniform(x, 1.0, 0.0, 1); }, {"random_uniform", "minval"});
   check_throws_naming<ValueError>([&] { ops::random_normal(x, 0.0, -1.0, 1); }, {"random_normal", "stddev"});
-  check_throws_naming<ValueError>([&] { ops::random_normal(x, 0.0, 1.0, 1, {}, {-1, 8, -1}); },
-                                  {"random_normal", "-1", "axis 2"});
+  check_throws_naming<ValueError>(
+      [&] {
+        ops::random_normal(x, 0.0, 1.0, 1, {}, {-1, 8, -1});
+      },
+      {"random_normal", "-1", "axis 2"});
   check_throws_naming<ValueError>([&] { ops::random_uniform(x, 0.0, 1.0, 1, g.constant(Tensor::scalar(1.0))); },
                                   {"random_uniform", "row offset", "int64"});
   check_throws_naming<DTypeError>([&] { ops::random_normal(g.placeholder({4}, DType::int32), 0.0, 1.0, 1); },

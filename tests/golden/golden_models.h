@@ -417,7 +417,8 @@ inline ModelPtr noise_layers() {
   c = L::GaussianNoise(0.2, {.name = "noise"})(c);
   c = L::GaussianDropout(0.3, {.name = "gdrop"})(c);
   auto f = L::AlphaDropout(0.2, {.name = "adrop"})(L::Flatten({.name = "flat"})(c));
-  auto d = L::Dense(6, {.activation = "selu", .activity_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "d1"})(f);
+  auto d = L::Dense(6, {.activation = "selu", .activity_regularizer = regularizers::l1_l2(0.01, 0.02), .name = "d1"})(
+      f);
   d = L::ActivityRegularization(0.01, 0.005, {.name = "act_reg"})(d);
   auto out = L::Dense(3, {.name = "out"})(d);
   return std::make_shared<Model>(in, out, "noise_layers");

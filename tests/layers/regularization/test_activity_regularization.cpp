@@ -74,7 +74,10 @@ TEST_CASE("activity_regularizer on Dense, Conv1D, Conv2D and Embedding joins the
   }
   const std::vector<std::pair<std::string, std::function<LayerRef()>>> cases = {
       {"Conv1D", [&] { return LayerRef(layers::Conv1D(2, 3, {.activity_regularizer = l1l2})); }},
-      {"Conv2D", [&] { return LayerRef(layers::Conv2D(2, {3, 3}, {.activity_regularizer = l1l2})); }},
+      {"Conv2D",
+       [&] {
+         return LayerRef(layers::Conv2D(2, {3, 3}, {.activity_regularizer = l1l2}));
+       }},
   };
   for (const auto& [name, make] : cases) {
     CAPTURE(name);
@@ -87,8 +90,8 @@ TEST_CASE("activity_regularizer on Dense, Conv1D, Conv2D and Embedding joins the
     const double expected = mse(y, t.to_vector<double>()) + penalty(y, 0.003, 0.004, 3.0);
     CHECK(model.evaluate(x, t, {.batch_size = 3, .verbose = 0}).at("loss") == doctest::Approx(expected).epsilon(1e-5));
   }
-  Sequential embed({layers::Input({3}, {.dtype = DType::int32}), layers::Embedding(10, 2, {.activity_regularizer = l1l2}),
-                    layers::Flatten()});
+  Sequential embed({layers::Input({3}, {.dtype = DType::int32}),
+                    layers::Embedding(10, 2, {.activity_regularizer = l1l2}), layers::Flatten()});
   embed.compile(optimizers::SGD(0.1), "mse");
   Tensor ids = Tensor::from_vector<std::int32_t>({2, 3}, {1, 2, 3, 4, 5, 9});
   const auto y = embed.predict(ids, {.verbose = 0}).to_vector<double>();
@@ -179,7 +182,8 @@ TEST_CASE("noise layers and activity penalties on two CPU towers train as one de
   // Batches of 9 (5 + 4 rows) and the last of 5 (3 + 2).
   const auto h1 = single.fit(x, y, {.batch_size = 9, .epochs = 3, .verbose = 0, .shuffle = false});
   const auto h2 = towers.fit(x, y, {.batch_size = 9, .epochs = 3, .verbose = 0, .shuffle = false});
-  for (int e = 0; e < 3; ++e) CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
+  for (int e = 0; e < 3; ++e)
+    CHECK(h2.history.at("loss")[e] == doctest::Approx(h1.history.at("loss")[e]).epsilon(1e-5));
   const auto w1 = single.get_weights(), w2 = inner.get_weights();
   for (std::size_t i = 0; i < w1.size(); ++i) check_close(w2[i].to(cpu_device()), w1[i], 1e-5, 1e-6);
   CHECK(towers.evaluate(x, y, {.batch_size = 9, .verbose = 0}).at("loss") ==

@@ -142,7 +142,9 @@ TEST_CASE("AlphaDropout: noise_shape shares the mask along axes of size 1") {
     }
   CHECK(kept > 10);
   CHECK(kept < 50);
-  auto msg = message_of<ValueError>([] { layers::AlphaDropout(0.5, {.noise_shape = {-1, 2, 6}, .name = "ad"})(layers::Input({5, 6})); });
+  auto msg = message_of<ValueError>([] {
+    layers::AlphaDropout(0.5, {.noise_shape = {-1, 2, 6}, .name = "ad"})(layers::Input({5, 6}));
+  });
   CHECK(contains(msg, "AlphaDropout \"ad\""));
   CHECK(contains(msg, "noise_shape"));
   CHECK(contains(msg, "use 1, 5 or None"));
@@ -157,7 +159,8 @@ TEST_CASE("noise layers: configs of tf.keras 2 and Keras 3 round-trip") {
   LayerPtr k3 = layers::layer_from_config(keras3("GaussianNoise", R"({"name": "gn3", "stddev": 0.25, "seed": 3})"));
   CHECK(dynamic_cast<layers::GaussianNoise&>(*k3).stddev() == 0.25);
   CHECK(dynamic_cast<layers::GaussianNoise&>(*k3).seed() == 3);
-  LayerPtr k1 = layers::layer_from_config(json::parse(R"({"class_name": "GaussianNoise", "config": {"name": "g1", "sigma": 0.4}})"));
+  LayerPtr k1 = layers::layer_from_config(
+      json::parse(R"({"class_name": "GaussianNoise", "config": {"name": "g1", "sigma": 0.4}})"));
   CHECK(dynamic_cast<layers::GaussianNoise&>(*k1).stddev() == 0.4);
 
   layers::GaussianDropout gd(0.2, {.name = "gd"});

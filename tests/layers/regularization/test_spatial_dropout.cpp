@@ -128,7 +128,8 @@ TEST_CASE("Dropout: noise_shape broadcasts one mask along the axes of size 1") {
   CHECK(run1(all_none, x, true).to_vector<float>() == run1(plain, x, true).to_vector<float>());
 
   // A replica's rows: its part of the whole batch's mask; a mask shared along the batch is the same.
-  for (const std::vector<std::int64_t>& noise : {std::vector<std::int64_t>{-1, 1, 6}, std::vector<std::int64_t>{1, 5, -1}}) {
+  for (const std::vector<std::int64_t>& noise :
+       {std::vector<std::int64_t>{-1, 1, 6}, std::vector<std::int64_t>{1, 5, -1}}) {
     layers::Dropout d(0.5, {.noise_shape = noise, .seed = 8});
     Graph graph;
     SymbolicTensor xs_ = graph.placeholder({-1, 5, 6});
@@ -159,10 +160,14 @@ TEST_CASE("Dropout: noise_shape configs and errors") {
   auto msg = message_of<ValueError>([] { layers::Dropout(0.5, {.noise_shape = {-1, -3}, .name = "d1"}); });
   CHECK(contains(msg, "Dropout \"d1\""));
   CHECK(contains(msg, "positive size"));
-  msg = message_of<ValueError>([] { layers::Dropout(0.5, {.noise_shape = {-1, 1}, .name = "d2"})(layers::Input({3, 4})); });
+  msg = message_of<ValueError>([] {
+    layers::Dropout(0.5, {.noise_shape = {-1, 1}, .name = "d2"})(layers::Input({3, 4}));
+  });
   CHECK(contains(msg, "has 2 entries but the input"));
   CHECK(contains(msg, "one entry per axis"));
-  msg = message_of<ValueError>([] { layers::Dropout(0.5, {.noise_shape = {-1, 2, 4}, .name = "d3"})(layers::Input({3, 4})); });
+  msg = message_of<ValueError>([] {
+    layers::Dropout(0.5, {.noise_shape = {-1, 2, 4}, .name = "d3"})(layers::Input({3, 4}));
+  });
   CHECK(contains(msg, "use 1, 3 or None"));
   msg = message_of<ValueError>([] {
     layers::layer_from_config(json::parse(R"({"class_name": "Dropout", "config": {"name": "d4", "rate": 0.5,
