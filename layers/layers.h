@@ -24,6 +24,8 @@
 #include "tower/layers/core/dense.h"
 #include "tower/layers/preprocessing/center_crop.h"
 #include "tower/layers/preprocessing/normalization.h"
+#include "tower/layers/preprocessing/random_contrast.h"
+#include "tower/layers/preprocessing/random_flip.h"
 #include "tower/layers/preprocessing/rescaling.h"
 #include "tower/layers/preprocessing/resizing.h"
 #include "tower/layers/regularization/dropout.h"

@@ -71,6 +71,8 @@ const std::map<std::string, LayerFactory>& factories() {
       {"PReLU", &PReLU::from_config},
       {"Permute", &Permute::from_config},
       {"ReLU", &ReLU::from_config},
+      {"RandomContrast", &RandomContrast::from_config},
+      {"RandomFlip", &RandomFlip::from_config},
       {"RepeatVector", &RepeatVector::from_config},
       {"Rescaling", &Rescaling::from_config},
       {"Reshape", &Reshape::from_config},

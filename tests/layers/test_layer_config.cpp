@@ -70,6 +70,9 @@ std::vector<Sample> samples() {
   add(Normalization({.axis = {1, 2}, .mean = std::vector<double>{0.5}, .variance = std::vector<double>{2.0},
                      .invert = true, .name = "norm_given"}),
       {{3, 2}});
+  add(RandomContrast(std::vector<double>{0.1, 0.3}, {.value_range = {0, 1}, .seed = 2, .name = "contrast"}),
+      {{4, 4, 3}});
+  add(RandomFlip("horizontal", {.seed = 9, .name = "flip"}), {{4, 4, 3}});
   add(Rescaling(0.5, {.offset = 1.0, .name = "rescale"}), {{3}});
   add(Resizing(4, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "resize"}), {{5, 5, 1}});
   add(SeparableConv2D(4, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh",

@@ -2,6 +2,7 @@
 // adapt against a direct computation, configs and errors. Numbers against Keras: golden case preprocessing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -126,4 +127,63 @@ TEST_CASE("Resizing and CenterCrop: shapes, crops, configs, errors") {
   check_round_trip(center);
   CHECK(keras_shape(layers::CenterCrop(8, 8), {3, 4, 2}) == Shape{-1, 8, 8, 2});
   CHECK(contains(message_of<ShapeError>([] { keras_shape(layers::CenterCrop(2, 2), {-1, 4, 1}); }), "known height"));
+}
+
+TEST_CASE("RandomFlip: identity in inference; in training each image flipped or not, about half of them") {
+  clear_session();
+  Tensor x = random_tensor({400, 2, 3, 1}, 11, 0.1, 1.0, false, DType::float32);
+  const auto v = x.to_vector<double>();
+  for (const std::string mode : {"horizontal", "vertical", "horizontal_and_vertical"}) {
+    CAPTURE(mode);
+    layers::RandomFlip flip(mode, {.seed = 5});
+    check_close(run1(flip, x), v, 0, 0);
+    const auto y = run1(flip, x, /*training=*/true).to_vector<double>();
+    int flipped = 0;
+    for (std::size_t n = 0; n < 400; ++n) {
+      bool same = true, mirrored = true;
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 3; ++j) {
+          const std::size_t si = mode == "horizontal" ? i : 1 - i, sj = mode == "vertical" ? j : 2 - j;
+          same = same && y[n * 6 + i * 3 + j] == v[n * 6 + i * 3 + j];
+          mirrored = mirrored && y[n * 6 + i * 3 + j] == v[n * 6 + si * 3 + sj];
+        }
+      CHECK((same || mirrored));
+      flipped += mirrored && !same;
+    }
+    CHECK(flipped > 160);  // 200 expected; 4 standard deviations is 40
+    CHECK(flipped < 240);
+    check_round_trip(flip);
+  }
+  CHECK(contains(message_of<ValueError>([] { layers::RandomFlip("diagonal"); }), "horizontal_and_vertical"));
+}
+
+TEST_CASE("RandomContrast: identity in inference; in training (x - mean) · f + mean per image, clipped") {
+  clear_session();
+  Tensor x = random_tensor({50, 3, 3, 2}, 12, 10.0, 200.0, true, DType::float32);
+  const auto v = x.to_vector<double>();
+  layers::RandomContrast contrast(std::vector<double>{0.2, 0.5}, {.seed = 3});
+  check_close(run1(contrast, x), v, 0, 0);
+  const auto y = run1(contrast, x, /*training=*/true).to_vector<double>();
+  for (std::size_t n = 0; n < 50; ++n) {
+    double mean[2] = {0, 0};
+    for (std::size_t p = 0; p < 9; ++p)
+      for (std::size_t c = 0; c < 2; ++c) mean[c] += v[n * 18 + p * 2 + c] / 9;
+    // The factor from the unclipped pixel farthest from its mean, then every pixel against it.
+    std::size_t far = 18;
+    for (std::size_t e = 0; e < 18; ++e) {
+      const double out = y[n * 18 + e];
+      if (out <= 0.0 || out >= 255.0) continue;
+      if (far == 18 || std::abs(v[n * 18 + e] - mean[e % 2]) > std::abs(v[n * 18 + far] - mean[far % 2])) far = e;
+    }
+    REQUIRE(far < 18);
+    const double f = (y[n * 18 + far] - mean[far % 2]) / (v[n * 18 + far] - mean[far % 2]);
+    CHECK(f >= 0.8 - 1e-4);
+    CHECK(f <= 1.5 + 1e-4);
+    for (std::size_t e = 0; e < 18; ++e)
+      CHECK(y[n * 18 + e] ==
+            doctest::Approx(std::clamp((v[n * 18 + e] - mean[e % 2]) * f + mean[e % 2], 0.0, 255.0)).epsilon(1e-4));
+  }
+  CHECK(contrast.get_config()["factor"] == json::array({0.2, 0.5}));
+  check_round_trip(contrast);
+  CHECK(contains(message_of<ValueError>([] { layers::RandomContrast(1.5); }), "[0, 1]"));
 }
