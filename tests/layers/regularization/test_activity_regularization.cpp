@@ -55,7 +55,16 @@ TEST_CASE("ActivityRegularization: the identity, adding (l1 sum|x| + l2 sum x^2)
   const auto y = model.predict(x, {.verbose = 0}).to_vector<double>();
   const double expected = mse(y, t.to_vector<double>()) + penalty(y, 0.01, 0.02, 6.0);
   CHECK(model.evaluate(x, t, {.batch_size = 6, .verbose = 0}).at("loss") == doctest::Approx(expected).epsilon(1e-5));
-  // Batches of 4 and 2: each batch's penalty over its own rows, the loss averaged as Keras does.
+  // Batches of 4 and 2: each batch's penalty over its own rows, the batches' losses averaged by their
+  // rows as Keras 3's loss tracker does.
+  const auto tv = t.to_vector<double>();
+  auto part = [&](std::size_t from, std::size_t rows) {
+    const std::vector<double> yb(y.begin() + 3 * from, y.begin() + 3 * (from + rows));
+    const std::vector<double> tb(tv.begin() + 3 * from, tv.begin() + 3 * (from + rows));
+    return mse(yb, tb) + penalty(yb, 0.01, 0.02, static_cast<double>(rows));
+  };
+  CHECK(model.evaluate(x, t, {.batch_size = 4, .verbose = 0}).at("loss") ==
+        doctest::Approx((4 * part(0, 4) + 2 * part(4, 2)) / 6).epsilon(1e-5));
   // train_on_batch reports the loss before its update.
   CHECK(model.train_on_batch({x}, {t}).at("loss") == doctest::Approx(expected).epsilon(1e-5));
 }
