@@ -11,6 +11,7 @@
 #include "tower/layers/normalization/batch_normalization.h"
 #include "tower/layers/rnn/bidirectional.h"
 #include "tower/layers/callbacks/callbacks.h"
+#include "tower/layers/callbacks/tensorboard.h"
 #include "tower/layers/constraints.h"
 #include "tower/layers/merging/concatenate.h"
 #include "tower/layers/convolutional/conv1d.h"
