@@ -131,7 +131,10 @@ TEST_CASE("nn: conv2d on a larger batch splits across threads and blocks like on
     ops::Conv2DArgs args;
   };
   for (const auto& c : {Case{{24, 14, 13, 8}, {3, 3, 8, 16}, {.padding = "same"}},
-                        Case{{16, 30, 30, 3}, {3, 3, 3, 4}, {.padding = "valid"}}}) {
+                        Case{{16, 30, 30, 3}, {3, 3, 3, 4}, {.padding = "valid"}},
+                        // The depthwise loops (one channel per group), multiplier 1 and 2.
+                        Case{{24, 14, 13, 8}, {3, 3, 1, 8}, {.strides = {2, 2}, .padding = "same", .groups = 8}},
+                        Case{{16, 12, 12, 4}, {3, 3, 1, 8}, {.padding = "valid", .groups = 4}}}) {
     Tensor xt = random_tensor(c.x, 3, 0.1, 1.0, false, DType::float32);
     Tensor kt = random_tensor(c.kernel, 4, 0.1, 1.0, false, DType::float32);
     Shape y_shape = conv_reference(xt, kt, {}, c.args).y_shape;
