@@ -92,9 +92,11 @@ inline constexpr char conv2d_backward_data[] = "conv2d_backward_data";
 inline constexpr char conv2d_backward_filter[] = "conv2d_backward_filter";
 inline constexpr char conv2d_transpose[] = "conv2d_transpose";
 
-// image: resizing, NHWC (core/ops/image_ops.cpp)
+// image: resizing, projective transforms, NHWC (core/ops/image_ops.cpp)
 inline constexpr char resize[] = "resize";
 inline constexpr char resize_grad[] = "resize_grad";
+inline constexpr char image_transform[] = "image_transform";
+inline constexpr char rotation_transform[] = "rotation_transform";
 
 // pool: pooling, NHWC (core/ops/pool_ops.cpp)
 inline constexpr char max_pool2d[] = "max_pool2d";

@@ -136,6 +136,18 @@ SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& k
 // width, c); interpolation "bilinear" or "nearest" (core/resize.h says which pixels each output reads).
 SymbolicTensor resize(const SymbolicTensor& x, std::int64_t height, std::int64_t width,
                       const std::string& interpolation = "bilinear");
+// TF's ImageProjectiveTransformV3 (keras.ops.image.affine_transform): images (batch, h, w, c), transforms
+// (batch, 8) of images' dtype -> (batch, output_height, output_width, c); output pixel (x, y) samples
+// ((a0 x + a1 y + a2) / k, (a3 x + a4 y + a5) / k), k = a6 x + a7 y + 1, folded inside by fill_mode
+// ("reflect", "wrap", "constant" with fill_value, "nearest"), read "nearest" or "bilinear"
+// (core/image_transform.h). No gradient: differentiating through it raises.
+SymbolicTensor image_transform(const SymbolicTensor& images, const SymbolicTensor& transforms,
+                               std::int64_t output_height, std::int64_t output_width,
+                               const std::string& interpolation = "bilinear", const std::string& fill_mode = "constant",
+                               double fill_value = 0.0);
+// Keras's rotation transforms about the centre of a (height, width) image: angles (batch, 1) in radians
+// -> (batch, 8) for image_transform. No gradient.
+SymbolicTensor rotation_transform(const SymbolicTensor& angles, std::int64_t height, std::int64_t width);
 
 struct Pool2DArgs {
   Ints pool_size = {2, 2};

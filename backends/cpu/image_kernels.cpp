@@ -1,10 +1,12 @@
-// CPU resize (tf.image.resize's bilinear and nearest sampling, NHWC) and its gradient.
+// CPU resize (tf.image.resize's bilinear and nearest sampling, NHWC) and its gradient; image_transform
+// (TF's ImageProjectiveTransformV3, core/image_transform.h) and rotation_transform.
 #include <algorithm>
 #include <vector>
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
 #include "tower/core/op_names.h"
+#include "tower/core/image_transform.h"
 #include "tower/core/resize.h"
 
 namespace tower::cpu {
@@ -119,11 +121,69 @@ void resize_grad_kernel(KernelContext& ctx) {
                     [&]<typename T>() { resize_backward(ctx, s, dy.data<T>(), dx.data<T>()); });
 }
 
+image_transform::FillMode fill_mode_of(const KernelContext& ctx) {
+  const std::string& mode = ctx.attrs().get_string("fill_mode");
+  if (mode == "reflect") return image_transform::FillMode::reflect;
+  if (mode == "wrap") return image_transform::FillMode::wrap;
+  if (mode == "nearest") return image_transform::FillMode::nearest;
+  return image_transform::FillMode::constant;
+}
+
+// (images (batch, h, w, c), transforms (batch, 8)) -> y (batch, out_h, out_w, c).
+void image_transform_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& transforms = ctx.inputs[1];
+  Tensor& y = ctx.outputs[0];
+  if (y.num_elements() == 0) return;
+  const std::int64_t batch = x.shape()[0], h = x.shape()[1], w = x.shape()[2], c = x.shape()[3];
+  const std::int64_t out_h = y.shape()[1], out_w = y.shape()[2];
+  const bool bilinear = ctx.attrs().get_string("interpolation") == "bilinear";
+  const image_transform::FillMode mode = fill_mode_of(ctx);
+  const auto fill = static_cast<float>(ctx.attrs().get_float("fill_value"));
+  dispatch_floating(y.dtype(), op_names::image_transform, [&]<typename T>() {
+    const T* in = x.data<T>();
+    const T* tr = transforms.data<T>();
+    T* out = y.data<T>();
+    const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(1, out_w * c));
+    parallel_for(ctx, batch * out_h, grain, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t r = lo; r < hi; ++r) {
+        const std::int64_t n = r / out_h, oy = r % out_h;
+        float t[8];
+        for (int k = 0; k < 8; ++k) t[k] = static_cast<float>(tr[n * 8 + k]);  // TF casts transforms to float32
+        const T* image = in + n * h * w * c;
+        T* row = out + r * out_w * c;
+        for (std::int64_t ox = 0; ox < out_w; ++ox)
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            row[ox * c + ch] =
+                static_cast<T>(image_transform::transformed_pixel(image, h, w, c, ch, t, ox, oy, bilinear, mode, fill));
+      }
+    });
+  });
+}
+
+// angles (batch, 1) -> (batch, 8).
+void rotation_transform_kernel(KernelContext& ctx) {
+  const Tensor& angles = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  const std::int64_t height = ctx.attrs().get_int("height"), width = ctx.attrs().get_int("width");
+  dispatch_floating(y.dtype(), op_names::rotation_transform, [&]<typename T>() {
+    const T* a = angles.data<T>();
+    T* out = y.data<T>();
+    for (std::int64_t n = 0; n < angles.shape()[0]; ++n) {
+      float t[8];
+      image_transform::rotation_matrix(static_cast<float>(a[n]), height, width, t);
+      for (int k = 0; k < 8; ++k) out[n * 8 + k] = static_cast<T>(t[k]);
+    }
+  });
+}
+
 }  // namespace
 
 void register_image_kernels() {
   register_kernel(op_names::resize, DeviceKind::cpu, resize_kernel);
   register_kernel(op_names::resize_grad, DeviceKind::cpu, resize_grad_kernel);
+  register_kernel(op_names::image_transform, DeviceKind::cpu, image_transform_kernel);
+  register_kernel(op_names::rotation_transform, DeviceKind::cpu, rotation_transform_kernel);
 }
 
 }  // namespace tower::cpu

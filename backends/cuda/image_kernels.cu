@@ -1,6 +1,7 @@
-// CUDA resize kernels and their gradient (see image_launchers.h).
+// CUDA resize kernels and their gradient, image_transform and rotation_transform (see image_launchers.h).
 #include "tower/backends/cuda/image_launchers.h"
 #include "tower/backends/cuda/launch.cuh"
+#include "tower/core/image_transform.h"
 #include "tower/core/resize.h"
 
 namespace tower::cuda {
@@ -68,7 +69,49 @@ __global__ void resize_grad_kernel(const T* dy, T* dx, ResizeGeometry g) {
   }
 }
 
+template <typename T>
+__global__ void image_transform_kernel(const T* x, const T* transforms, T* y, TransformGeometry g) {
+  const std::int64_t n_out = g.batch * g.out_h * g.out_w * g.channels;
+  TOWER_GRID_STRIDE(i, n_out) {
+    const std::int64_t c = i % g.channels, ox = i / g.channels % g.out_w, oy = i / (g.channels * g.out_w) % g.out_h;
+    const std::int64_t n = i / (g.channels * g.out_w * g.out_h);
+    float t[8];
+    for (int k = 0; k < 8; ++k) t[k] = static_cast<float>(transforms[n * 8 + k]);
+    y[i] = static_cast<T>(image_transform::transformed_pixel(x + n * g.in_h * g.in_w * g.channels, g.in_h, g.in_w,
+                                                             g.channels, c, t, ox, oy, g.bilinear,
+                                                             static_cast<image_transform::FillMode>(g.fill_mode),
+                                                             g.fill_value));
+  }
+}
+
+template <typename T>
+__global__ void rotation_transform_kernel(const T* angles, T* transforms, std::int64_t batch, std::int64_t height,
+                                          std::int64_t width) {
+  TOWER_GRID_STRIDE(n, batch) {
+    float t[8];
+    image_transform::rotation_matrix(static_cast<float>(angles[n]), height, width, t);
+    for (int k = 0; k < 8; ++k) transforms[n * 8 + k] = static_cast<T>(t[k]);
+  }
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t launch_image_transform(const T* x, const T* transforms, T* y, const TransformGeometry& g,
+                                   cudaStream_t stream) {
+  const std::int64_t n = g.batch * g.out_h * g.out_w * g.channels;
+  if (n == 0) return cudaSuccess;
+  image_transform_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, transforms, y, g);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_rotation_transform(const T* angles, T* transforms, std::int64_t batch, std::int64_t height,
+                                      std::int64_t width, cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  rotation_transform_kernel<T><<<blocks_for(batch), kThreads, 0, stream>>>(angles, transforms, batch, height, width);
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t launch_resize(const T* x, T* y, const ResizeGeometry& g, cudaStream_t stream) {
@@ -88,7 +131,10 @@ cudaError_t launch_resize_grad(const T* dy, T* dx, const ResizeGeometry& g, cuda
 
 #define TOWER_INSTANTIATE(T)                                                                   \
   template cudaError_t launch_resize<T>(const T*, T*, const ResizeGeometry&, cudaStream_t); \
-  template cudaError_t launch_resize_grad<T>(const T*, T*, const ResizeGeometry&, cudaStream_t);
+  template cudaError_t launch_resize_grad<T>(const T*, T*, const ResizeGeometry&, cudaStream_t);           \
+  template cudaError_t launch_image_transform<T>(const T*, const T*, T*, const TransformGeometry&, cudaStream_t); \
+  template cudaError_t launch_rotation_transform<T>(const T*, T*, std::int64_t, std::int64_t, std::int64_t, \
+                                                    cudaStream_t);
 TOWER_INSTANTIATE(float)
 TOWER_INSTANTIATE(double)
 #undef TOWER_INSTANTIATE

@@ -137,6 +137,33 @@ TEST_CASE("cuda: resize and its gradient (a gather per input pixel) match the CP
     }
 }
 
+TEST_CASE("cuda: image_transform (every fill mode, both interpolations) and rotation_transform match the CPU") {
+  // Dyadic coefficients: the sampled points are exact in float, so fused multiply-adds on the GPU
+  // cannot move a nearest read across a rounding boundary.
+  const std::vector<double> transforms = {0.75, 0.25, -3.5, -0.5, 1.25, 2.0,  0.0,    0.0,       // in and out
+                                          -1.5, 0.0,  9.25, 0.0,  2.5,  -6.75, 0.0,   0.0,       // many folds
+                                          1.0,  0.0,  0.5,  0.0,  1.0,  -0.5, 0.0625, -0.03125};  // projective
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const char* method : {"bilinear", "nearest"})
+      for (const char* mode : {"reflect", "wrap", "constant", "nearest"}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(method);
+        CAPTURE(mode);
+        const Tolerance t = tolerance(dtype);
+        Tensor x = random({3, 5, 7, 2}, 141, dtype);
+        const std::vector<float> transforms32(transforms.begin(), transforms.end());
+        Tensor tr = dtype == DType::float32 ? Tensor::from_vector<float>({3, 8}, transforms32)
+                                            : Tensor::from_vector<double>({3, 8}, transforms);
+        check_parity({x, tr},
+                     [&](std::vector<SymbolicTensor> v) {
+                       return ops::image_transform(v[0], v[1], 6, 4, method, mode, 0.5);
+                     },
+                     t.rtol, t.atol);
+      }
+  Tensor angles = random({4, 1}, 142, DType::float32);
+  check_parity({angles}, [](std::vector<SymbolicTensor> v) { return ops::rotation_transform(v[0], 5, 8); }, 1e-5, 1e-5);
+}
+
 TEST_CASE("cuda: conv2d gradients through autodiff match the CPU, and a second run reuses the chosen algorithms") {
   for (DType dtype : {DType::float32, DType::float64}) {
     CAPTURE(dtype_name(dtype));
