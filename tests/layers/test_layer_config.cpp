@@ -73,6 +73,14 @@ std::vector<Sample> samples() {
   add(RandomContrast(std::vector<double>{0.1, 0.3}, {.value_range = {0, 1}, .seed = 2, .name = "contrast"}),
       {{4, 4, 3}});
   add(RandomFlip("horizontal", {.seed = 9, .name = "flip"}), {{4, 4, 3}});
+  add(RandomCrop(3, 2, {.seed = 4, .name = "random_crop"}), {{5, 4, 3}});
+  add(RandomRotation(std::vector<double>{-0.2, 0.1},
+                     {.fill_mode = "constant", .interpolation = "nearest", .seed = 5, .fill_value = 0.5, .name = "rot"}),
+      {{4, 5, 3}});
+  add(RandomTranslation(std::vector<double>{0.2}, std::vector<double>{-0.1, 0.3},
+                        {.fill_mode = "wrap", .seed = 6, .name = "shift"}),
+      {{4, 5, 3}});
+  add(RandomZoom(std::vector<double>{-0.3, 0.2}, std::nullopt, {.fill_mode = "nearest", .name = "zoom"}), {{4, 5, 3}});
   add(Rescaling(0.5, {.offset = 1.0, .name = "rescale"}), {{3}});
   add(Resizing(4, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "resize"}), {{5, 5, 1}});
   add(SeparableConv2D(4, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh",
