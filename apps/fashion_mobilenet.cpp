@@ -3,7 +3,9 @@
 // (DepthwiseConv2D + BatchNormalization + ReLU, 1x1 Conv2D + BatchNormalization + ReLU, MobileNet's
 // "conv_dw"), a SeparableConv2D, global average pooling and a softmax. Prints "Test accuracy: X".
 // docs/examples.md gives the accuracy and epochs it takes.
+#include <algorithm>
 #include <iostream>
+#include <memory>
 
 #include "apps/example_args.h"
 #include "tower/io/datasets.h"
@@ -47,7 +49,10 @@ int main(int argc, char** argv) try {
   x = layers::Dropout(0.2)(x);
   auto outputs = layers::Dense(10, {.activation = "softmax"})(x);
   Model model(inputs, outputs, "fashion_mobilenet");
-  model.compile(optimizers::Adam(0.002), losses::CategoricalCrossentropy(), {"accuracy"});
+  // Adam with a cosine decay of its learning rate over the whole run (keras.optimizers.schedules.CosineDecay).
+  const std::int64_t steps = args.epochs * ((x_train.shape()[0] + args.batch_size - 1) / args.batch_size);
+  auto schedule = std::make_shared<optimizers::CosineDecay>(0.002, std::max<std::int64_t>(steps, 1));
+  model.compile(optimizers::Adam(schedule), losses::CategoricalCrossentropy(), {"accuracy"});
   if (args.verbose) model.summary();
 
   model.fit(x_train, y_train,
