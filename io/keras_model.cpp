@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -150,7 +149,7 @@ std::vector<metrics::Metric> tower_metrics(const json& names, const json& writte
 // ---- optimizer state --------------------------------------------------------------------------------
 
 // How files spell each of tower's slots: tf.keras 2.11+ (tower's own), tf.keras 2.0-2.10 and Keras 3.
-const std::map<std::string, std::vector<std::string>>& slot_spellings(const std::string& optimizer) {
+std::map<std::string, std::vector<std::string>> slot_spellings(const std::string& optimizer) {
   static const std::map<std::string, std::map<std::string, std::vector<std::string>>> table = {
       {"Adam", {{"m", {"m", "momentum"}}, {"v", {"v", "velocity"}}, {"vhat", {"vhat", "velocity_hat"}}}},
       {"SGD", {{"m", {"m", "momentum"}}}},
@@ -165,18 +164,13 @@ const std::map<std::string, std::vector<std::string>>& slot_spellings(const std:
       // Keras 3 names Adafactor's r and c after the variable alone: only tf.keras 2.11+'s names are known.
       {"Adafactor", {{"r", {"r"}}, {"c", {"c"}}, {"velocity", {"velocity", "v"}}}},
   };
-  // Every optimizer's use_ema and gradient_accumulation_steps slots, added to its own.
-  static std::map<std::string, std::map<std::string, std::vector<std::string>>> with_base;
-  static std::mutex mutex;
-  const std::string key = optimizer == "AdamW" ? "Adam" : optimizer;
-  std::lock_guard lock(mutex);
-  if (auto done = with_base.find(key); done != with_base.end()) return done->second;
-  auto it = table.find(key);
+  auto it = table.find(optimizer == "AdamW" ? "Adam" : optimizer);
   if (it == table.end()) raise<ValueError>("optimizer \"{}\" has no known slot names", optimizer);
+  // Every optimizer's use_ema and gradient_accumulation_steps slots, added to its own.
   auto all = it->second;
   all["average"] = {"average"};
   all["gradient_accumulator"] = {"gradient_accumulator"};
-  return with_base.emplace(key, std::move(all)).first->second;
+  return all;
 }
 
 std::string strip_index(std::string name) {

@@ -224,8 +224,8 @@ void ConfigReader::check_common() const {
                      string("data_format", "")));
   for (const auto& [key, value] : config_.items())
     if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null())
-      fail(fmt::format("field \"{}\" is not supported (tower has no weight constraints); remove it in Keras before "
-                       "saving",
+      fail(fmt::format("field \"{}\" is not supported (tower takes weight constraints on Dense, the 2-D convolutions "
+                       "and PReLU only); remove it in Keras before saving",
                        key));
 }
 

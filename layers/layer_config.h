@@ -52,7 +52,8 @@ class ConfigReader {
   // "padding": "valid" or "same" (any case), with the field named on error.
   std::string padding(const char* key) const;
   // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), data_format
-  // channels_last and no weight constraints (they are not implemented).
+  // channels_last, and no non-null *_constraint field left: a layer that supports constraints takes
+  // them out first (take_constraint in layers/constraints.h); the others refuse them with a message.
   void check_common() const;
   // Applies what every layer has: trainable and activity_regularizer. Returns `layer` as a LayerPtr.
   template <typename L>

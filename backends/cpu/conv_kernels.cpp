@@ -177,8 +177,6 @@ TOWER_SIMD_CLONES void small_tn(std::int64_t m, std::int64_t n, std::int64_t k, 
 // One im2col block holds about this many elements (512 KiB of float32): it is written and then
 // read by the GEMM while still in L2, instead of materialising the whole (rows, kk) matrix.
 constexpr std::int64_t kColBlockElements = 1 << 17;
-// Below about this many FLOPs a conv runs on one thread: waking the pool would cost more.
-constexpr std::int64_t kParallelFlops = 1 << 20;
 
 // Copies n elements. Runs in im2col are often a few elements (kernel_w * channels with one
 // channel); fixed-size copies for those avoid a library call or a vectorized loop's set-up per run.
@@ -292,7 +290,7 @@ struct ConvGemm {
   std::int64_t block;          // im2col rows per block
   bool direct;                 // 1x1 kernel, stride 1, no padding: x itself is the im2col matrix
   bool small;                  // one group and kk <= kSmallK: the small-K loops instead of BLAS
-  bool depthwise;              // several groups of one input channel: the depthwise loops, no GEMM
+  bool depthwise;              // several groups of one input channel: depthwise_kernels.cpp's loops, no GEMM
 };
 
 // w: the window over x with all its channels; kernel: (kh, kw, channels / groups, filters).
@@ -324,6 +322,13 @@ ConvGemm conv_gemm(Window2D w, const Shape& kernel, std::int64_t groups) {
 // x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, out_h, out_w, c_out).
 ConvGemm conv_gemm(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y) {
   return conv_gemm(make_window(ctx, x, kernel[0], kernel[1], y[1], y[2]), kernel, ctx.attrs().get_int("groups", 1));
+}
+
+// The window over x with all its channels, as the depthwise loops (depthwise_kernels.cpp) take it.
+Window2D depthwise_window(const ConvGemm& g) {
+  Window2D w = g.w;
+  w.channels = g.pixel;
+  return w;
 }
 
 // Rows per parallel chunk so that a chunk is worth a thread.
@@ -372,113 +377,6 @@ void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* we
   });
 }
 
-// ---- depthwise convolutions (one input channel per group) ------------------------------------------
-
-// With one input channel per group, im2col and a GEMM per group would copy every tap of every channel
-// separately; these loops run over the filters instead (f = c·m + j reads channel c = f / m), contiguous
-// and vectorized when each channel has one filter. x (batch, h, w, c), kernel (kh, kw, 1, c·m).
-
-// The window taps of output (oy, ox) inside x: f(i, j, iy, ix) for each.
-template <typename F>
-inline void for_each_tap(const Window2D& w, std::int64_t oy, std::int64_t ox, F&& f) {
-  const std::int64_t iy0 = window::window_start(oy, w.stride_h, w.pad_top);
-  const std::int64_t ix0 = window::window_start(ox, w.stride_w, w.pad_left);
-  for (std::int64_t i = 0; i < w.kernel_h; ++i) {
-    const std::int64_t iy = iy0 + i * w.dilation_h;
-    if (iy < 0 || iy >= w.in_h) continue;
-    for (std::int64_t j = 0; j < w.kernel_w; ++j) {
-      const std::int64_t ix = ix0 + j * w.dilation_w;
-      if (ix >= 0 && ix < w.in_w) f(i, j, iy, ix);
-    }
-  }
-}
-
-// y = the depthwise convolution, rows (n, oy) split over the pool.
-template <typename T>
-void depthwise_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* k, T* y) {
-  const Window2D& w = g.w;
-  const std::int64_t filters = g.filters, m = g.group_filters, c = g.pixel;
-  const std::int64_t grain = std::max<std::int64_t>(1, kParallelFlops / std::max<std::int64_t>(1, 2 * g.kk * filters * w.out_w));
-  parallel_for(ctx, w.batch * w.out_h, grain, [&](std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t r = lo; r < hi; ++r) {
-      const std::int64_t n = r / w.out_h, oy = r % w.out_h;
-      for (std::int64_t ox = 0; ox < w.out_w; ++ox) {
-        T* out = y + (r * w.out_w + ox) * filters;
-        std::fill(out, out + filters, T(0));
-        for_each_tap(w, oy, ox, [&](std::int64_t i, std::int64_t j, std::int64_t iy, std::int64_t ix) {
-          const T* xp = x + ((n * w.in_h + iy) * w.in_w + ix) * c;
-          const T* kp = k + (i * w.kernel_w + j) * filters;
-          if (m == 1)
-            for (std::int64_t f = 0; f < filters; ++f) out[f] += xp[f] * kp[f];
-          else
-            for (std::int64_t f = 0; f < filters; ++f) out[f] += xp[f / m] * kp[f];
-        });
-      }
-    }
-  });
-}
-
-// dx: each dy scattered back through its taps; images split over the pool, so no two threads add to the
-// same dx element.
-template <typename T>
-void depthwise_backward_data(KernelContext& ctx, const ConvGemm& g, const T* dy, const T* k, T* dx) {
-  const Window2D& w = g.w;
-  const std::int64_t filters = g.filters, m = g.group_filters, c = g.pixel, image = w.in_h * w.in_w * c;
-  const std::int64_t per_image = std::max<std::int64_t>(1, 2 * g.kk * filters * w.out_h * w.out_w);
-  parallel_for(ctx, w.batch, std::max<std::int64_t>(1, kParallelFlops / per_image), [&](std::int64_t n0, std::int64_t n1) {
-    std::fill(dx + n0 * image, dx + n1 * image, T(0));
-    for (std::int64_t n = n0; n < n1; ++n)
-      for (std::int64_t oy = 0; oy < w.out_h; ++oy)
-        for (std::int64_t ox = 0; ox < w.out_w; ++ox) {
-          const T* g_out = dy + ((n * w.out_h + oy) * w.out_w + ox) * filters;
-          for_each_tap(w, oy, ox, [&](std::int64_t i, std::int64_t j, std::int64_t iy, std::int64_t ix) {
-            T* dxp = dx + ((n * w.in_h + iy) * w.in_w + ix) * c;
-            const T* kp = k + (i * w.kernel_w + j) * filters;
-            if (m == 1)
-              for (std::int64_t f = 0; f < filters; ++f) dxp[f] += g_out[f] * kp[f];
-            else
-              for (std::int64_t f = 0; f < filters; ++f) dxp[f / m] += g_out[f] * kp[f];
-          });
-        }
-  });
-}
-
-// dkernel (kh, kw, 1, c·m) = the sum over outputs of x's tap times dy: each part of the rows (n, oy) sums
-// into its own buffer (part 0 straight into the output), added at the end.
-template <typename T>
-void depthwise_backward_filter(KernelContext& ctx, const ConvGemm& g, const T* x, const T* dy, T* dk) {
-  const Window2D& w = g.w;
-  const std::int64_t filters = g.filters, m = g.group_filters, c = g.pixel, size = g.kk * filters;
-  const std::int64_t rows = w.batch * w.out_h;
-  const std::int64_t row_flops = std::max<std::int64_t>(1, 2 * g.kk * filters * w.out_w);
-  const std::int64_t parts = std::clamp<std::int64_t>(rows * row_flops / kParallelFlops, 1, cpu_pool(ctx).size());
-  std::vector<T> partials(static_cast<std::size_t>((parts - 1) * size));
-  parallel_for(ctx, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-    for (std::int64_t p = p0; p < p1; ++p) {
-      T* acc = p == 0 ? dk : partials.data() + (p - 1) * size;
-      std::fill(acc, acc + size, T(0));
-      for (std::int64_t r = rows * p / parts; r < rows * (p + 1) / parts; ++r) {
-        const std::int64_t n = r / w.out_h, oy = r % w.out_h;
-        for (std::int64_t ox = 0; ox < w.out_w; ++ox) {
-          const T* g_out = dy + ((r * w.out_w) + ox) * filters;
-          for_each_tap(w, oy, ox, [&](std::int64_t i, std::int64_t j, std::int64_t iy, std::int64_t ix) {
-            const T* xp = x + ((n * w.in_h + iy) * w.in_w + ix) * c;
-            T* ap = acc + (i * w.kernel_w + j) * filters;
-            if (m == 1)
-              for (std::int64_t f = 0; f < filters; ++f) ap[f] += xp[f] * g_out[f];
-            else
-              for (std::int64_t f = 0; f < filters; ++f) ap[f] += xp[f / m] * g_out[f];
-          });
-        }
-      }
-    }
-  });
-  for (std::int64_t p = 1; p < parts; ++p) {
-    const T* part = partials.data() + (p - 1) * size;
-    for (std::int64_t e = 0; e < size; ++e) dk[e] += part[e];
-  }
-}
-
 // y = conv2d(x, kernel). x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out) -> y: (batch, oh, ow, c_out).
 void conv2d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
@@ -487,7 +385,7 @@ void conv2d_kernel(KernelContext& ctx) {
   const ConvGemm g = conv_gemm(ctx, x.shape(), kernel.shape(), y.shape());
   dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
     if (g.depthwise && y.num_elements() > 0)
-      depthwise_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>());
+      depthwise_conv2d(ctx, depthwise_window(g), g.group_filters, x.data<T>(), kernel.data<T>(), y.data<T>());
     else
       conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>());
   });
@@ -507,7 +405,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
     T* pdk = dk.data<T>();
     const std::int64_t size = g.kk * g.filters, gf = g.group_filters;
     if (size == 0) return;
-    if (g.depthwise) return depthwise_backward_filter(ctx, g, px, pdy, pdk);
+    if (g.depthwise) return depthwise_conv2d_backward_filter(ctx, depthwise_window(g), gf, px, pdy, pdk);
     const std::int64_t parts = std::clamp<std::int64_t>(g.rows / row_grain(g), 1, cpu_pool(ctx).size());
     std::vector<T> partials(static_cast<std::size_t>((parts - 1) * size));  // (parts - 1, kk, c_out)
     parallel_for(ctx, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
@@ -557,7 +455,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
       std::fill(pdx, pdx + dx.num_elements(), T(0));
       return;
     }
-    if (g.depthwise) return depthwise_backward_data(ctx, g, pdy, pk, pdx);
+    if (g.depthwise) return depthwise_conv2d_backward_data(ctx, depthwise_window(g), gf, pdy, pk, pdx);
     if (g.direct) {  // dx (rows, c_in) = dy (rows, c_out) x kernel^T, group by group
       parallel_for(ctx, g.rows, row_grain(g), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t group = 0; group < g.groups; ++group)

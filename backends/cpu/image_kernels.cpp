@@ -1,7 +1,6 @@
 // CPU resize (tf.image.resize's bilinear and nearest sampling, NHWC) and its gradient; image_transform
 // (TF's ImageProjectiveTransformV3, core/image_transform.h) and rotation_transform.
 #include <algorithm>
-#include <vector>
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
@@ -13,30 +12,25 @@ namespace tower::cpu {
 
 namespace {
 
-// The taps of every output row and column. Nearest sampling reads `lower` with lerp 0.
+// The sizes of one resize and its sampling; the taps of a row or column are computed where they are
+// used (a few flops), so a step allocates nothing.
 struct Sampling {
   std::int64_t batch, in_h, in_w, channels, out_h, out_w;
-  std::vector<resize::Taps> rows, cols;
+  bool bilinear;
+  resize::Taps row(std::int64_t oy) const { return taps(oy, in_h, out_h); }
+  resize::Taps col(std::int64_t ox) const { return taps(ox, in_w, out_w); }
+
+ private:
+  // Nearest sampling reads `lower` with lerp 0.
+  resize::Taps taps(std::int64_t i, std::int64_t n_in, std::int64_t n_out) const {
+    if (bilinear) return resize::bilinear_taps(i, n_in, n_out);
+    const std::int64_t source = resize::nearest_source(i, n_in, n_out);
+    return {source, source, 0.0f};
+  }
 };
 
 Sampling sampling(const KernelContext& ctx, const Shape& x, const Shape& y) {
-  Sampling s{x[0], x[1], x[2], x[3], y[1], y[2], {}, {}};
-  const bool bilinear = ctx.attrs().get_string("interpolation") == "bilinear";
-  auto taps = [&](std::int64_t n_out, std::int64_t n_in) {
-    std::vector<resize::Taps> t(static_cast<std::size_t>(n_out));
-    for (std::int64_t i = 0; i < n_out; ++i) {
-      if (bilinear) {
-        t[i] = resize::bilinear_taps(i, n_in, n_out);
-      } else {
-        const std::int64_t source = resize::nearest_source(i, n_in, n_out);
-        t[i] = {source, source, 0.0f};
-      }
-    }
-    return t;
-  };
-  s.rows = taps(s.out_h, s.in_h);
-  s.cols = taps(s.out_w, s.in_w);
-  return s;
+  return {x[0], x[1], x[2], x[3], y[1], y[2], ctx.attrs().get_string("interpolation") == "bilinear"};
 }
 
 // Output rows (n, oy) per chunk so that a chunk writes at least kElementwiseGrain elements.
@@ -51,12 +45,12 @@ void resize_forward(KernelContext& ctx, const Sampling& s, const T* x, T* y) {
   parallel_for(ctx, s.batch * s.out_h, row_grain(s), [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t n = r / s.out_h;
-      const resize::Taps& ty = s.rows[r % s.out_h];
+      const resize::Taps ty = s.row(r % s.out_h);
       const T* top = x + ((n * s.in_h + ty.lower) * s.in_w) * c;
       const T* bottom = x + ((n * s.in_h + ty.upper) * s.in_w) * c;
       T* out = y + r * s.out_w * c;
       for (std::int64_t ox = 0; ox < s.out_w; ++ox, out += c) {
-        const resize::Taps& tx = s.cols[ox];
+        const resize::Taps tx = s.col(ox);
         const T *tl = top + tx.lower * c, *tr = top + tx.upper * c;
         const T *bl = bottom + tx.lower * c, *br = bottom + tx.upper * c;
         const T xl = static_cast<T>(tx.lerp), yl = static_cast<T>(ty.lerp);
@@ -80,13 +74,13 @@ void resize_backward(KernelContext& ctx, const Sampling& s, const T* dy, T* dx) 
     std::fill(dx + n0 * image, dx + n1 * image, T(0));
     for (std::int64_t n = n0; n < n1; ++n)
       for (std::int64_t oy = 0; oy < s.out_h; ++oy) {
-        const resize::Taps& ty = s.rows[oy];
+        const resize::Taps ty = s.row(oy);
         T* top = dx + ((n * s.in_h + ty.lower) * s.in_w) * c;
         T* bottom = dx + ((n * s.in_h + ty.upper) * s.in_w) * c;
         const T* g = dy + ((n * s.out_h + oy) * s.out_w) * c;
         const T yl = static_cast<T>(ty.lerp);
         for (std::int64_t ox = 0; ox < s.out_w; ++ox, g += c) {
-          const resize::Taps& tx = s.cols[ox];
+          const resize::Taps tx = s.col(ox);
           const T xl = static_cast<T>(tx.lerp);
           T *tl = top + tx.lower * c, *tr = top + tx.upper * c, *bl = bottom + tx.lower * c, *br = bottom + tx.upper * c;
           for (std::int64_t ch = 0; ch < c; ++ch) {

@@ -25,6 +25,20 @@ struct Window2D {
   std::int64_t pad_top = 0, pad_left = 0;
 };
 
+// Below about this many FLOPs a convolution runs on one thread: waking the pool would cost more.
+inline constexpr std::int64_t kParallelFlops = 1 << 20;
+
+// depthwise_kernels.cpp: conv2d with one input channel per group. w: the window over x (batch, h, w, c)
+// with all c channels; m: filters per channel; kernel (kh, kw, 1, c·m); y and dy (batch, oh, ow, c·m).
+template <typename T>
+void depthwise_conv2d(KernelContext& ctx, const Window2D& w, std::int64_t m, const T* x, const T* kernel, T* y);
+template <typename T>
+void depthwise_conv2d_backward_data(KernelContext& ctx, const Window2D& w, std::int64_t m, const T* dy,
+                                    const T* kernel, T* dx);
+template <typename T>
+void depthwise_conv2d_backward_filter(KernelContext& ctx, const Window2D& w, std::int64_t m, const T* x, const T* dy,
+                                      T* dkernel);
+
 // The window geometry from the node's attrs, the x shape (batch, h, w, c), the window size and the
 // output size the shape function gave. "same" pads as TF (window::same_padding): the smaller half before.
 inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64_t kernel_h, std::int64_t kernel_w,
