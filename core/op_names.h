@@ -98,6 +98,15 @@ inline constexpr char resize_grad[] = "resize_grad";
 inline constexpr char image_transform[] = "image_transform";
 inline constexpr char rotation_transform[] = "rotation_transform";
 
+// conv3d: 3-D convolution and pooling, NDHWC (core/ops/conv3d_ops.cpp)
+inline constexpr char conv3d[] = "conv3d";
+inline constexpr char conv3d_backward_data[] = "conv3d_backward_data";
+inline constexpr char conv3d_backward_filter[] = "conv3d_backward_filter";
+inline constexpr char conv3d_transpose[] = "conv3d_transpose";
+inline constexpr char max_pool3d[] = "max_pool3d";
+inline constexpr char avg_pool3d[] = "avg_pool3d";
+inline constexpr char max_pool3d_grad[] = "max_pool3d_grad";
+inline constexpr char avg_pool3d_grad[] = "avg_pool3d_grad";
 // pool: pooling, NHWC (core/ops/pool_ops.cpp)
 inline constexpr char max_pool2d[] = "max_pool2d";
 inline constexpr char avg_pool2d[] = "avg_pool2d";

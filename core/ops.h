@@ -162,6 +162,42 @@ SymbolicTensor max_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x
                                const Pool2DArgs& args);
 SymbolicTensor avg_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool2DArgs& args);
 
+// ---- 3-D convolution and pooling, NDHWC (core/ops/conv3d_ops.cpp) ---------------------------------
+// The 2-D ops' contracts with a depth axis in front of height and width (same padding rule).
+struct Conv3DArgs {
+  Ints strides = {1, 1, 1};
+  std::string padding = "valid";
+  Ints dilation_rate = {1, 1, 1};
+  std::int64_t groups = 1;
+};
+// x: (batch, d, h, w, c_in), kernel: (kd, kh, kw, c_in / groups, c_out) -> (batch, out_d, out_h, out_w,
+// c_out); groups as conv2d's.
+SymbolicTensor conv3d(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv3DArgs& args = {});
+// dy: (batch, out_d, out_h, out_w, c_out) -> dx with x's shape (x supplies only its shape).
+SymbolicTensor conv3d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel,
+                                    const SymbolicTensor& x, const Conv3DArgs& args);
+// -> dkernel with kernel's shape (kernel supplies only its shape).
+SymbolicTensor conv3d_backward_filter(const SymbolicTensor& x, const SymbolicTensor& dy,
+                                      const SymbolicTensor& kernel, const Conv3DArgs& args);
+// Keras's Conv3DTranspose: conv3d_backward_data of x. x: (batch, d, h, w, c_in), kernel (kd, kh, kw,
+// c_out, c_in) -> (batch, out_d, out_h, out_w, c_out), each length Keras's deconv_output_length as in
+// conv2d_transpose (output_padding: empty or 3 values). args.groups must be 1.
+SymbolicTensor conv3d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv3DArgs& args = {},
+                                const Ints& output_padding = {});
+
+struct Pool3DArgs {
+  Ints pool_size = {2, 2, 2};
+  Ints strides = {};  // empty: pool_size (the Keras default)
+  std::string padding = "valid";
+};
+// x: (batch, d, h, w, c) -> (batch, out_d, out_h, out_w, c); max_pool2d's and avg_pool2d's rules
+// (average over the window's part inside x; max gradient to the first maximum in (d, h, w) order).
+SymbolicTensor max_pool3d(const SymbolicTensor& x, const Pool3DArgs& args = {});
+SymbolicTensor avg_pool3d(const SymbolicTensor& x, const Pool3DArgs& args = {});
+SymbolicTensor max_pool3d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y,
+                               const Pool3DArgs& args);
+SymbolicTensor avg_pool3d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool3DArgs& args);
+
 // ---- batch normalization over the last axis (core/ops/normalization_ops.cpp) -----------------------
 // Training: x: (..., c), gamma, beta: (c,) -> {y (x's shape), batch mean (c,), batch variance (c,)
 // (biased, divided by the count), inv_std (c,) = 1 / sqrt(variance + epsilon)}.

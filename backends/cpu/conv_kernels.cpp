@@ -494,6 +494,8 @@ void register_conv_kernels() {
 void register_nn_kernels() {
   register_conv_kernels();
   register_pool_kernels();
+  register_conv3d_kernels();
+  register_pool3d_kernels();
   register_normalization_kernels();
   register_dropout_kernels();
   register_image_kernels();

@@ -12,6 +12,8 @@ namespace tower::cpu {
 
 void register_conv_kernels();        // conv_kernels.cpp
 void register_pool_kernels();        // pool_kernels.cpp
+void register_conv3d_kernels();      // conv3d_kernels.cpp
+void register_pool3d_kernels();      // pool3d_kernels.cpp
 void register_normalization_kernels();  // normalization_kernels.cpp
 void register_dropout_kernels();     // dropout_kernels.cpp
 void register_image_kernels();       // image_kernels.cpp
@@ -61,6 +63,31 @@ inline Window2D make_window(const KernelContext& ctx, const Shape& x, std::int64
   if (attrs.get_string("padding") == "same") {
     w.pad_top = window::same_padding(w.in_h, out_h, kernel_h, w.stride_h, w.dilation_h).before;
     w.pad_left = window::same_padding(w.in_w, out_w, kernel_w, w.stride_w, w.dilation_w).before;
+  }
+  return w;
+}
+
+// Where the windows of a 3-D conv or pooling op over x (batch, d, h, w, c) sit: along axis a (depth,
+// height, width) output o reads input o * stride[a] - pad[a] + i * dilation[a], i < kernel[a].
+struct Window3D {
+  std::int64_t batch = 0, channels = 0;
+  std::int64_t in[3] = {}, out[3] = {}, kernel[3] = {}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1};
+  std::int64_t pad[3] = {};  // before; TF's "same" rule (window::same_padding), the smaller half before
+};
+
+// The 3-D window geometry from the node's attrs (strides, padding, dilation_rate if any), x (batch, d,
+// h, w, c), the window and the output (batch, od, oh, ow, c') the shape function gave.
+inline Window3D make_window3d(const KernelContext& ctx, const Shape& x, const std::int64_t* kernel, const Shape& y) {
+  const Attrs& attrs = ctx.attrs();
+  Window3D w{.batch = x[0], .channels = x[4]};
+  const bool same = attrs.get_string("padding") == "same";
+  for (int a = 0; a < 3; ++a) {
+    w.in[a] = x[a + 1];
+    w.out[a] = y[a + 1];
+    w.kernel[a] = kernel[a];
+    w.stride[a] = attrs.get_ints("strides")[a];
+    if (attrs.has("dilation_rate")) w.dilation[a] = attrs.get_ints("dilation_rate")[a];
+    if (same) w.pad[a] = window::same_padding(w.in[a], w.out[a], w.kernel[a], w.stride[a], w.dilation[a]).before;
   }
   return w;
 }

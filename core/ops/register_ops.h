@@ -9,6 +9,7 @@ void register_activation_ops();
 void register_reduce_ops();
 void register_conv_ops();
 void register_pool_ops();
+void register_conv3d_ops();
 void register_image_ops();
 void register_normalization_ops();
 void register_dropout_ops();
@@ -26,6 +27,7 @@ inline void register_all_ops() {
   register_reduce_ops();
   register_conv_ops();
   register_pool_ops();
+  register_conv3d_ops();
   register_image_ops();
   register_normalization_ops();
   register_dropout_ops();
