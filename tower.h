@@ -12,6 +12,11 @@
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 
+// Pictures: a model's graph (utils::plot_model, through Graphviz) and a History's curves
+// (utils::plot_history, through cairo).
+#include "tower/layers/utils/plot_history.h"
+#include "tower/layers/utils/plot_model.h"
+
 // Files and data: Keras's HDF5 weights and models, ModelCheckpoint, BackupAndRestore, datasets.
 #include "tower/io/backup_and_restore.h"
 #include "tower/io/dataset.h"

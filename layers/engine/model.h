@@ -85,6 +85,15 @@ class MetricsArg {
   Form form_ = Form::all;
 };
 
+// Arrays by name, as Keras's dicts: Input layer name -> x array, or output layer name -> y array.
+// A std::map without map's iterator-pair constructor, so that fit({x1, x2}, ...) stays the vector call.
+class TensorMap : public std::map<std::string, Tensor> {
+ public:
+  TensorMap() = default;
+  TensorMap(std::initializer_list<value_type> items) : map(items) {}           // NOLINT: implicit by design
+  TensorMap(std::map<std::string, Tensor> items) : map(std::move(items)) {}  // NOLINT
+};
+
 struct FitOptions {
   std::int64_t batch_size = 32;
   int epochs = 1;
@@ -93,6 +102,8 @@ struct FitOptions {
   double validation_split = 0.0;  // the last fraction of x, y (before shuffling), as Keras
   // (x, y) for validation; takes precedence over validation_split (as validation_dataset does).
   std::optional<std::pair<std::vector<Tensor>, std::vector<Tensor>>> validation_data;
+  // The same by name (Keras's validation_data=(dict, dict)): input names -> x, output names -> y.
+  std::optional<std::pair<TensorMap, TensorMap>> validation_data_by_name;
   // Validation batches from a batched dataset (an io::Dataset: std::make_shared<io::Dataset>(ds));
   // not together with validation_data. validation_batch_size does not apply to it.
   std::shared_ptr<const DataSource> validation_dataset;
@@ -152,6 +163,14 @@ class Model : public Layer {
   const std::vector<KerasTensor>& outputs() const;
   // Output layer names ("dense_2"), used in multi-output log names ("dense_2_loss").
   std::vector<std::string> output_names() const;
+  // Input layer names ("image", "input_1"), in input order: the keys of named x.
+  std::vector<std::string> input_names() const;
+  // Named arrays in the model's input (output) order, as Keras maps a dict onto its inputs: every name
+  // must be an input (output) layer's and every input (output) must be given, else ValueError listing
+  // the model's names. (layers/engine/named_data.cpp.) Also what a dataset of named arrays is made of:
+  // io::Dataset::from_tensor_slices(model.inputs_by_name(x), model.outputs_by_name(y)).
+  std::vector<Tensor> inputs_by_name(const TensorMap& x, const char* where = "inputs_by_name") const;
+  std::vector<Tensor> outputs_by_name(const TensorMap& y, const char* where = "outputs_by_name") const;
   // Prints Keras's summary table (line_length 65 as Keras's default for Sequential-like models).
   void summary(std::ostream& out) const;
   void summary() const;
@@ -184,6 +203,11 @@ class Model : public Layer {
   Logs evaluate(const std::vector<Tensor>& x, const std::vector<Tensor>& y, const EvaluateOptions& options = {});
   Tensor predict(const Tensor& x, const PredictOptions& options = {});
   std::vector<Tensor> predict(const std::vector<Tensor>& x, const PredictOptions& options = {});
+  // By name, as Keras's fit({"image": x1, "meta": x2}, {"label": y}): the same as the positional calls
+  // on inputs_by_name(x) and outputs_by_name(y); predict returns each output by its layer's name.
+  History fit(const TensorMap& x, const TensorMap& y, const FitOptions& options = {});
+  Logs evaluate(const TensorMap& x, const TensorMap& y, const EvaluateOptions& options = {});
+  TensorMap predict(const TensorMap& x, const PredictOptions& options = {});
 
   // On a batched dataset (io::Dataset, io/dataset.h; docs/data.md): batches in the order the dataset
   // makes them. The arrays-only options (batch_size, shuffle, seed, validation_split, sample_weight,
@@ -288,6 +312,8 @@ class Model : public Layer {
   Function& function(Mode mode, const std::vector<Tensor>* y);
   void build_function(Function& f, const std::vector<Tensor>* y, bool training);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
+  // options with validation_data_by_name turned into validation_data (layers/engine/named_data.cpp).
+  FitOptions with_positional_validation(const FitOptions& options) const;
   // The loops, written once over DataAdapter (arrays and datasets). dataset: check each batch's inputs
   // and apply class_weight per batch (arrays are checked and weighted once before).
   // y_layout: labels whose layout builds the graph before the first batch (arrays).

@@ -159,6 +159,7 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 }
 
 History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y_in, const FitOptions& options) {
+  if (options.validation_data_by_name) return fit(x_in, y_in, with_positional_validation(options));
   if (options.validation_split < 0.0 || options.validation_split >= 1.0)
     raise<ValueError>("fit: validation_split must be in [0, 1), got {}", options.validation_split);
   if (options.validation_data && options.validation_dataset)
@@ -206,6 +207,7 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
 }
 
 History Model::fit(const DataSource& data, const FitOptions& options) {
+  if (options.validation_data_by_name) return fit(data, with_positional_validation(options));
   const FitOptions defaults;
   if (options.batch_size != defaults.batch_size || options.validation_split != 0.0 || options.sample_weight ||
       options.validation_batch_size != 0 || !options.shuffle || options.seed != 0)
