@@ -44,6 +44,18 @@ void normalize_window_2d(const Layer& layer, std::vector<std::int64_t>& strides,
                       describe(layer));
 }
 
+void normalize_window_3d(const Layer& layer, std::vector<std::int64_t>& strides, std::string& padding,
+                         std::vector<std::int64_t>& dilation_rate) {
+  strides = normalize_tuple(layer, "strides", strides, 3);
+  dilation_rate = normalize_tuple(layer, "dilation_rate", dilation_rate, 3);
+  padding = normalize_padding(layer, padding);
+  const bool strided = strides[0] > 1 || strides[1] > 1 || strides[2] > 1;
+  const bool dilated = dilation_rate[0] > 1 || dilation_rate[1] > 1 || dilation_rate[2] > 1;
+  if (strided && dilated)
+    raise<ValueError>("{}: strides > 1 are not supported together with dilation_rate > 1; use one of them",
+                      describe(layer));
+}
+
 void expect_input_rank(const Layer& layer, const Shape& shape, int rank, const char* layout) {
   if (shape.rank() != rank)
     raise<ShapeError>("{}: expected an input of rank {} {}, got shape {}", describe(layer), rank, layout,

@@ -24,6 +24,10 @@ std::string normalize_padding(const Layer& layer, const std::string& padding);
 void normalize_window_2d(const Layer& layer, std::vector<std::int64_t>& strides, std::string& padding,
                          std::vector<std::int64_t>& dilation_rate);
 
+// The same for a 3-D convolution: strides and dilation_rate as (depth, height, width) triples.
+void normalize_window_3d(const Layer& layer, std::vector<std::int64_t>& strides, std::string& padding,
+                         std::vector<std::int64_t>& dilation_rate);
+
 // ShapeError unless `shape` has `rank` dimensions; layout describes them ("(batch, height, width, channels)").
 void expect_input_rank(const Layer& layer, const Shape& shape, int rank, const char* layout);
 // ShapeError unless the dimension at `axis` is known (channels, features).

@@ -63,6 +63,21 @@ std::vector<Sample> samples() {
                                   .name = "tconv"}),
       {{4, 4, 2}});
   add(Cropping2D(std::vector<std::vector<std::int64_t>>{{1, 0}, {2, 1}}, {.name = "crop2d"}), {{4, 5, 2}});
+  add(Conv3D(4, {3, 2, 2}, {.strides = {1, 2, 1}, .padding = "same", .groups = 2, .activation = "relu",
+                            .kernel_initializer = "he_normal", .kernel_regularizer = regularizers::l2(0.01),
+                            .bias_constraint = constraints::non_neg(), .name = "conv3d"}),
+      {{4, 5, 4, 2}});
+  add(Conv3DTranspose(3, {3, 3, 3}, {.strides = {2, 2, 1}, .padding = "same", .output_padding = {1, 0, 0},
+                                     .activation = "tanh", .use_bias = false,
+                                     .kernel_constraint = constraints::max_norm(2.0), .name = "tconv3d"}),
+      {{2, 3, 3, 2}});
+  add(Cropping3D(std::vector<std::vector<std::int64_t>>{{1, 0}, {0, 2}, {1, 1}}, {.name = "crop3d"}), {{3, 4, 4, 2}});
+  add(MaxPooling3D({2, 2, 1}, {.strides = {1, 2, 1}, .padding = "same", .name = "max_pool3d"}), {{4, 4, 3, 2}});
+  add(AveragePooling3D({2, 1, 2}, {.name = "avg_pool3d"}), {{4, 4, 4, 1}});
+  add(GlobalAveragePooling3D({.keepdims = true, .name = "gap3d"}), {{2, 3, 2, 2}});
+  add(GlobalMaxPooling3D({.name = "gmp3d"}), {{2, 3, 2, 2}});
+  add(UpSampling3D({2, 1, 3}, {.name = "up3d"}), {{2, 2, 2, 1}});
+  add(ZeroPadding3D(std::vector<std::vector<std::int64_t>>{{1, 2}, {0, 1}, {2, 0}}, {.name = "pad3d"}), {{2, 2, 2, 1}});
   add(DepthwiseConv2D({3, 3}, {.strides = {2}, .padding = "same", .depth_multiplier = 2,
                                .depthwise_regularizer = regularizers::l2(0.1), .name = "dw"}),
       {{5, 5, 3}});
@@ -192,7 +207,9 @@ TEST_CASE("layer configs: every registered layer survives get_config -> layer_fr
                                                  "Convolution1D", "MaxPool1D", "AvgPool1D", "GlobalAvgPool1D",
                                                  "GlobalMaxPool1D", "CuDNNLSTM", "CuDNNGRU",
                                                  "GlobalMaxPool2D", "Convolution2DTranspose", "Deconvolution2D",
-                                                 "SeparableConvolution2D"};
+                                                 "SeparableConvolution2D", "Convolution3D", "Convolution3DTranspose",
+                                                 "Deconvolution3D", "MaxPool3D", "AvgPool3D", "GlobalAvgPool3D",
+                                                 "GlobalMaxPool3D"};
     if (!elsewhere.count(name)) CHECK_MESSAGE(covered.count(name), "no round-trip sample for " << name);
   }
 }
