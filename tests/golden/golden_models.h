@@ -408,6 +408,29 @@ inline ModelPtr conv_family() {
   return std::make_shared<Model>(in, out, "conv_family");
 }
 
+// The 3-D layers (make_golden.py's case_conv3d_family).
+inline ModelPtr conv3d_family() {
+  using Pairs = std::vector<std::vector<std::int64_t>>;
+  auto in = L::Input({4, 5, 4, 2}, {.name = "in"});
+  auto c = L::Conv3D(4, {2, 3, 2}, {.padding = "same", .groups = 2, .activation = "tanh", .name = "conv"})(in);
+  auto p = L::MaxPooling3D(2, {.padding = "same", .name = "max"})(c);                                  // (2, 3, 2, 4)
+  auto z = L::ZeroPadding3D(Pairs{{1, 0}, {0, 1}, {1, 1}}, {.name = "pad"})(p);                        // (3, 4, 4, 4)
+  auto d = L::Conv3D(3, 2, {.strides = {1, 2, 2}, .activation = "tanh", .name = "conv_strided"})(z);   // (2, 2, 2, 3)
+  auto t = L::Conv3DTranspose(3, 3, {.strides = {2}, .padding = "same", .output_padding = {1, 0, 1},
+                                     .activation = "tanh", .name = "tconv"})(d);                       // (4, 3, 4, 3)
+  auto tv = L::Conv3DTranspose(2, {2, 2, 3}, {.strides = {1, 2, 1}, .padding = "valid", .activation = "tanh",
+                                              .name = "tconv_valid"})(d);                              // (3, 4, 4, 2)
+  auto a = L::AveragePooling3D(2, {.strides = {1, 1, 2}, .padding = "same", .name = "avg"})(t);        // (4, 3, 2, 3)
+  auto u = L::UpSampling3D({1, 2, 2}, {.name = "up"})(tv);                                             // (3, 8, 8, 2)
+  auto k = L::Cropping3D(Pairs{{1, 0}, {2, 3}, {1, 2}}, {.name = "crop"})(u);                          // (2, 3, 5, 2)
+  auto dl = L::Conv3D(2, 2, {.padding = "same", .dilation_rate = {1, 2, 1}, .activation = "tanh",
+                             .name = "conv_dilated"})(k);
+  auto f = L::Concatenate({.name = "cat"})(
+      {L::GlobalAveragePooling3D({.name = "gap"})(a), L::GlobalMaxPooling3D({.name = "gmp"})(dl)});
+  auto out = L::Dense(3, {.name = "out"})(f);
+  return std::make_shared<Model>(in, out, "conv3d_family");
+}
+
 // The noise layers at inference (SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout) and
 // activity penalties in evaluate's loss.
 inline ModelPtr noise_layers() {

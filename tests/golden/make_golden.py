@@ -681,6 +681,34 @@ def case_conv_family():
                             "(computed in float64)")
 
 
+def case_conv3d_family():
+    rng = rng_for("conv3d_family")
+    inp = keras.Input((4, 5, 4, 2), name="in")
+    c = L.Conv3D(4, (2, 3, 2), padding="same", groups=2, activation="tanh", name="conv")(inp)      # (4, 5, 4, 4)
+    p = L.MaxPooling3D(2, padding="same", name="max")(c)                                          # (2, 3, 2, 4)
+    z = L.ZeroPadding3D(((1, 0), (0, 1), (1, 1)), name="pad")(p)                                  # (3, 4, 4, 4)
+    d = L.Conv3D(3, 2, strides=(1, 2, 2), activation="tanh", name="conv_strided")(z)              # (2, 2, 2, 3)
+    t = L.Conv3DTranspose(3, 3, strides=2, padding="same", output_padding=(1, 0, 1), activation="tanh",
+                          name="tconv")(d)                                                         # (4, 3, 4, 3)
+    tv = L.Conv3DTranspose(2, (2, 2, 3), strides=(1, 2, 1), padding="valid", activation="tanh",
+                           name="tconv_valid")(d)                                                  # (3, 4, 4, 2)
+    a = L.AveragePooling3D(2, strides=(1, 1, 2), padding="same", name="avg")(t)                   # (4, 3, 2, 3)
+    u = L.UpSampling3D((1, 2, 2), name="up")(tv)                                                  # (3, 8, 8, 2)
+    k = L.Cropping3D(((1, 0), (2, 3), (1, 2)), name="crop")(u)                                    # (2, 3, 5, 2)
+    dl = L.Conv3D(2, 2, padding="same", dilation_rate=(1, 2, 1), activation="tanh", name="conv_dilated")(k)
+    f = L.Concatenate(name="cat")([L.GlobalAveragePooling3D(name="gap")(a), L.GlobalMaxPooling3D(name="gmp")(dl)])
+    out = L.Dense(3, name="out")(f)
+    model = keras.Model(inp, out, name="conv3d_family")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 4, 5, 4, 2), 0.3)], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional; Conv3D groups 2 same tanh, MaxPooling3D same, ZeroPadding3D pairs, Conv3D "
+                            "strides (1, 2, 2) valid, Conv3DTranspose strides 2 same output_padding (1, 0, 1) and "
+                            "(1, 2, 1) valid, AveragePooling3D same strides (1, 1, 2), UpSampling3D (1, 2, 2), "
+                            "Cropping3D pairs, Conv3D dilation (1, 2, 1), GlobalAveragePooling3D, "
+                            "GlobalMaxPooling3D, Concatenate, Dense; mean_squared_error (float32: TF has no float64 3-D pooling)")
+
+
 def case_preprocessing():
     rng = rng_for("preprocessing")
     inp = keras.Input((9, 12, 2), name="in")
@@ -710,7 +738,7 @@ CASES = {
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
-    "conv_family": case_conv_family, "preprocessing": case_preprocessing,
+    "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing,
     "noise_layers": case_noise_layers, "activity_regularization": case_activity_regularization,
 }
 

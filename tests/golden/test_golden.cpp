@@ -228,6 +228,7 @@ const std::vector<Case>& cases() {
       {"attention_masks", attention_masks, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"others", others, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"conv3d_family", conv3d_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"preprocessing", preprocessing, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"noise_layers", noise_layers, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"activity_regularization", activity_regularization, losses::MeanSquaredError(),
@@ -527,6 +528,9 @@ TEST_CASE("golden: activity_regularization (activity_regularizer and ActivityReg
 }
 TEST_CASE("golden: conv_family (grouped, depthwise, separable and transposed convolutions; UpSampling2D, Cropping2D)") {
   check_case(find_case("conv_family"));
+}
+TEST_CASE("golden: conv3d_family (Conv3D, Conv3DTranspose, 3-D pooling, UpSampling3D, ZeroPadding3D, Cropping3D)") {
+  check_case(find_case("conv3d_family"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));
