@@ -1,8 +1,9 @@
-// The CUDA kernel table entries of conv2d, conv2d_backward_data and conv2d_backward_filter, on cuDNN.
+// The CUDA kernel table entries of conv2d, conv2d_backward_data and conv2d_backward_filter, on cuDNN,
+// and of conv3d and its ops: the same kernels, which read a rank-5 x as NDHWC (cuDNN's Nd descriptors).
 //
-// Layout: x, y, dx, dy stay NHWC (CUDNN_TENSOR_NHWC). Keras's kernel (kh, kw, in, out) (HWIO) is no
-// cuDNN filter format, so it is copied to (out, kh, kw, in) (KRSC, cuDNN's NHWC filter format) before
-// use, and dkernel is computed in KRSC and copied back.
+// Layout: x, y, dx, dy stay NHWC (CUDNN_TENSOR_NHWC; NDHWC strides for 3-D). Keras's kernel (kh, kw, in,
+// out) (HWIO) is no cuDNN filter format, so it is copied to (out, kh, kw, in) (KRSC, cuDNN's NHWC filter
+// format; (out, kd, kh, kw, in) for 3-D) before use, and dkernel is computed in KRSC and copied back.
 // Padding: cuDNN pads symmetrically; TF's "same" puts the odd row/column at the end, so that extra
 // part goes into an explicit zero-padded copy of x (and dx is computed padded and cropped); see
 // cudnn_conv_plan.h.
@@ -32,13 +33,33 @@ struct CudnnConv {
   ConvGeometry g;
   CudnnConvPlan plan;
   cudnnDataType_t type;
-  TensorDescriptor x;  // (batch, padded_h, padded_w, in_c)
-  TensorDescriptor y;  // (batch, out_h, out_w, out_c)
-  FilterDescriptor w;  // (out_c, kh, kw, in_c / groups)
+  TensorDescriptor x;  // (batch, [padded_d,] padded_h, padded_w, in_c)
+  TensorDescriptor y;  // (batch, [out_d,] out_h, out_w, out_c)
+  FilterDescriptor w;  // (out_c, [kd,] kh, kw, in_c / groups)
   ConvolutionDescriptor conv;
 };
 
-// x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, oh, ow, c_out).
+// The Nd descriptors of a conv3d (g.spatial == 3) in c, and a check of cuDNN's output size.
+void set_conv3d(const KernelContext& ctx, CudnnConv& c, const Shape& y) {
+  const ConvGeometry& g = c.g;
+  const CudnnConvPlan& plan = c.plan;
+  c.x = ndhwc_tensor(g.batch, plan.padded_d, plan.padded_h, plan.padded_w, g.in_c, c.type);
+  c.y = ndhwc_tensor(g.batch, g.out_d, g.out_h, g.out_w, g.out_c, c.type);
+  c.w = ktrsc_filter(g.out_c, g.kernel_d, g.kernel_h, g.kernel_w, g.in_c / g.groups, c.type);
+  const int pads[3] = {static_cast<int>(plan.pad_d), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w)};
+  const int strides[3] = {static_cast<int>(g.stride_d), static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)};
+  const int dilation[3] = {static_cast<int>(g.dilation_d), static_cast<int>(g.dilation_h),
+                           static_cast<int>(g.dilation_w)};
+  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(c.conv.get(), 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, c.type));
+  int out[5] = {};  // (n, c, d, h, w)
+  CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(c.conv.get(), c.x.get(), c.w.get(), 5, out));
+  if (out[0] != g.batch || out[1] != g.out_c || out[2] != g.out_d || out[3] != g.out_h || out[4] != g.out_w)
+    raise<ShapeError>("{} on {}: cuDNN computes an output ({}, {}, {}, {}, {}) but the node's is {}", ctx.node.op(),
+                      ctx.device.name(), out[0], out[2], out[3], out[4], out[1], y.to_string());
+}
+
+// x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, oh, ow, c_out); or rank 5
+// with a depth axis first (conv3d).
 CudnnConv make_conv(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y, DType dtype) {
   const Attrs& attrs = ctx.attrs();
   const ConvGeometry g = conv_geometry(x, kernel, y, attrs.get_ints("strides"),
@@ -46,6 +67,13 @@ CudnnConv make_conv(const KernelContext& ctx, const Shape& x, const Shape& kerne
                                        attrs.get_string("padding") == "same", dtype, attrs.get_int("groups", 1));
   const CudnnConvPlan plan = plan_cudnn_conv(g);
   const cudnnDataType_t type = cudnn_data_type(dtype, ctx.node.op().c_str());
+  if (g.spatial == 3) {
+    CudnnConv c{.g = g, .plan = plan, .type = type};
+    set_conv3d(ctx, c, y);
+    CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv.get(), static_cast<int>(g.groups)));
+    return c;
+  }
   CudnnConv c{.g = g,
               .plan = plan,
               .type = type,
@@ -181,21 +209,41 @@ Tensor workspace_for(CudaDevice& gpu, const AlgoChoice& algo) {
 
 void* workspace_ptr(const Tensor& workspace) { return workspace.defined() ? workspace.raw_data() : nullptr; }
 
-// Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in), and back.
+// cuDNN's KRSC filter shape: (out, kh, kw, in / groups), or (out, kd, kh, kw, in / groups) for conv3d.
+Shape krsc_shape(const CudnnConv& c) {
+  const ConvGeometry& g = c.g;
+  if (g.spatial == 3) return {g.out_c, g.kernel_d, g.kernel_h, g.kernel_w, g.in_c / g.groups};
+  return {g.out_c, g.kernel_h, g.kernel_w, g.in_c / g.groups};
+}
+
+// Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in) (a depth axis alike), and back.
 Tensor to_krsc(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
-  Tensor krsc = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c / c.g.groups}, hwio.dtype());
-  transpose(gpu, op_names::conv2d, hwio, krsc, {3, 0, 1, 2});
+  Tensor krsc = scratch(gpu, krsc_shape(c), hwio.dtype());
+  transpose(gpu, op_names::conv2d, hwio, krsc,
+            c.g.spatial == 3 ? std::vector<std::int64_t>{4, 0, 1, 2, 3} : std::vector<std::int64_t>{3, 0, 1, 2});
   return krsc;
 }
 
-// Where x (batch, h, w, c) sits in its padded copy (batch, padded_h, padded_w, c).
-std::vector<std::int64_t> padded_origin(const CudnnConv& c) { return {0, c.plan.extra_top, c.plan.extra_left, 0}; }
+std::vector<std::int64_t> from_krsc_perm(const CudnnConv& c) {
+  return c.g.spatial == 3 ? std::vector<std::int64_t>{1, 2, 3, 4, 0} : std::vector<std::int64_t>{1, 2, 3, 0};
+}
+
+// x's padded extent (batch, [padded_d,] padded_h, padded_w, c) and where x sits in it.
+Shape padded_shape(const CudnnConv& c) {
+  if (c.g.spatial == 3) return {c.g.batch, c.plan.padded_d, c.plan.padded_h, c.plan.padded_w, c.g.in_c};
+  return {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c};
+}
+std::vector<std::int64_t> padded_origin(const CudnnConv& c) {
+  if (c.g.spatial == 3) return {0, c.plan.extra_front, c.plan.extra_top, c.plan.extra_left, 0};
+  return {0, c.plan.extra_top, c.plan.extra_left, 0};
+}
+std::vector<std::int64_t> zero_origin(const CudnnConv& c) { return std::vector<std::int64_t>(c.g.spatial + 2, 0); }
 
 // x inside zeros of the padded extent (the plan's explicit part of TF's "same" padding).
 Tensor padded_copy(CudaDevice& gpu, const CudnnConv& c, const Tensor& x) {
-  Tensor padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, x.dtype());
+  Tensor padded = scratch(gpu, padded_shape(c), x.dtype());
   CUDA_CHECK(cudaMemsetAsync(padded.raw_data(), 0, padded.nbytes(), gpu.stream()));
-  copy_box(gpu, op_names::conv2d, x, {0, 0, 0, 0}, padded, padded_origin(c), x.shape().dims());
+  copy_box(gpu, op_names::conv2d, x, zero_origin(c), padded, padded_origin(c), x.shape().dims());
   return padded;
 }
 
@@ -248,8 +296,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
     const Tensor w = to_krsc(gpu, c, kernel);
     Tensor padded;  // (batch, padded_h, padded_w, c_in): dx of the padded copy of x
-    if (c.plan.explicit_padding)
-      padded = scratch(gpu, {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c}, dx.dtype());
+    if (c.plan.explicit_padding) padded = scratch(gpu, padded_shape(c), dx.dtype());
     T* out = c.plan.explicit_padding ? padded.data<T>() : dx.data<T>();
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionBackwardData(gpu.cudnn(), kOne.of(c.type), c.w.get(), w.data<T>(), c.y.get(),
@@ -258,7 +305,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
                                              workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                              c.x.get(), out));
     if (c.plan.explicit_padding)
-      copy_box(gpu, op_names::conv2d_backward_data, padded, padded_origin(c), dx, {0, 0, 0, 0}, dx.shape().dims());
+      copy_box(gpu, op_names::conv2d_backward_data, padded, padded_origin(c), dx, zero_origin(c), dx.shape().dims());
   });
 }
 
@@ -278,13 +325,13 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
     const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
-    Tensor w = scratch(gpu, {c.g.out_c, c.g.kernel_h, c.g.kernel_w, c.g.in_c / c.g.groups}, dk.dtype());  // KRSC
+    Tensor w = scratch(gpu, krsc_shape(c), dk.dtype());  // KRSC
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.y.get(), dy.data<T>(),
                                                c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
                                                workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                                c.w.get(), w.data<T>()));
-    transpose(gpu, op_names::conv2d_backward_filter, w, dk, {1, 2, 3, 0});  // KRSC -> Keras's HWIO
+    transpose(gpu, op_names::conv2d_backward_filter, w, dk, from_krsc_perm(c));  // KRSC -> Keras's HWIO
   });
 }
 
@@ -296,6 +343,11 @@ void register_conv_kernels() {
   register_kernel(op_names::conv2d_backward_data, cuda, conv2d_backward_data_kernel);
   register_kernel(op_names::conv2d_backward_filter, cuda, conv2d_backward_filter_kernel);
   register_kernel(op_names::conv2d_transpose, cuda, conv2d_backward_data_kernel);  // (x, kernel): dy's place
+  // conv3d: the same kernels on rank-5 tensors.
+  register_kernel(op_names::conv3d, cuda, conv2d_kernel);
+  register_kernel(op_names::conv3d_backward_data, cuda, conv2d_backward_data_kernel);
+  register_kernel(op_names::conv3d_backward_filter, cuda, conv2d_backward_filter_kernel);
+  register_kernel(op_names::conv3d_transpose, cuda, conv2d_backward_data_kernel);
 }
 
 }  // namespace tower::cuda

@@ -246,6 +246,7 @@ void register_cuda_backend() {
   cuda::register_loss_kernels();
   cuda::register_conv_kernels();
   cuda::register_pool_kernels();
+  cuda::register_pool3d_kernels();
   cuda::register_image_kernels();
   cuda::register_normalization_kernels();
   cuda::register_recurrent_kernels();

@@ -10,27 +10,39 @@ namespace tower::cuda {
 ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
                            const std::vector<std::int64_t>& dilation, bool same, DType dtype,
                            std::int64_t groups) {
-  if (groups < 1 || x[3] != kernel[2] * groups || kernel[3] % groups != 0)
-    raise<ShapeError>("conv2d on the GPU: x {} and kernel {} do not split into {} groups", x.to_string(),
+  const int rank = x.rank();
+  const int a = rank == 5 ? 1 : 0;  // the first of height and width after a depth axis
+  if ((rank != 4 && rank != 5) || kernel.rank() != rank || y.rank() != rank || groups < 1 ||
+      x[rank - 1] != kernel[rank - 2] * groups || kernel[rank - 1] % groups != 0)
+    raise<ShapeError>("conv{}d on the GPU: x {} and kernel {} do not split into {} groups", rank - 2, x.to_string(),
                       kernel.to_string(), groups);
   ConvGeometry g{.batch = x[0],
-                 .in_h = x[1],
-                 .in_w = x[2],
-                 .in_c = x[3],
-                 .out_h = y[1],
-                 .out_w = y[2],
-                 .out_c = kernel[3],
+                 .in_h = x[1 + a],
+                 .in_w = x[2 + a],
+                 .in_c = x[rank - 1],
+                 .out_h = y[1 + a],
+                 .out_w = y[2 + a],
+                 .out_c = kernel[rank - 1],
                  .groups = groups,
-                 .kernel_h = kernel[0],
-                 .kernel_w = kernel[1],
-                 .stride_h = strides.at(0),
-                 .stride_w = strides.at(1),
-                 .dilation_h = dilation.empty() ? 1 : dilation.at(0),
-                 .dilation_w = dilation.empty() ? 1 : dilation.at(1),
-                 .dtype = dtype};
+                 .kernel_h = kernel[0 + a],
+                 .kernel_w = kernel[1 + a],
+                 .stride_h = strides.at(0 + a),
+                 .stride_w = strides.at(1 + a),
+                 .dilation_h = dilation.empty() ? 1 : dilation.at(0 + a),
+                 .dilation_w = dilation.empty() ? 1 : dilation.at(1 + a),
+                 .dtype = dtype,
+                 .spatial = rank - 2};
+  if (rank == 5) {
+    g.in_d = x[1];
+    g.out_d = y[1];
+    g.kernel_d = kernel[0];
+    g.stride_d = strides.at(0);
+    g.dilation_d = dilation.empty() ? 1 : dilation.at(0);
+  }
   if (same) {
     g.pad_h = same_padding(g.in_h, g.out_h, g.kernel_h, g.stride_h, g.dilation_h);
     g.pad_w = same_padding(g.in_w, g.out_w, g.kernel_w, g.stride_w, g.dilation_w);
+    if (rank == 5) g.pad_d = same_padding(g.in_d, g.out_d, g.kernel_d, g.stride_d, g.dilation_d);
   }
   return g;
 }
@@ -48,7 +60,14 @@ CudnnConvPlan plan_cudnn_conv(const ConvGeometry& g) {
   p.extra_left = g.pad_w.before - p.pad_w;
   p.padded_h = g.in_h + (g.pad_h.before + g.pad_h.after - 2 * p.pad_h);
   p.padded_w = g.in_w + (g.pad_w.before + g.pad_w.after - 2 * p.pad_w);
-  p.explicit_padding = p.padded_h != g.in_h || p.padded_w != g.in_w;
+  p.pad_d = std::min(g.pad_d.before, g.pad_d.after);
+  p.extra_front = g.pad_d.before - p.pad_d;
+  p.padded_d = g.in_d + (g.pad_d.before + g.pad_d.after - 2 * p.pad_d);
+  p.explicit_padding = p.padded_h != g.in_h || p.padded_w != g.in_w || p.padded_d != g.in_d;
+  if (cudnn_output_length(p.padded_d, p.pad_d, g.kernel_d, g.stride_d, g.dilation_d) != g.out_d)
+    raise<ShapeError>("conv3d on the GPU: depth {} padded to {} (cuDNN padding {}) with a kernel of {}, stride {} and "
+                      "dilation {} does not give the output depth {}",
+                      g.in_d, p.padded_d, p.pad_d, g.kernel_d, g.stride_d, g.dilation_d, g.out_d);
   const std::int64_t oh = cudnn_output_length(p.padded_h, p.pad_h, g.kernel_h, g.stride_h, g.dilation_h);
   const std::int64_t ow = cudnn_output_length(p.padded_w, p.pad_w, g.kernel_w, g.stride_w, g.dilation_w);
   if (oh != g.out_h || ow != g.out_w)
@@ -86,7 +105,8 @@ std::size_t ConvKeyHash::operator()(const ConvKey& key) const {
                                  g.out_w,        g.out_c,        g.kernel_h,    g.kernel_w,   g.stride_h,
                                  g.stride_w,     g.dilation_h,   g.dilation_w,  g.pad_h.before, g.pad_h.after,
                                  g.pad_w.before, g.pad_w.after,  g.groups, static_cast<std::int64_t>(g.dtype),
-                                 static_cast<std::int64_t>(key.pass)};
+                                 static_cast<std::int64_t>(key.pass), g.spatial, g.in_d, g.out_d, g.kernel_d,
+                                 g.stride_d, g.dilation_d, g.pad_d.before, g.pad_d.after};
   std::size_t h = 0;
   for (std::int64_t f : fields) h = h * 1000003u ^ std::hash<std::int64_t>{}(f);  // order matters
   return h;

@@ -24,8 +24,9 @@ using Padding = window::Pad;
 using window::same_padding;
 
 // One conv2d, NHWC: x (batch, in_h, in_w, in_c) * kernel (kernel_h, kernel_w, in_c / groups, out_c) ->
-// y (batch, out_h, out_w, out_c). The key of the algorithm cache, so every field that changes the
-// convolution is here.
+// y (batch, out_h, out_w, out_c), or one conv3d, NDHWC, with a depth axis before height (spatial = 3,
+// the *_d fields; a conv2d leaves them 1). The key of the algorithm cache, so every field that changes
+// the convolution is here.
 struct ConvGeometry {
   std::int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
   std::int64_t out_h = 0, out_w = 0, out_c = 0;
@@ -34,11 +35,15 @@ struct ConvGeometry {
   std::int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   Padding pad_h, pad_w;
   DType dtype = DType::float32;
+  int spatial = 2;  // 2: conv2d; 3: conv3d
+  std::int64_t in_d = 1, out_d = 1, kernel_d = 1, stride_d = 1, dilation_d = 1;
+  Padding pad_d;
   bool operator==(const ConvGeometry&) const = default;
 };
 
 // The geometry from x (batch, h, w, c_in), the kernel (kh, kw, c_in / groups, c_out), the output
-// (batch, oh, ow, c_out) the shape function gave, the strides, dilation and padding ("same" or "valid").
+// (batch, oh, ow, c_out) the shape function gave, the strides, dilation and padding ("same" or "valid");
+// or with rank-5 shapes (a depth axis first) and three strides and dilations, a conv3d's.
 ConvGeometry conv_geometry(const Shape& x, const Shape& kernel, const Shape& y, const std::vector<std::int64_t>& strides,
                            const std::vector<std::int64_t>& dilation, bool same, DType dtype,
                            std::int64_t groups = 1);
@@ -55,6 +60,7 @@ struct CudnnConvPlan {
   std::int64_t extra_top = 0, extra_left = 0;  // where x sits in the padded copy
   std::int64_t pad_h = 0, pad_w = 0;           // cuDNN's symmetric padding
   bool explicit_padding = false;               // a padded copy of x (and of dx) is needed
+  std::int64_t padded_d = 1, extra_front = 0, pad_d = 0;  // the depth axis of a conv3d, alike
 };
 
 // Throws ShapeError when the plan's cuDNN output would not be (out_h, out_w) (an inconsistent geometry).

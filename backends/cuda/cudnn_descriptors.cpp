@@ -40,4 +40,25 @@ FilterDescriptor krsc_filter(std::int64_t k, std::int64_t r, std::int64_t s, std
   return d;
 }
 
+TensorDescriptor ndhwc_tensor(std::int64_t n, std::int64_t d, std::int64_t h, std::int64_t w, std::int64_t c,
+                              cudnnDataType_t type) {
+  TensorDescriptor desc;
+  // Dimensions in cuDNN's (n, c, d, h, w) order, strides of the NDHWC layout in memory.
+  const int dims[5] = {to_int(n, "batch"), to_int(c, "channel"), to_int(d, "depth"), to_int(h, "height"),
+                       to_int(w, "width")};
+  const int strides[5] = {to_int(d * h * w * c, "volume"), 1, to_int(h * w * c, "plane"), to_int(w * c, "row"),
+                          to_int(c, "channel")};
+  CUDNN_CHECK(cudnnSetTensorNdDescriptor(desc.get(), type, 5, dims, strides));
+  return desc;
+}
+
+FilterDescriptor ktrsc_filter(std::int64_t k, std::int64_t t, std::int64_t r, std::int64_t s, std::int64_t c,
+                              cudnnDataType_t type) {
+  FilterDescriptor desc;
+  const int dims[5] = {to_int(k, "filter"), to_int(c, "input channel"), to_int(t, "kernel depth"),
+                       to_int(r, "kernel height"), to_int(s, "kernel width")};
+  CUDNN_CHECK(cudnnSetFilterNdDescriptor(desc.get(), type, CUDNN_TENSOR_NHWC, 5, dims));
+  return desc;
+}
+
 }  // namespace tower::cuda

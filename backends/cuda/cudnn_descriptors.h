@@ -48,4 +48,11 @@ TensorDescriptor nhwc_tensor(std::int64_t n, std::int64_t h, std::int64_t w, std
 // A filter (k, r, s, c) in memory (KRSC: cuDNN's CUDNN_TENSOR_NHWC filter format).
 FilterDescriptor krsc_filter(std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t c, cudnnDataType_t type);
 
+// An NDHWC tensor (n, d, h, w, c), through cudnnSetTensorNdDescriptor with NDHWC strides.
+TensorDescriptor ndhwc_tensor(std::int64_t n, std::int64_t d, std::int64_t h, std::int64_t w, std::int64_t c,
+                              cudnnDataType_t type);
+// A 3-D filter (k, t, r, s, c) in memory (cuDNN's CUDNN_TENSOR_NHWC filter format with a depth axis).
+FilterDescriptor ktrsc_filter(std::int64_t k, std::int64_t t, std::int64_t r, std::int64_t s, std::int64_t c,
+                              cudnnDataType_t type);
+
 }  // namespace tower::cuda

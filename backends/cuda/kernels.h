@@ -11,9 +11,10 @@ void register_dropout_kernels();      // dropout_ops.cpp + dropout_kernels.cu: t
 void register_math_kernels();         // math_ops.cpp + math_kernels.cu: arithmetic, sum_to, matmul (cuBLAS), bias_add
 void register_array_kernels();        // array_ops.cpp + array_kernels.cu: reshape, transpose, concat, slice, pad ...
 void register_loss_kernels();         // loss_ops.cpp + loss_kernels.cu: cross-entropies, mean squared / absolute error
-void register_conv_kernels();         // conv_ops.cpp: conv2d and its two backward ops (cuDNN)
+void register_conv_kernels();         // conv_ops.cpp: conv2d, conv3d and their backward ops (cuDNN)
 void register_image_kernels();        // image_ops.cpp + image_kernels.cu: resize and its gradient
 void register_pool_kernels();         // pool_ops.cpp + pool_kernels.cu: max/avg pooling and their gradients
+void register_pool3d_kernels();       // pool3d_ops.cpp + pool3d_kernels.cu: 3-D max/avg pooling and their gradients
 void register_normalization_kernels();   // normalization_ops.cpp + normalization_kernels.cu: batch and layer norm
 void register_recurrent_kernels();    // recurrent_ops.cpp + recurrent_kernels.cu: simple_rnn, lstm, gru and gradients
 void register_attention_kernels();    // attention_ops.cpp + attention_kernels.cu: dot_product_attention (cuBLAS)

@@ -238,6 +238,89 @@ TEST_CASE("cuda: max and average pooling and their gradients match the CPU, ties
     }
 }
 
+TEST_CASE("cuda: conv3d, its backward ops and conv3d_transpose (cuDNN Nd descriptors) match the CPU") {
+  struct Case {
+    const char* name;
+    Shape x, kernel;
+    ops::Conv3DArgs args;
+  };
+  const std::vector<Case> cases = {
+      {"3x3x3 valid", {2, 5, 6, 5, 3}, {3, 3, 3, 3, 4}, {}},
+      {"strides (2, 1, 2) same (asymmetric padding, explicit copy)", {2, 6, 5, 7, 2}, {3, 2, 3, 2, 3},
+       {.strides = {2, 1, 2}, .padding = "same"}},
+      {"dilation (2, 1, 2) same", {1, 6, 5, 6, 2}, {2, 3, 2, 2, 3}, {.padding = "same", .dilation_rate = {2, 1, 2}}},
+      {"2 groups same", {2, 4, 5, 4, 4}, {3, 3, 2, 2, 6}, {.padding = "same", .groups = 2}},
+  };
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(c.name);
+      const ops::Conv3DArgs args = c.args;
+      Tensor x = random(c.x, 141, dtype);
+      Tensor kernel = random(c.kernel, 142, dtype);
+      Graph shapes;
+      const Shape y_shape =
+          ops::conv3d(shapes.placeholder(c.x, dtype, "x"), shapes.placeholder(c.kernel, dtype, "k"), args).shape();
+      Tensor dy = random(y_shape, 143, dtype);
+      const Tolerance t = tolerance(dtype);
+      check_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv3d(v[0], v[1], args); }, t.rtol,
+                   t.atol);
+      check_parity({dy, kernel, x},
+                   [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_data(v[0], v[1], v[2], args); },
+                   t.rtol, t.atol);
+      const Tolerance tf = tolerance(dtype, 1e-4);
+      check_parity({x, dy, kernel},
+                   [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_filter(v[0], v[1], v[2], args); },
+                   tf.rtol, tf.atol);
+    }
+  for (DType dtype : {DType::float32, DType::float64}) {
+    const Tolerance t = tolerance(dtype);
+    Tensor x = random({2, 3, 4, 3, 3}, 144, dtype);
+    Tensor kernel = random({3, 3, 3, 2, 3}, 145, dtype);  // (kd, kh, kw, filters, in)
+    check_parity({x, kernel},
+                 [](std::vector<SymbolicTensor> v) {
+                   return ops::conv3d_transpose(v[0], v[1], {.strides = {2, 2, 1}, .padding = "same"}, {1, 0, 0});
+                 },
+                 t.rtol, t.atol);
+  }
+}
+
+TEST_CASE("cuda: 3-D max and average pooling and their gradients match the CPU, ties routed as the CPU routes them") {
+  const std::vector<std::pair<Shape, ops::Pool3DArgs>> cases = {
+      {{2, 4, 6, 5, 3}, {}},
+      {{2, 5, 6, 7, 2}, {.pool_size = {3, 3, 2}, .strides = {2, 1, 2}, .padding = "same"}},
+      {{1, 5, 5, 4, 3}, {.pool_size = {2, 3, 2}, .strides = {1, 2, 1}, .padding = "valid"}},
+  };
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const auto& [shape, args] : cases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(shape.to_string());
+      std::vector<double> values(static_cast<std::size_t>(shape.num_elements()));
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 7 + i / 5) % 4);
+      Tensor ties = Tensor::from_vector<double>(shape, values);  // float64: cast to dtype in the graph
+      Tensor x = random(shape, 151, dtype);
+      Graph shapes;
+      const Shape y_shape = ops::max_pool3d(shapes.placeholder(shape, dtype, "x"), args).shape();
+      Tensor dy = random(y_shape, 152, dtype);
+      const Tolerance t = tolerance(dtype);
+      for (const Tensor& input : {x, ties}) {
+        check_parity({input},
+                     [&](std::vector<SymbolicTensor> v) { return ops::max_pool3d(ops::cast(v[0], dtype), args); }, 0, 0);
+        check_parity({dy, input},
+                     [&](std::vector<SymbolicTensor> v) {
+                       auto xi = ops::cast(v[1], dtype);
+                       return ops::max_pool3d_grad(v[0], xi, ops::max_pool3d(xi, args), args);
+                     },
+                     t.rtol, t.atol);
+        check_parity({input},
+                     [&](std::vector<SymbolicTensor> v) { return ops::avg_pool3d(ops::cast(v[0], dtype), args); },
+                     t.rtol, t.atol);
+      }
+      check_parity({dy, x}, [&](std::vector<SymbolicTensor> v) { return ops::avg_pool3d_grad(v[0], v[1], args); },
+                   t.rtol, t.atol);
+    }
+}
+
 TEST_CASE("cuda: batch normalization (training, inference and their gradients) matches the CPU") {
   // Rank 2 and 4; 4356 rows spread over several partial sums on the GPU; epsilon below cuDNN's minimum.
   const std::vector<Shape> shapes = {{64, 5}, {4, 5, 6, 7}, {4, 33, 33, 16}, {3, 40}};

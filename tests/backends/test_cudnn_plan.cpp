@@ -57,6 +57,38 @@ TEST_CASE("conv_geometry reads shapes, strides, dilation and padding") {
             .dilation_w == 1);
 }
 
+TEST_CASE("conv_geometry and plan_cudnn_conv of a conv3d: the depth axis read, padded and planned like the others") {
+  // x (2, 5, 6, 7, 3), kernel (2, 3, 3, 3, 4), strides (2, 1, 2), "same": TF pads depth (0, 1), height
+  // (1, 1) and width (1, 1); the odd depth row is explicit.
+  const ConvGeometry g = conv_geometry(Shape{2, 5, 6, 7, 3}, Shape{2, 3, 3, 3, 4}, Shape{2, 3, 6, 4, 4}, {2, 1, 2},
+                                       {1, 1, 1}, true, DType::float32);
+  CHECK(g.spatial == 3);
+  CHECK(g.in_d == 5);
+  CHECK(g.in_h == 6);
+  CHECK(g.in_w == 7);
+  CHECK(g.out_d == 3);
+  CHECK(g.kernel_d == 2);
+  CHECK(g.stride_d == 2);
+  CHECK(g.pad_d == Padding{0, 1});
+  CHECK(g.pad_h == Padding{1, 1});
+  const CudnnConvPlan p = plan_cudnn_conv(g);
+  CHECK(p.explicit_padding);
+  CHECK(p.padded_d == 6);
+  CHECK(p.extra_front == 0);
+  CHECK(p.pad_d == 0);
+  CHECK(p.pad_h == 1);
+  CHECK(p.padded_h == 6);
+  // A conv2d leaves the depth fields at 1 and the two geometries are different cache keys.
+  const ConvGeometry flat =
+      conv_geometry(Shape{2, 6, 7, 3}, Shape{3, 3, 3, 4}, Shape{2, 6, 4, 4}, {1, 2}, {1, 1}, true, DType::float32);
+  CHECK(flat.spatial == 2);
+  CHECK(flat.in_d == 1);
+  CHECK_FALSE(ConvKeyHash{}(ConvKey{g}) == ConvKeyHash{}(ConvKey{flat}));
+  CHECK_THROWS_AS(conv_geometry(Shape{2, 5, 6, 7, 3}, Shape{2, 3, 3, 2, 4}, Shape{2, 3, 6, 4, 4}, {2, 1, 2}, {}, true,
+                                DType::float32),
+                  ShapeError);
+}
+
 TEST_CASE("cudnn_output_length is cuDNN's formula") {
   CHECK(cudnn_output_length(28, 0, 5, 1, 1) == 24);
   CHECK(cudnn_output_length(28, 2, 5, 1, 1) == 28);
