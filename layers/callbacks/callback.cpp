@@ -21,4 +21,8 @@ void History::on_epoch_end(int epoch_index, Logs& logs) {
   for (const auto& [name, value] : logs.entries()) history[name].push_back(value);
 }
 
+void History::plot(const std::string& path, const utils::PlotHistoryOptions& options) const {
+  utils::plot_history(*this, path, options);
+}
+
 }  // namespace tower

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tower/layers/engine/logs.h"
+#include "tower/layers/utils/plot_history.h"
 
 namespace tower {
 
@@ -60,6 +61,9 @@ class History : public Callback {
 
   std::vector<int> epoch;                               // 0-based epoch numbers
   std::map<std::string, std::vector<double>> history;  // "loss" -> one value per epoch
+
+  // The curves as a PNG: utils::plot_history(*this, path, options) (layers/utils/plot_history.h).
+  void plot(const std::string& path, const utils::PlotHistoryOptions& options = {}) const;
 };
 
 }  // namespace tower

@@ -77,6 +77,10 @@ TEST_CASE("plot_history writes a PNG of the stated size, one panel per quantity"
   ScratchFile single("history_one.png");
   utils::plot_history(one, single.path, {.width = 300, .height = 200, .keys = {"loss"}});
   CHECK(png_size(single.path) == std::pair<std::uint32_t, std::uint32_t>{300, 200});
+  // The same through History::plot.
+  ScratchFile method("history_method.png");
+  h.plot(method.path, {.width = 500});
+  CHECK(png_size(method.path) == std::pair<std::uint32_t, std::uint32_t>{500, 600});
 }
 
 TEST_CASE("plot_history errors: empty history, unknown key, bad size, unwritable path") {
