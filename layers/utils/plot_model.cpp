@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -202,12 +203,15 @@ class DotWriter {
             // A nested model has no box of its own: the edge goes from the layer making its output and
             // to its InputLayer (Functional) or its first layer (Sequential).
             while (const Model* m = as_model(*source)) {
-              const KerasTensor& inner = m->outputs().at(static_cast<std::size_t>(index));
+              if (static_cast<std::size_t>(index) >= m->outputs().size()) break;
+              const KerasTensor& inner = m->outputs()[static_cast<std::size_t>(index)];
               source = &inner.layer();
               index = inner.index();
             }
             while (const Model* m = as_model(*destination)) {
-              destination = is_sequential(*m) ? m->layers().at(0).get() : &m->inputs().at(i).layer();
+              const auto inner = m->layers();
+              if (is_sequential(*m) ? inner.empty() : i >= m->inputs().size()) break;  // nothing to point at
+              destination = is_sequential(*m) ? inner.front().get() : &m->inputs()[i].layer();
             }
           }
           // A Sequential's hidden InputLayer has no node: nothing to draw from it.

@@ -34,6 +34,16 @@ def chain():
     return m
 
 
+def nested_functional():
+    """A functional model nested in a functional model (its InputLayer drawn inside the cluster)."""
+    inner_in = keras.Input((5,), name="inner_in")
+    inner_out = layers.Dense(3, activation="tanh", name="inner_dense")(inner_in)
+    inner = keras.Model(inner_in, inner_out, name="block")
+    x = keras.Input((5,), name="x")
+    y = layers.Dense(2, name="head")(inner(x))
+    return keras.Model(x, y, name="outer")
+
+
 def with_names(text, model):
     ids = {}
 
@@ -55,6 +65,7 @@ CASES = {
     "two_inputs_expanded": (two_inputs, dict(show_shapes=True, show_dtype=True, show_layer_activations=True,
                                              show_trainable=True, expand_nested=True, show_layer_names=False)),
     "chain_trainable": (chain, dict(show_shapes=True, show_trainable=True, dpi=96)),
+    "nested_functional_expanded": (nested_functional, dict(show_shapes=True, expand_nested=True)),
 }
 
 if __name__ == "__main__":

@@ -78,6 +78,18 @@ TEST_CASE("model_to_dot of a Sequential: a chain, frozen layers Non-trainable, d
                                     .show_trainable = true}) == golden("chain_trainable"));
 }
 
+TEST_CASE("model_to_dot expands a nested functional model: its InputLayer inside the cluster") {
+  clear_session();
+  auto inner_in = layers::Input({5}, {.name = "inner_in"});
+  auto inner_out = layers::Dense(3, {.activation = "tanh", .name = "inner_dense"})(inner_in);
+  Model block(inner_in, inner_out, "block");
+  auto x = layers::Input({5}, {.name = "x"});
+  auto y = layers::Dense(2, {.name = "head"})(block(x));
+  Model outer(x, y, "outer");
+  CHECK(utils::model_to_dot(outer, {.show_shapes = true, .show_layer_names = true, .expand_nested = true}) ==
+        golden("nested_functional_expanded"));
+}
+
 TEST_CASE("model_to_dot refuses a model that is not built and bad options") {
   clear_session();
   Sequential unbuilt({layers::Dense(2)});
