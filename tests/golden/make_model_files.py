@@ -13,7 +13,8 @@ Run from the repository root:  /work/venv-tf/bin/python tests/golden/make_model_
 Cases: mlp (Sequential Dense-Dense, Adam, sparse labels), cnn (Conv2D-MaxPooling2D-Flatten-Dense, SGD with
 momentum, one-hot labels), merge (two inputs, a nested Sequential, Concatenate, RMSprop with momentum),
 vision (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, UpSampling2D bilinear and nearest,
-Cropping2D; Adam), multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
+Cropping2D; Adam), volume (functional: Conv3D, MaxPooling3D, ZeroPadding3D, Conv3DTranspose, AveragePooling3D,
+UpSampling3D, Cropping3D, grouped Conv3D, GlobalAveragePooling3D, GlobalMaxPooling3D; Adam), multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
 template Sequential called on each, Concatenate -- whose template must come back), theano (the cnn file
 re-labelled backend "theano" with its kernels flipped, as a Theano-backend Keras wrote them), and keras1
 (written with h5py in Keras 1.2.2's layout: list-style Sequential config with output_dim/init, weights
@@ -43,6 +44,9 @@ def batch(case):
     if case == "vision":
         x = rng.standard_normal((4, 8, 8, 3)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[0, 1, 1, 0]]
+    if case == "volume":
+        x = rng.standard_normal((4, 4, 6, 6, 2)).astype("float32")
+        return [x], np.eye(2, dtype="float32")[[1, 0, 1, 0]]
     return [rng.standard_normal((8, 5)).astype("float32")], np.array([0, 1, 2, 1, 0, 2, 2, 1], dtype="int32")
 
 
@@ -76,6 +80,19 @@ def build(keras, case):
                               L.UpSampling2D((1, 2)),
                               L.Flatten(),
                               L.Dense(2, activation="softmax")])
+        m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
+    elif case == "volume":  # issue 18's 3-D layers
+        inp = keras.Input((4, 6, 6, 2))
+        c = L.Conv3D(4, 3, padding="same", activation="relu")(inp)                        # (4, 6, 6, 4)
+        p = L.MaxPooling3D(2)(c)                                                          # (2, 3, 3, 4)
+        z = L.ZeroPadding3D(1)(p)                                                         # (4, 5, 5, 4)
+        t = L.Conv3DTranspose(2, 3, strides=2, padding="same", activation="tanh")(z)      # (8, 10, 10, 2)
+        a = L.AveragePooling3D((2, 2, 2))(t)                                              # (4, 5, 5, 2)
+        u = L.UpSampling3D((1, 1, 2))(a)                                                  # (4, 5, 10, 2)
+        k = L.Cropping3D(((1, 1), (1, 2), (2, 3)))(u)                                     # (2, 2, 5, 2)
+        g = L.Conv3D(4, 2, groups=2, activation="tanh")(k)                                # (1, 1, 4, 4)
+        f = L.Concatenate()([L.GlobalAveragePooling3D()(g), L.GlobalMaxPooling3D()(p)])
+        m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="volume")
         m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
     elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
@@ -321,14 +338,14 @@ if __name__ == "__main__":
             if os.system(f"{sys.executable} {os.path.abspath(__file__)} {w}") != 0:
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
-        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision"):
+        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision", "volume"):
             make("tf_keras", case)
         make_theano()
         make_keras2_2()
         make_cudnn()
         make_keras1_rnn()
     elif sys.argv[1] == "keras3":
-        for case in ("mlp", "cnn", "merge", "rnn", "vision"):
+        for case in ("mlp", "cnn", "merge", "rnn", "vision", "volume"):
             make("keras3", case)
     elif sys.argv[1] == "keras1":
         make_keras1()
@@ -342,3 +359,5 @@ if __name__ == "__main__":
         make("keras3", "rnn")
     elif sys.argv[1] in ("vision_tf_keras", "vision_keras3"):  # only the convolution family's files
         make(sys.argv[1].split("_", 1)[1], "vision")
+    elif sys.argv[1] in ("volume_tf_keras", "volume_keras3"):  # only the 3-D layers' files
+        make(sys.argv[1].split("_", 1)[1], "volume")

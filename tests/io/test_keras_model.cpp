@@ -194,6 +194,12 @@ TEST_CASE("load_model: the convolution family of tf.keras 2.x and Keras 3 (Depth
   check_keras_file("vision_keras3", "vision_keras3");
 }
 
+TEST_CASE("load_model: the 3-D layers of tf.keras 2.x and Keras 3 (Conv3D with groups, Conv3DTranspose, 3-D pooling, "
+          "ZeroPadding3D, UpSampling3D, Cropping3D, global 3-D pooling) predict and continue training exactly") {
+  check_keras_file("volume_tf_keras", "volume_tf_keras", "volume");
+  check_keras_file("volume_keras3", "volume_keras3", "volume");
+}
+
 TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirectional LSTM, GRU, TimeDistributed, "
           "SimpleRNN, RepeatVector, hard_sigmoid gates) predict and continue training exactly") {
   // Both files say "hard_sigmoid" for the last LSTM's gates; each means its own Keras's.
