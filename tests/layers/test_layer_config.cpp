@@ -398,10 +398,10 @@ TEST_CASE("Keras 1 class names and argument names") {
 
 TEST_CASE("layer configs: errors name the class, the layer and the field") {
   auto unknown = message_of<NotFoundError>([] {
-    layer_from_config(json::parse(R"({"class_name": "Conv3D", "config": {"name": "conv3d_1", "filters": 4}})"));
+    layer_from_config(json::parse(R"({"class_name": "MyWarp", "config": {"name": "my_warp_1", "filters": 4}})"));
   });
-  CHECK(contains(unknown, "\"Conv3D\""));
-  CHECK(contains(unknown, "\"conv3d_1\""));
+  CHECK(contains(unknown, "\"MyWarp\""));
+  CHECK(contains(unknown, "\"my_warp_1\""));
   CHECK(contains(unknown, "Dense"));  // the list of supported classes
 
   CHECK(contains(message_of<ValueError>([] { layer_from_config(json{{"config", {{"name", "x"}}}}); }), "class_name"));
