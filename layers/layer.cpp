@@ -74,10 +74,52 @@ Layer::Layer(const std::string& name, const std::string& default_base) : state_(
 
 Layer::~Layer() = default;
 
+namespace {
+bool moves_channels(const Layer& layer, std::int64_t rank) { return layer.data_format() == "channels_first" && rank >= 3; }
+
+// (batch, channels, d1, ..., dn) <-> (batch, d1, ..., dn, channels): the axis permutations.
+std::vector<std::int64_t> channels_to_last(std::int64_t rank) {
+  std::vector<std::int64_t> perm{0};
+  for (std::int64_t a = 2; a < rank; ++a) perm.push_back(a);
+  perm.push_back(1);
+  return perm;
+}
+std::vector<std::int64_t> channels_to_first(std::int64_t rank) {
+  std::vector<std::int64_t> perm{0, rank - 1};
+  for (std::int64_t a = 1; a < rank - 1; ++a) perm.push_back(a);
+  return perm;
+}
+}  // namespace
+
+void Layer::set_data_format(const std::string& data_format) {
+  if (data_format != "channels_last" && data_format != "channels_first")
+    raise<ValueError>("{} \"{}\": data_format must be \"channels_last\" or \"channels_first\", got \"{}\"",
+                      class_name(), name(), data_format);
+  state_->data_format = data_format;
+}
+
 void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
   if (state_->built) return;
-  build(input_shapes);
+  std::vector<Shape> shapes = input_shapes;
+  for (Shape& shape : shapes)
+    if (moves_channels(*this, shape.rank())) {
+      std::vector<std::int64_t> dims;
+      for (std::int64_t a : channels_to_last(shape.rank())) dims.push_back(shape.dim(a));
+      shape = Shape(dims);
+    }
+  build(shapes);
   state_->built = true;
+}
+
+std::vector<SymbolicTensor> Layer::apply(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  if (data_format() == "channels_last") return call(ctx, inputs);
+  std::vector<SymbolicTensor> moved;
+  for (const SymbolicTensor& x : inputs)
+    moved.push_back(x.defined() && moves_channels(*this, x.rank()) ? ops::transpose(x, channels_to_last(x.rank())) : x);
+  std::vector<SymbolicTensor> outputs = call(ctx, moved);
+  for (SymbolicTensor& y : outputs)
+    if (y.defined() && moves_channels(*this, y.rank())) y = ops::transpose(y, channels_to_first(y.rank()));
+  return outputs;
 }
 
 KerasTensor Layer::operator()(const KerasTensor& input) const {
@@ -124,7 +166,7 @@ std::vector<KerasTensor> Layer::call_multi(const std::vector<KerasTensor>& input
     return what.find("\"" + name() + "\"") == std::string::npos ? where + what : what;
   };
   try {
-    outputs = self->call(ctx, placeholders);
+    outputs = self->apply(ctx, placeholders);
   } catch (const ShapeError& e) {
     throw ShapeError(prefixed(e));
   } catch (const DTypeError& e) {

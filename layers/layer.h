@@ -94,8 +94,18 @@ class Layer {
   KerasTensor operator()(const std::vector<KerasTensor>& inputs) const;  // one output (merge layers)
   std::vector<KerasTensor> call_multi(const std::vector<KerasTensor>& inputs) const;
 
-  // Adds this layer's computation to ctx.graph. inputs/outputs are engine tensors with batch first.
+  // Adds this layer's computation to ctx.graph. inputs/outputs are engine tensors with batch first,
+  // channels last (see data_format()).
   virtual std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) = 0;
+  // call() in the layer's data_format: what models and wrappers run.
+  std::vector<SymbolicTensor> apply(CallContext& ctx, const std::vector<SymbolicTensor>& inputs);
+
+  // Keras's data_format argument of the convolution, pooling, padding, cropping, upsampling, spatial
+  // dropout and Flatten layers: "channels_last" (the default, tower's layout) or "channels_first".
+  // tower computes channels-last inside: apply() moves axis 1 of every input of rank >= 3 to the end
+  // before call(), and the last axis of every output of rank >= 3 back to axis 1; build() sees the
+  // channels-last shapes. Keras stores the same weights in both formats, so channels_first files load.
+  const std::string& data_format() const { return state_->data_format; }
 
   // A new handle sharing this layer (each subclass: `return std::make_shared<Dense>(*this);`).
   virtual std::shared_ptr<Layer> share() const = 0;
@@ -185,6 +195,8 @@ class Layer {
  protected:
   // name: the user's name, or "" for a unique default from the class name ("dense", "dense_1", ...).
   explicit Layer(const std::string& name, const std::string& default_base);
+  // For the layers that take Keras's data_format (from their constructors); refuses other values.
+  void set_data_format(const std::string& data_format);
 
   // Creates a weight named "<layer>/<name>:0", initialised now.
   VariablePtr add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
@@ -202,6 +214,7 @@ class Layer {
  private:
   struct State {
     std::string name;
+    std::string data_format = "channels_last";
     bool trainable = true;
     bool built = false;
     std::vector<VariablePtr> weights;                 // creation order

@@ -206,6 +206,20 @@ std::string ConfigReader::padding(const char* key) const {
   return p;
 }
 
+std::string ConfigReader::data_format() const {
+  const std::string format = string("data_format", "channels_last");
+  if (format != "channels_last" && format != "channels_first")
+    fail(fmt::format("field \"data_format\" = \"{}\" is not one of \"channels_last\", \"channels_first\"", format));
+  return format;
+}
+
+void ConfigReader::check_data_format(const Layer& layer) const {
+  if (data_format() != layer.data_format())
+    fail(fmt::format("field \"data_format\" = \"{}\" is not supported by this layer in tower; rebuild the model "
+                     "with data_format=\"{}\" in Keras",
+                     data_format(), layer.data_format()));
+}
+
 void ConfigReader::check_common() const {
   if (has("dtype")) {
     const auto& d = config_["dtype"];
@@ -218,10 +232,6 @@ void ConfigReader::check_common() const {
     if (dtype != "float32")
       fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32", d.dump()));
   }
-  if (has("data_format") && string("data_format", "") != "channels_last")
-    fail(fmt::format("field \"data_format\" = \"{}\" is not supported; tower works in channels_last (NHWC): "
-                     "rebuild the model with data_format=\"channels_last\" in Keras",
-                     string("data_format", "")));
   for (const auto& [key, value] : config_.items())
     if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null())
       fail(fmt::format("field \"{}\" is not supported (tower takes weight constraints on Dense, the 2-D convolutions "

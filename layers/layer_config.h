@@ -51,14 +51,16 @@ class ConfigReader {
   void expect(const char* key, const nlohmann::json& allowed, const char* why) const;
   // "padding": "valid" or "same" (any case), with the field named on error.
   std::string padding(const char* key) const;
-  // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), data_format
-  // channels_last, and no non-null *_constraint field left: a layer that supports constraints takes
-  // them out first (take_constraint in layers/constraints.h); the others refuse them with a message.
+  // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), and no non-null
+  // *_constraint field left: a layer that supports constraints takes them out first (take_constraint
+  // in layers/constraints.h); the others refuse them with a message.
   void check_common() const;
-  // Applies what every layer has: trainable and activity_regularizer. Returns `layer` as a LayerPtr.
+  // Applies what every layer has: trainable and activity_regularizer; refuses a data_format the layer
+  // did not take (Layer::data_format). Returns `layer` as a LayerPtr.
   template <typename L>
   LayerPtr finish(L&& layer) const {
     auto ptr = layer.share();
+    check_data_format(*ptr);
     if (config_.contains("trainable") && config_["trainable"].is_boolean() && !config_["trainable"].get<bool>())
       ptr->set_trainable(false);
     if (has("activity_regularizer")) ptr->set_activity_regularizer(regularizer("activity_regularizer"));
@@ -66,8 +68,11 @@ class ConfigReader {
   }
 
   [[noreturn]] void fail(const std::string& what) const;
+  // Keras's data_format field, "channels_last" when absent (null in some tf.keras 2 configs).
+  std::string data_format() const;
 
  private:
+  void check_data_format(const Layer& layer) const;
   const nlohmann::json& at(const char* key) const;
   const nlohmann::json& config_;
   std::string class_name_;

@@ -178,9 +178,14 @@ void translate_keras1(const std::string& class_name, nlohmann::json& config) {
   rename(config, "border_mode", "padding");
   rename(config, "subsample", "strides");
   if (config.contains("dim_ordering")) {
-    const auto& d = config["dim_ordering"];
-    // "th" is Theano's (channels, rows, cols); "default" follows keras.json, tf for TensorFlow users.
-    config["data_format"] = d == "th" ? "channels_first" : "channels_last";
+    // "th" is Theano's (channels, rows, cols), whose Keras 1 kernels are stored (filters, channels, rows,
+    // cols) as well; "default" follows keras.json, tf for TensorFlow users.
+    if (config["dim_ordering"] == "th")
+      raise<ValueError>("{} \"{}\": Keras 1's dim_ordering \"th\" (channels_first, with kernels stored as (filters, "
+                        "channels, rows, cols)) is not supported; save the model from Keras 2 or later, where "
+                        "data_format=\"channels_first\" loads",
+                        class_name, config.value("name", std::string("?")));
+    config["data_format"] = "channels_last";
     config.erase("dim_ordering");
   }
   if (class_name == "Dropout") rename(config, "p", "rate");

@@ -10,12 +10,19 @@ build=build-asan
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-# -O1: a quicker build than -O2 with stacks that still read well; TOWER_INSTALL=OFF: the installed
-# package is checked by the regular build.
+# The library at -O1 -g1: a quicker build than -O2 -g, with stacks that still name every function,
+# file and line. The test sources at -O0 (TOWER_TEST_COMPILE_OPTIONS): under the sanitizers they
+# compile three times faster than at -O1 (37 s -> 12 s for test_layer_config.cpp) and their loops are
+# not where the time goes. TOWER_INSTALL=OFF: the installed package is checked by the regular build.
 cmake -S . -B "$build" -G Ninja -DTOWER_CUDA=OFF -DTOWER_INSTALL=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
-  "${launcher[@]}" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DTOWER_TEST_COMPILE_OPTIONS=-O0 -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flags" "${launcher[@]}" >/dev/null
+# By default only what the unit suites run (target unit_tests: no benchmarks, no MPI suites).
+if [ $# -eq 0 ]; then
+  cmake --build "$build" -j "$(nproc)" --target unit_tests
+else
+  cmake --build "$build" -j "$(nproc)"
+fi
 # Leaks inside libhdf5 on corrupt files are libhdf5's (docs/fuzzing.md); tower's own leaks still fail.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"

@@ -26,6 +26,7 @@ std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallba
 
 Conv1D::Conv1D(std::int64_t filters, std::int64_t kernel_size, const Conv1DOptions& options)
     : Layer(options.name, "conv1d"), filters_(filters), kernel_size_(kernel_size), options_(options) {
+  set_data_format(options.data_format);
   set_activity_regularizer(options.activity_regularizer);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   if (kernel_size <= 0) raise<ValueError>("{}: kernel_size must be positive, got {}", describe(*this), kernel_size);
@@ -99,7 +100,7 @@ nlohmann::json Conv1D::get_config() const {
                               {"kernel_size", ints_to_json({kernel_size_})},
                               {"strides", ints_to_json({options_.strides})},
                               {"padding", options_.padding},
-                              {"data_format", "channels_last"},
+                              {"data_format", data_format()},
                               {"dilation_rate", ints_to_json({options_.dilation_rate})},
                               {"groups", options_.groups},
                               {"activation", activation_to_config(options_.activation)},
@@ -127,7 +128,7 @@ LayerPtr Conv1D::from_config(const nlohmann::json& config) {
                         .bias_initializer = r.initializer("bias_initializer", "zeros"),
                         .kernel_regularizer = r.regularizer("kernel_regularizer"),
                         .bias_regularizer = r.regularizer("bias_regularizer"),
-                        .name = r.name()};
+                        .data_format = r.data_format(), .name = r.name()};
   if (!r.has("kernel_size")) r.fail("the config has no field \"kernel_size\", which this layer needs");
   return r.finish(Conv1D(r.integer("filters"), one_int(r, "kernel_size", 0), options));
 }

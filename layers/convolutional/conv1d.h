@@ -21,6 +21,7 @@ struct Conv1DOptions {
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
   Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

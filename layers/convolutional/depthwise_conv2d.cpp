@@ -11,6 +11,7 @@ namespace tower::layers {
 
 DepthwiseConv2D::DepthwiseConv2D(const std::vector<std::int64_t>& kernel_size, const DepthwiseConv2DOptions& options)
     : Layer(options.name, "depthwise_conv2d"), options_(options) {
+  set_data_format(options.data_format);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
   normalize_window_2d(*this, options_.strides, options_.padding, options_.dilation_rate);
   if (options.depth_multiplier < 1)
@@ -50,7 +51,7 @@ nlohmann::json DepthwiseConv2D::get_config() const {
                               {"strides", ints_to_json(options_.strides)},
                               {"padding", options_.padding},
                               {"depth_multiplier", options_.depth_multiplier},
-                              {"data_format", "channels_last"},
+                              {"data_format", data_format()},
                               {"dilation_rate", ints_to_json(options_.dilation_rate)},
                               {"activation", activation_to_config(options_.activation)},
                               {"use_bias", options_.use_bias},
@@ -81,7 +82,7 @@ LayerPtr DepthwiseConv2D::from_config(const nlohmann::json& config) {
                                  .bias_regularizer = r.regularizer("bias_regularizer"),
                                  .depthwise_constraint = depthwise_constraint,
                                  .bias_constraint = bias_constraint,
-                                 .name = r.name()};
+                                 .data_format = r.data_format(), .name = r.name()};
   return r.finish(DepthwiseConv2D(r.ints("kernel_size"), options));
 }
 

@@ -22,6 +22,7 @@ struct DepthwiseConv2DOptions {
   Regularizer bias_regularizer;
   Constraint depthwise_constraint;  // applied after each optimizer update
   Constraint bias_constraint;
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

@@ -12,6 +12,7 @@ namespace tower::layers {
 SeparableConv2D::SeparableConv2D(std::int64_t filters, const std::vector<std::int64_t>& kernel_size,
                                  const SeparableConv2DOptions& options)
     : Layer(options.name, "separable_conv2d"), filters_(filters), options_(options) {
+  set_data_format(options.data_format);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
   normalize_window_2d(*this, options_.strides, options_.padding, options_.dilation_rate);
@@ -59,7 +60,7 @@ nlohmann::json SeparableConv2D::get_config() const {
                               {"kernel_size", ints_to_json(kernel_size_)},
                               {"strides", ints_to_json(options_.strides)},
                               {"padding", options_.padding},
-                              {"data_format", "channels_last"},
+                              {"data_format", data_format()},
                               {"dilation_rate", ints_to_json(options_.dilation_rate)},
                               {"activation", activation_to_config(options_.activation)},
                               {"use_bias", options_.use_bias},
@@ -97,7 +98,7 @@ LayerPtr SeparableConv2D::from_config(const nlohmann::json& config) {
                                  .depthwise_constraint = depthwise_constraint,
                                  .pointwise_constraint = pointwise_constraint,
                                  .bias_constraint = bias_constraint,
-                                 .name = r.name()};
+                                 .data_format = r.data_format(), .name = r.name()};
   return r.finish(SeparableConv2D(r.integer("filters"), r.ints("kernel_size"), options));
 }
 

@@ -25,6 +25,7 @@ struct SeparableConv2DOptions {
   Constraint depthwise_constraint;  // applied after each optimizer update
   Constraint pointwise_constraint;
   Constraint bias_constraint;
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

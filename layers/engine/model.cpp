@@ -216,7 +216,7 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
     std::vector<SymbolicTensor> results;
     {
       MasksScope scope(ctx, &arg_masks);
-      results = node->layer->call(ctx, args);
+      results = node->layer->apply(ctx, args);
     }
     node->layer->add_activity_losses(ctx, results);
     const auto result_masks = node->layer->compute_mask(args, arg_masks);

@@ -16,22 +16,38 @@ BatchNormalization::BatchNormalization(const BatchNormalizationOptions& options)
     raise<ValueError>("{}: epsilon must be positive, got {}", describe(*this), options.epsilon);
 }
 
-void BatchNormalization::check_axis(const Shape& shape) const {
+int BatchNormalization::channel_axis(const Shape& shape) const {
   if (shape.rank() < 2)
     raise<ShapeError>("{}: expected an input of shape (batch, ..., channels), got {}", describe(*this),
                       shape.to_string());
-  if (options_.axis != -1 && options_.axis != shape.rank() - 1)
-    raise<ValueError>(
-        "{}: only the last axis (axis=-1, channels_last) is supported, got axis={} for input {}; "
-        "move the normalized axis last (e.g. with a Reshape)",
-        describe(*this), options_.axis, shape.to_string());
+  const int axis = options_.axis < 0 ? shape.rank() + options_.axis : options_.axis;
+  if (axis < 1 || axis >= shape.rank())
+    raise<ValueError>("{}: axis={} is not a feature axis of input {} (the batch axis 0 cannot be normalized)",
+                      describe(*this), options_.axis, shape.to_string());
+  return axis;
 }
+
+namespace {
+// The permutations that move `axis` last, and the last axis back to `axis`.
+std::vector<std::int64_t> axis_to_last(int rank, int axis) {
+  std::vector<std::int64_t> perm;
+  for (int a = 0; a < rank; ++a)
+    if (a != axis) perm.push_back(a);
+  perm.push_back(axis);
+  return perm;
+}
+std::vector<std::int64_t> last_to_axis(int rank, int axis) {
+  std::vector<std::int64_t> perm;
+  for (int a = 0; a < rank; ++a) perm.push_back(a < axis ? a : a == axis ? rank - 1 : a - 1);
+  return perm;
+}
+}  // namespace
 
 void BatchNormalization::build(const std::vector<Shape>& input_shapes) {
   const Shape& in = input_shapes.at(0);
-  check_axis(in);
-  expect_known_dim(*this, in, -1, "channels (last)");
-  const Shape c{in.dim(-1)};
+  const int axis = channel_axis(in);
+  expect_known_dim(*this, in, axis, "channels (the normalized axis)");
+  const Shape c{in.dim(axis)};
   if (options_.scale) add_weight("gamma", c, options_.gamma_initializer, options_.gamma_regularizer);
   if (options_.center) add_weight("beta", c, options_.beta_initializer, options_.beta_regularizer);
   add_weight("moving_mean", c, options_.moving_mean_initializer, {}, /*trainable=*/false);
@@ -39,13 +55,20 @@ void BatchNormalization::build(const std::vector<Shape>& input_shapes) {
 }
 
 std::vector<SymbolicTensor> BatchNormalization::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
-  const SymbolicTensor& x = inputs.at(0);  // (batch, ..., c)
-  check_axis(x.shape());
+  const int axis = channel_axis(inputs.at(0).shape()), rank = inputs.at(0).rank();
+  if (axis == rank - 1) return {normalize(ctx, inputs.at(0))};
+  // Another axis (axis=1 of channels_first images): the kernels normalize the last axis, so move it there
+  // and back.
+  const SymbolicTensor y = normalize(ctx, ops::transpose(inputs.at(0), axis_to_last(rank, axis)));
+  return {ops::transpose(y, last_to_axis(rank, axis))};
+}
+
+SymbolicTensor BatchNormalization::normalize(CallContext& ctx, const SymbolicTensor& x) {  // (batch, ..., c)
   const VariablePtr gamma_weight = weight("gamma"), beta_weight = weight("beta");  // each (c,)
   const VariablePtr moving_mean_weight = weight("moving_mean"), moving_variance_weight = weight("moving_variance");
   const Shape& c = moving_mean_weight->shape();
   if (x.shape().dim(-1) != c[0])
-    raise<ShapeError>("{}: expected input with {} channels (its last axis), got {}", describe(*this), c[0],
+    raise<ShapeError>("{}: expected input with {} channels (axis {}), got {}", describe(*this), c[0], options_.axis,
                       x.shape().to_string());
   // Without scale or center, gamma is 1 and beta 0.
   auto gamma = gamma_weight ? read(ctx, gamma_weight) : ctx.graph.constant(Tensor::full(c, 1.0, x.dtype()));
@@ -54,7 +77,7 @@ std::vector<SymbolicTensor> BatchNormalization::call(CallContext& ctx, const std
 
   // As Keras 3: a frozen layer (trainable = false) normalizes with the moving statistics even in training.
   if (!ctx.training || !trainable())
-    return {ops::batch_norm_inference(x, gamma, beta, moving_mean, moving_variance, options_.epsilon)};
+    return ops::batch_norm_inference(x, gamma, beta, moving_mean, moving_variance, options_.epsilon);
 
   auto r = ops::batch_norm_training(x, gamma, beta, options_.epsilon);  // {y, mean (c,), variance (c,), inv_std}
   if (ctx.updates) {
@@ -65,13 +88,13 @@ std::vector<SymbolicTensor> BatchNormalization::call(CallContext& ctx, const std
     ctx.updates->push_back(ops::assign(moving_mean, blend(moving_mean, r[1])));
     ctx.updates->push_back(ops::assign(moving_variance, blend(moving_variance, r[2])));
   }
-  return {r[0]};
+  return r[0];
 }
 
 nlohmann::json BatchNormalization::get_config() const {
   // tf.keras writes the axis as a list, made non-negative once the layer is built.
   nlohmann::json axis = options_.axis;
-  if (built() && !build_input_specs().empty()) axis = nlohmann::json::array({build_input_specs()[0].shape.rank() - 1});
+  if (built() && !build_input_specs().empty()) axis = nlohmann::json::array({channel_axis(build_input_specs()[0].shape)});
   else if (options_.axis >= 0) axis = nlohmann::json::array({options_.axis});
   return layer_config(*this, {{"axis", axis},
                               {"momentum", options_.momentum},
@@ -96,7 +119,7 @@ LayerPtr BatchNormalization::from_config(const nlohmann::json& config) {
   r.expect("adjustment", nullptr, "adjustment functions");
   r.expect("mode", 0, "Keras 1's feature-wise modes other than 0");
   std::vector<std::int64_t> axes = r.ints("axis", {-1});
-  if (axes.size() != 1) r.fail("field \"axis\" must name one axis (the channels, last); got several");
+  if (axes.size() != 1) r.fail("field \"axis\" must name one axis (the channels); got several");
   BatchNormalizationOptions options{.axis = r.axis(axes[0], "axis"),
                                     .momentum = r.number("momentum", 0.99),
                                     .epsilon = r.number("epsilon", 1e-3),

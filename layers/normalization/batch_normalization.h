@@ -1,4 +1,4 @@
-// BatchNormalization: normalizes each channel (the last axis) with the batch's statistics while
+// BatchNormalization: normalizes each channel (the last axis, or `axis`) with the batch's statistics while
 // training and with moving averages of them at inference, as Keras 3's BatchNormalization.
 #pragma once
 
@@ -9,7 +9,7 @@
 namespace tower::layers {
 
 struct BatchNormalizationOptions {
-  int axis = -1;  // only the last axis (channels_last) is supported
+  int axis = -1;  // the channel axis: -1 (channels_last) or 1 (channels_first), any but the batch
   double momentum = 0.99;
   double epsilon = 1e-3;
   bool center = true;  // add beta
@@ -23,7 +23,7 @@ struct BatchNormalizationOptions {
   std::string name;
 };
 
-// x: (batch, ..., c) -> the same shape. Weights: gamma (c,), beta (c,) trainable; moving_mean (c,),
+// x: (batch, ..., c) -> the same shape (c on `axis`; the kernels see it moved last). Weights: gamma (c,), beta (c,) trainable; moving_mean (c,),
 // moving_variance (c,) non-trainable. Training (and trainable) uses the batch's mean and biased
 // variance and appends to ctx.updates: moving = moving * momentum + batch * (1 - momentum).
 class BatchNormalization : public Layer {
@@ -42,8 +42,10 @@ class BatchNormalization : public Layer {
   const BatchNormalizationOptions& options() const { return options_; }
 
  private:
-  // The channel axis must be the last one: axis -1 or rank - 1.
-  void check_axis(const Shape& shape) const;
+  // options.axis made non-negative for an input of this shape; throws for the batch axis or out of range.
+  int channel_axis(const Shape& shape) const;
+  // The normalization of x with its channels last: (batch, ..., c) -> the same shape.
+  SymbolicTensor normalize(CallContext& ctx, const SymbolicTensor& x);
 
   BatchNormalizationOptions options_;
 };

@@ -17,7 +17,8 @@ SymbolicTensor GlobalAveragePooling1D::reduce(const SymbolicTensor& x, bool keep
 LayerPtr GlobalAveragePooling1D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalAveragePooling1D");
   r.check_common();
-  return r.finish(GlobalAveragePooling1D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalAveragePooling1D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                       .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -13,7 +13,8 @@ SymbolicTensor GlobalAveragePooling2D::reduce(const SymbolicTensor& x, bool keep
 LayerPtr GlobalAveragePooling2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalAveragePooling2D");
   r.check_common();
-  return r.finish(GlobalAveragePooling2D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalAveragePooling2D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                       .name = r.name()}));
 }
 
 }  // namespace tower::layers

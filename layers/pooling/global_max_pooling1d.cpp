@@ -14,7 +14,8 @@ SymbolicTensor GlobalMaxPooling1D::reduce(const SymbolicTensor& x, bool keepdims
 LayerPtr GlobalMaxPooling1D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalMaxPooling1D");
   r.check_common();
-  return r.finish(GlobalMaxPooling1D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalMaxPooling1D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                       .name = r.name()}));
 }
 
 }  // namespace tower::layers

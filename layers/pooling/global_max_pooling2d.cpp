@@ -13,7 +13,8 @@ SymbolicTensor GlobalMaxPooling2D::reduce(const SymbolicTensor& x, bool keepdims
 LayerPtr GlobalMaxPooling2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalMaxPooling2D");
   r.check_common();
-  return r.finish(GlobalMaxPooling2D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalMaxPooling2D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                       .name = r.name()}));
 }
 
 }  // namespace tower::layers

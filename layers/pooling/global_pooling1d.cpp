@@ -7,7 +7,9 @@
 namespace tower::layers {
 
 GlobalPooling1D::GlobalPooling1D(std::string class_name, const GlobalPooling1DOptions& options)
-    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)), keepdims_(options.keepdims) {}
+    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)), keepdims_(options.keepdims) {
+  set_data_format(options.data_format);
+}
 
 void GlobalPooling1D::build(const std::vector<Shape>& input_shapes) {
   expect_input_rank(*this, input_shapes.at(0), 3, "(batch, steps, channels)");
@@ -20,7 +22,7 @@ std::vector<SymbolicTensor> GlobalPooling1D::call(CallContext& ctx, const std::v
 }
 
 nlohmann::json GlobalPooling1D::get_config() const {
-  return layer_config(*this, {{"data_format", "channels_last"}, {"keepdims", keepdims_}});
+  return layer_config(*this, {{"data_format", data_format()}, {"keepdims", keepdims_}});
 }
 
 }  // namespace tower::layers

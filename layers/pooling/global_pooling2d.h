@@ -9,6 +9,7 @@ namespace tower::layers {
 
 struct GlobalPooling2DOptions {
   bool keepdims = false;  // keep height and width as 1: (batch, 1, 1, c)
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

@@ -21,6 +21,7 @@ std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallba
 
 Pooling1D::Pooling1D(std::string class_name, std::int64_t pool_size, const Pooling1DOptions& options)
     : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)) {
+  set_data_format(options.data_format);
   const std::int64_t p = normalize_tuple(*this, "pool_size", {pool_size}, 1)[0];
   const std::int64_t s = options.strides ? normalize_tuple(*this, "strides", {*options.strides}, 1)[0] : p;
   args_ = {.pool_size = {1, p}, .strides = {1, s}, .padding = normalize_padding(*this, options.padding)};
@@ -50,12 +51,12 @@ nlohmann::json Pooling1D::get_config() const {
   return layer_config(*this, {{"strides", ints_to_json({strides()})},
                               {"pool_size", ints_to_json({pool_size()})},
                               {"padding", args_.padding},
-                              {"data_format", "channels_last"}});
+                              {"data_format", data_format()}});
 }
 
 Pooling1DOptions Pooling1D::options_from_config(const ConfigReader& r) {
   r.check_common();
-  Pooling1DOptions options{.padding = r.padding("padding"), .name = r.name()};
+  Pooling1DOptions options{.padding = r.padding("padding"), .data_format = r.data_format(), .name = r.name()};
   if (r.has("strides")) options.strides = one_int(r, "strides", 0);
   return options;
 }

@@ -16,6 +16,7 @@ class ConfigReader;
 struct Pooling1DOptions {
   std::optional<std::int64_t> strides;  // unset = pool_size (Keras's None)
   std::string padding = "valid";        // "valid" or "same"
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

@@ -15,6 +15,7 @@ SpatialDropout2D::SpatialDropout2D(double rate, const SpatialDropout2DOptions& o
       rate_(rate),
       seed_(options.seed ? *options.seed : next_seed()),
       seed_given_(options.seed.has_value()) {
+  set_data_format(options.data_format);
   if (!(rate >= 0.0 && rate < 1.0))
     raise<ValueError>("{}: rate must be in [0, 1) (the fraction of channels to drop), got {}", describe(*this), rate);
 }
@@ -38,14 +39,15 @@ std::vector<SymbolicTensor> SpatialDropout2D::call(CallContext& ctx, const std::
 nlohmann::json SpatialDropout2D::get_config() const {
   return layer_config(*this, {{"rate", rate_},
                               {"noise_shape", nullptr},
-                              {"seed", seed_given_ ? nlohmann::json(seed_) : nlohmann::json(nullptr)}});
+                              {"seed", seed_given_ ? nlohmann::json(seed_) : nlohmann::json(nullptr)},
+                              {"data_format", data_format()}});
 }
 
 LayerPtr SpatialDropout2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "SpatialDropout2D");
   r.check_common();
   r.expect("noise_shape", nullptr, "SpatialDropout2D's noise shape is always (batch, 1, 1, channels)");
-  SpatialDropout2DOptions options{.name = r.name()};
+  SpatialDropout2DOptions options{.data_format = r.data_format(), .name = r.name()};
   if (r.has("seed")) options.seed = static_cast<std::uint64_t>(r.integer("seed"));
   return r.finish(SpatialDropout2D(r.number("rate", 0.0), options));
 }

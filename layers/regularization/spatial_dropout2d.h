@@ -14,6 +14,7 @@ namespace tower::layers {
 struct SpatialDropout2DOptions {
   // The mask's seed; unset draws one from tower::next_seed() when the layer is made (as Dropout).
   std::optional<std::uint64_t> seed;
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

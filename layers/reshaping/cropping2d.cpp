@@ -15,12 +15,14 @@ Cropping2D::Cropping2D(std::int64_t cropping, const Cropping2DOptions& options)
 
 Cropping2D::Cropping2D(const std::vector<std::int64_t>& cropping, const Cropping2DOptions& options)
     : Layer(options.name, "cropping2d") {
+  set_data_format(options.data_format);
   auto hw = normalize_tuple(*this, "cropping", cropping, 2, /*min_value=*/0);
   cropping_ = {hw[0], hw[0], hw[1], hw[1]};
 }
 
 Cropping2D::Cropping2D(const std::vector<std::vector<std::int64_t>>& cropping, const Cropping2DOptions& options)
     : Layer(options.name, "cropping2d") {
+  set_data_format(options.data_format);
   for (const auto& pair : cropping) cropping_.insert(cropping_.end(), pair.begin(), pair.end());
   bool ok = cropping.size() == 2 && cropping[0].size() == 2 && cropping[1].size() == 2;
   for (auto p : cropping_) ok = ok && p >= 0;
@@ -53,13 +55,13 @@ std::vector<SymbolicTensor> Cropping2D::call(CallContext&, const std::vector<Sym
 
 nlohmann::json Cropping2D::get_config() const {
   return layer_config(*this, {{"cropping", {{cropping_[0], cropping_[1]}, {cropping_[2], cropping_[3]}}},
-                              {"data_format", "channels_last"}});
+                              {"data_format", data_format()}});
 }
 
 LayerPtr Cropping2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Cropping2D");
   r.check_common();
-  Cropping2DOptions options{.name = r.name()};
+  Cropping2DOptions options{.data_format = r.data_format(), .name = r.name()};
   if (!r.has("cropping")) return r.finish(Cropping2D(0, options));
   const auto& p = config["cropping"];
   if (p.is_number_integer()) return r.finish(Cropping2D(p.get<std::int64_t>(), options));

@@ -11,7 +11,7 @@
 
 namespace tower::layers {
 
-Flatten::Flatten(const FlattenOptions& options) : Layer(options.name, "flatten") {}
+Flatten::Flatten(const FlattenOptions& options) : Layer(options.name, "flatten") { set_data_format(options.data_format); }
 
 std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, d1, ..., dk)
@@ -27,12 +27,12 @@ std::vector<SymbolicTensor> Flatten::call(CallContext&, const std::vector<Symbol
   return {ops::reshape(x, {-1, features})};  // (batch, features)
 }
 
-nlohmann::json Flatten::get_config() const { return layer_config(*this, {{"data_format", "channels_last"}}); }
+nlohmann::json Flatten::get_config() const { return layer_config(*this, {{"data_format", data_format()}}); }
 
 LayerPtr Flatten::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Flatten");
   r.check_common();
-  return r.finish(Flatten({.name = r.name()}));
+  return r.finish(Flatten({.data_format = r.data_format(), .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -8,6 +8,7 @@
 namespace tower::layers {
 
 struct FlattenOptions {
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

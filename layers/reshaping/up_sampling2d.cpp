@@ -10,6 +10,7 @@ namespace tower::layers {
 
 UpSampling2D::UpSampling2D(const std::vector<std::int64_t>& size, const UpSampling2DOptions& options)
     : Layer(options.name, "up_sampling2d"), interpolation_(options.interpolation) {
+  set_data_format(options.data_format);
   size_ = normalize_tuple(*this, "size", size, 2);
   if (interpolation_ != "nearest" && interpolation_ != "bilinear")
     raise<ValueError>("{}: interpolation must be \"nearest\" or \"bilinear\", got \"{}\"", describe(*this),
@@ -33,7 +34,7 @@ std::vector<SymbolicTensor> UpSampling2D::call(CallContext&, const std::vector<S
 
 nlohmann::json UpSampling2D::get_config() const {
   return layer_config(*this, {{"size", ints_to_json(size_)},
-                              {"data_format", "channels_last"},
+                              {"data_format", data_format()},
                               {"interpolation", interpolation_}});
 }
 
@@ -41,7 +42,7 @@ LayerPtr UpSampling2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "UpSampling2D");
   r.check_common();
   return r.finish(
-      UpSampling2D(r.ints("size", {2, 2}), {.interpolation = r.string("interpolation", "nearest"), .name = r.name()}));
+      UpSampling2D(r.ints("size", {2, 2}), {.interpolation = r.string("interpolation", "nearest"), .data_format = r.data_format(), .name = r.name()}));
 }
 
 }  // namespace tower::layers

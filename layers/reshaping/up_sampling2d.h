@@ -11,6 +11,7 @@ namespace tower::layers {
 
 struct UpSampling2DOptions {
   std::string interpolation = "nearest";  // "nearest" or "bilinear" (tf.image.resize's, half-pixel centers)
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

@@ -15,12 +15,14 @@ ZeroPadding2D::ZeroPadding2D(std::int64_t padding, const ZeroPadding2DOptions& o
 
 ZeroPadding2D::ZeroPadding2D(const std::vector<std::int64_t>& padding, const ZeroPadding2DOptions& options)
     : Layer(options.name, "zero_padding2d") {
+  set_data_format(options.data_format);
   auto hw = normalize_tuple(*this, "padding", padding, 2, /*min_value=*/0);
   padding_ = {hw[0], hw[0], hw[1], hw[1]};
 }
 
 ZeroPadding2D::ZeroPadding2D(const std::vector<std::vector<std::int64_t>>& padding, const ZeroPadding2DOptions& options)
     : Layer(options.name, "zero_padding2d") {
+  set_data_format(options.data_format);
   for (const auto& pair : padding) padding_.insert(padding_.end(), pair.begin(), pair.end());
   bool ok = padding.size() == 2 && padding[0].size() == 2 && padding[1].size() == 2;
   for (auto p : padding_) ok = ok && p >= 0;
@@ -41,13 +43,13 @@ std::vector<SymbolicTensor> ZeroPadding2D::call(CallContext&, const std::vector<
 
 nlohmann::json ZeroPadding2D::get_config() const {
   return layer_config(*this, {{"padding", {{padding_[0], padding_[1]}, {padding_[2], padding_[3]}}},
-                              {"data_format", "channels_last"}});
+                              {"data_format", data_format()}});
 }
 
 LayerPtr ZeroPadding2D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "ZeroPadding2D");
   r.check_common();
-  ZeroPadding2DOptions options{.name = r.name()};
+  ZeroPadding2DOptions options{.data_format = r.data_format(), .name = r.name()};
   if (!r.has("padding")) return r.finish(ZeroPadding2D(1, options));
   const auto& p = config["padding"];
   if (p.is_number_integer()) return r.finish(ZeroPadding2D(p.get<std::int64_t>(), options));

@@ -46,7 +46,7 @@ std::vector<SymbolicTensor> TimeDistributed::call(CallContext& ctx, const std::v
                         x.shape().to_string(), axis);
 
   const SymbolicTensor steps = ops::reshape(x, step.dims());  // (batch·time, d...)
-  const std::vector<SymbolicTensor> ys = layer_->call(ctx, {steps});
+  const std::vector<SymbolicTensor> ys = layer_->apply(ctx, {steps});
   if (ys.size() != 1)
     raise<ValueError>("{}: the wrapped layer {} returns {} outputs; TimeDistributed takes a layer with one output",
                       describe(*this), describe(*layer_), ys.size());

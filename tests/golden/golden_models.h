@@ -431,6 +431,32 @@ inline ModelPtr conv3d_family() {
   return std::make_shared<Model>(in, out, "conv3d_family");
 }
 
+// data_format="channels_first" in every layer that takes it, BatchNormalization on axis 1.
+inline ModelPtr channels_first() {
+  const std::string cf = "channels_first";
+  auto in = L::Input({3, 9, 8}, {.name = "in"});
+  auto p = L::ZeroPadding2D(1, {.data_format = cf, .name = "pad"})(in);                         // (3, 11, 10)
+  auto c = L::Conv2D(4, 3, {.activation = "tanh", .data_format = cf, .name = "conv"})(p);       // (4, 9, 8)
+  auto m = L::MaxPooling2D(2, {.data_format = cf, .name = "max"})(c);                           // (4, 4, 4)
+  auto b = L::BatchNormalization({.axis = 1, .name = "bn"})(m);                                 // (4, 4, 4)
+  auto s = L::SeparableConv2D(
+      5, 2, {.padding = "same", .activation = "tanh", .data_format = cf, .name = "sep"})(b);   // (5, 4, 4)
+  auto d = L::DepthwiseConv2D(2, {.strides = {2}, .data_format = cf, .name = "dw"})(s);         // (5, 2, 2)
+  auto t = L::Conv2DTranspose(
+      3, 2, {.strides = {2}, .activation = "tanh", .data_format = cf, .name = "tconv"})(d);    // (3, 4, 4)
+  auto u = L::UpSampling2D(2, {.data_format = cf, .name = "up"})(t);                            // (3, 8, 8)
+  auto k = L::Cropping2D(std::vector<std::int64_t>{1, 2}, {.data_format = cf, .name = "crop"})(u);  // (3, 6, 4)
+  auto a = L::AveragePooling2D(2, {.data_format = cf, .name = "avg"})(k);                       // (3, 3, 2)
+  auto f1 = L::Flatten({.data_format = cf, .name = "flat"})(a);                                 // 18
+  auto g = L::GlobalAveragePooling2D({.keepdims = true, .data_format = cf, .name = "gap"})(d);  // (5, 1, 1)
+  auto f2 = L::Flatten({.data_format = cf, .name = "flat_gap"})(g);                             // 5
+  auto r = L::Reshape({5, 4}, {.name = "seq"})(d);                                              // (5, 4)
+  auto q = L::MaxPooling1D(2, {.padding = "same", .data_format = cf, .name = "max1d"})(r);      // (5, 2)
+  auto f3 = L::GlobalAveragePooling1D({.data_format = cf, .name = "gap1d"})(q);                 // 5
+  auto out = L::Dense(3, {.name = "out"})(L::Concatenate({.name = "cat"})({f1, f2, f3}));
+  return std::make_shared<Model>(in, out, "channels_first");
+}
+
 // The noise layers at inference (SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout) and
 // activity penalties in evaluate's loss.
 inline ModelPtr noise_layers() {

@@ -731,6 +731,41 @@ def case_preprocessing():
                             "cropping and up-sizing (smart_resize), Resizing nearest, Dense; mean_squared_error")
 
 
+def case_channels_first():
+    rng = rng_for("channels_first")
+    cf = "channels_first"
+    inp = keras.Input((3, 9, 8), name="in")
+    p = L.ZeroPadding2D(1, data_format=cf, name="pad")(inp)                                       # (3, 11, 10)
+    c = L.Conv2D(4, 3, activation="tanh", data_format=cf, name="conv")(p)                         # (4, 9, 8)
+    m = L.MaxPooling2D(2, data_format=cf, name="max")(c)                                          # (4, 4, 4)
+    b = L.BatchNormalization(axis=1, name="bn")(m)                                                # (4, 4, 4)
+    s = L.SeparableConv2D(5, 2, padding="same", activation="tanh", data_format=cf, name="sep")(b)  # (5, 4, 4)
+    d = L.DepthwiseConv2D(2, strides=2, data_format=cf, name="dw")(s)                             # (5, 2, 2)
+    t = L.Conv2DTranspose(3, 2, strides=2, activation="tanh", data_format=cf, name="tconv")(d)    # (3, 4, 4)
+    u = L.UpSampling2D(2, data_format=cf, name="up")(t)                                           # (3, 8, 8)
+    k = L.Cropping2D((1, 2), data_format=cf, name="crop")(u)                                      # (3, 6, 4)
+    a = L.AveragePooling2D(2, data_format=cf, name="avg")(k)                                      # (3, 3, 2)
+    f1 = L.Flatten(data_format=cf, name="flat")(a)                                                # 18
+    g = L.GlobalAveragePooling2D(data_format=cf, keepdims=True, name="gap")(d)                    # (5, 1, 1)
+    f2 = L.Flatten(data_format=cf, name="flat_gap")(g)                                            # 5
+    r = L.Reshape((5, 4), name="seq")(d)                                                          # (5, 4)
+    # No Conv1D here: Keras 3.15 on TF 2.21 computes Conv1D(data_format="channels_first") wrongly in
+    # eager mode (model(x, training=True) differs from predict and from NumPy by 0.1), which is how
+    # the training pass below is taken. tests/layers/test_data_format.cpp checks tower's Conv1D.
+    q = L.MaxPooling1D(2, padding="same", data_format=cf, name="max1d")(r)                        # (5, 2)
+    f3 = L.GlobalAveragePooling1D(data_format=cf, name="gap1d")(q)                                # 5
+    out = L.Dense(3, name="out")(L.Concatenate(name="cat")([f1, f2, f3]))
+    model = keras.Model(inp, out, name="channels_first")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 3, 9, 8), 0.5)], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional, data_format=channels_first throughout: ZeroPadding2D, Conv2D tanh, "
+                            "MaxPooling2D, BatchNormalization axis 1, SeparableConv2D, DepthwiseConv2D, "
+                            "Conv2DTranspose, UpSampling2D, Cropping2D, AveragePooling2D, Flatten, "
+                            "GlobalAveragePooling2D keepdims, MaxPooling1D same, GlobalAveragePooling1D, "
+                            "Dense; mean_squared_error")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
@@ -738,7 +773,7 @@ CASES = {
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
-    "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing,
+    "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing, "channels_first": case_channels_first,
     "noise_layers": case_noise_layers, "activity_regularization": case_activity_regularization,
 }
 

@@ -230,6 +230,7 @@ const std::vector<Case>& cases() {
       {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv3d_family", conv3d_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"preprocessing", preprocessing, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"channels_first", channels_first, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"noise_layers", noise_layers, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"activity_regularization", activity_regularization, losses::MeanSquaredError(),
        [] { return std::vector<Metric>{"mae"}; }},
@@ -531,6 +532,9 @@ TEST_CASE("golden: conv_family (grouped, depthwise, separable and transposed con
 }
 TEST_CASE("golden: conv3d_family (Conv3D, Conv3DTranspose, 3-D pooling, UpSampling3D, ZeroPadding3D, Cropping3D)") {
   check_case(find_case("conv3d_family"));
+}
+TEST_CASE("golden: channels_first (data_format=channels_first in the convolution, pooling, reshaping layers)") {
+  check_case(find_case("channels_first"));
 }
 TEST_CASE("golden: rnn_states (SimpleRNN and LSTM with initial and final states)") {
   check_case(find_case("rnn_states"));

@@ -194,6 +194,12 @@ TEST_CASE("load_model: the convolution family of tf.keras 2.x and Keras 3 (Depth
   check_keras_file("vision_keras3", "vision_keras3");
 }
 
+TEST_CASE("load_model: channels_first models of tf.keras 2.x and Keras 3 (BatchNormalization on axis 1) predict and "
+          "continue training exactly") {
+  check_keras_file("channels_first_tf_keras", "channels_first_tf_keras");
+  check_keras_file("channels_first_keras3", "channels_first_keras3");
+}
+
 TEST_CASE("load_model: the 3-D layers of tf.keras 2.x and Keras 3 (Conv3D with groups, Conv3DTranspose, 3-D pooling, "
           "ZeroPadding3D, UpSampling3D, Cropping3D, global 3-D pooling) predict and continue training exactly") {
   check_keras_file("volume_tf_keras", "volume_tf_keras", "volume");

@@ -294,12 +294,13 @@ TEST_CASE("model_config: errors") {
     c["config"]["layers"][4]["inbound_nodes"][0][0][1] = 3;
     CHECK(contains(message_of<ValueError>([&] { io::model_from_config(c); }), "node 3 of layer \"merge_1\""));
   }
-  // channels_first.
+  // channels_first where tower does not take it (ConvLSTM2D); the layers that take it load it.
   {
     json c = read_json(kConfigs / "cnn.tf_keras.json");
+    c["config"]["layers"][1]["class_name"] = "ConvLSTM2D";
     c["config"]["layers"][1]["config"]["data_format"] = "channels_first";
     auto msg = message_of<ValueError>([&] { io::model_from_config(c); });
-    CHECK(contains(msg, "Conv2D \"conv_a\""));
+    CHECK(contains(msg, "ConvLSTM2D \"conv_a\""));
     CHECK(contains(msg, "channels_first"));
   }
 }

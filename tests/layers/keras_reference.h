@@ -55,7 +55,7 @@ inline LayerRun run_with_gradients(Layer& layer, const std::vector<Tensor>& inpu
   std::vector<SymbolicTensor> losses;
   CallContext ctx{.graph = graph, .training = training, .updates = &updates, .losses = &losses,
                   .masks = masks.empty() ? nullptr : &ms};
-  const auto ys = layer.call(ctx, xs);
+  const auto ys = layer.apply(ctx, xs);
   auto dims = ys.at(0).shape().dims();
   dims[0] = inputs.at(0).shape()[0];
   const SymbolicTensor loss = ops::reduce_sum(ops::multiply(ys[0], graph.constant(seq(Shape(dims), 0.45, 0.2))));

@@ -35,7 +35,7 @@ inline Shape with_unknown_batch(const Shape& shape) {
   return Shape(dims);
 }
 
-// Runs layer.call on placeholders fed with `inputs` (batch unknown in the graph) and returns its
+// Runs layer.apply (call() in its data_format) on placeholders fed with `inputs` (batch unknown in the graph) and returns its
 // outputs; the updates the layer appends (BatchNormalization's) run with them.
 inline std::vector<Tensor> run_layer(Layer& layer, const std::vector<Tensor>& inputs, bool training = false,
                                      std::size_t* num_updates = nullptr) {
@@ -52,7 +52,7 @@ inline std::vector<Tensor> run_layer(Layer& layer, const std::vector<Tensor>& in
   std::vector<Node*> updates;
   std::vector<SymbolicTensor> losses;
   CallContext ctx{.graph = graph, .training = training, .updates = &updates, .losses = &losses};
-  auto outputs = layer.call(ctx, placeholders);
+  auto outputs = layer.apply(ctx, placeholders);
   if (num_updates) *num_updates = updates.size();
   Executor executor;
   return executor.run(feeds, outputs, updates);
@@ -74,7 +74,7 @@ inline void check_layer_gradients(Layer& layer, const std::vector<Shape>& shapes
                     Inputs cast;
                     for (const auto& x : xs) cast.push_back(ops::cast(x, DType::float32));
                     CallContext ctx{.graph = xs[0].graph(), .training = training};
-                    auto ys = layer.call(ctx, cast);
+                    auto ys = layer.apply(ctx, cast);
                     for (auto& y : ys) y = ops::cast(y, DType::float64);
                     return ys;
                   },
@@ -88,7 +88,7 @@ inline void check_weightless_gradients(Layer& layer, const std::vector<Shape>& s
       shapes,
       [&](const Inputs& xs) {
         CallContext ctx{.graph = xs[0].graph()};
-        return layer.call(ctx, xs);
+        return layer.apply(ctx, xs);
       },
       options);
 }

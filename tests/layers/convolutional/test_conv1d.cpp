@@ -331,7 +331,7 @@ TEST_CASE("Conv1D: configs of every Keras version") {
   CHECK(contains(msg, "Conv1D \"cb\""));
   CHECK(contains(msg, "kernel_size"));
   CHECK(contains(bad(R"("kernel_size": 3, "groups": 3)"), "divisor of filters"));
-  CHECK(contains(bad(R"("kernel_size": 3, "data_format": "channels_first")"), "channels_first"));
+  CHECK(contains(bad(R"("kernel_size": 3, "data_format": "NCW")"), "data_format"));
   CHECK(contains(bad(R"("kernel_size": 3, "padding": "full")"), "\"full\""));
   CHECK(contains(bad(R"("kernel_size": 3, "strides": [2], "dilation_rate": [2])"), "dilation_rate"));
   CHECK(contains(bad(R"("padding": "same")"), "\"kernel_size\""));

@@ -185,7 +185,7 @@ TEST_CASE("1-D pooling configs of every Keras version") {
                  "strides"));
   CHECK(contains(
       message_of<ValueError>([] {
-        from(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "gcf", "data_format": "channels_first"}})");
+        from(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "gcf", "data_format": "NCW"}})");
       }),
-      "channels_first"));
+      "data_format"));
 }

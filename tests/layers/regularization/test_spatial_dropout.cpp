@@ -102,9 +102,12 @@ TEST_CASE("SpatialDropout2D/3D: configs of tf.keras 2, Keras 3 and Keras 1") {
   LayerPtr k1 = layers::layer_from_config(
       json::parse(R"({"class_name": "SpatialDropout2D", "config": {"name": "sp", "p": 0.6, "dim_ordering": "tf"}})"));
   CHECK(dynamic_cast<layers::SpatialDropout2D&>(*k1).rate() == 0.6);
+  LayerPtr cf = layers::layer_from_config(json::parse(R"({"class_name": "SpatialDropout2D", "config": {"rate": 0.2,
+        "name": "cf", "data_format": "channels_first"}})"));
+  CHECK(cf->data_format() == "channels_first");
   auto msg = message_of<ValueError>([] {
     layers::layer_from_config(json::parse(R"({"class_name": "SpatialDropout2D", "config": {"rate": 0.2,
-        "name": "cf", "data_format": "channels_first"}})"));
+        "name": "bad", "data_format": "NCHW"}})"));
   });
   CHECK(contains(msg, "channels_first"));
   CHECK(contains(msg, "channels_last"));
