@@ -213,6 +213,25 @@ std::string ConfigReader::data_format() const {
   return format;
 }
 
+Constraint ConfigReader::constraint(const char* key) const {
+  constraints_read_.insert(key);
+  if (!has(key)) return {};
+  try {
+    return Constraint::from_config(config_[key]);
+  } catch (const ValueError& e) {
+    fail(fmt::format("field \"{}\": {}", key, e.what()));
+  }
+}
+
+void ConfigReader::check_unread_constraints() const {
+  for (const auto& [key, value] : config_.items())
+    if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null() &&
+        !constraints_read_.contains(key))
+      fail(fmt::format("field \"{}\" is not supported (this layer takes no weight constraint in tower); remove it "
+                       "in Keras before saving",
+                       key));
+}
+
 void ConfigReader::check_data_format(const Layer& layer) const {
   if (data_format() != layer.data_format())
     fail(fmt::format("field \"data_format\" = \"{}\" is not supported by this layer in tower; rebuild the model "
@@ -232,11 +251,6 @@ void ConfigReader::check_common() const {
     if (dtype != "float32")
       fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32", d.dump()));
   }
-  for (const auto& [key, value] : config_.items())
-    if (key.size() > 11 && key.compare(key.size() - 11, 11, "_constraint") == 0 && !value.is_null())
-      fail(fmt::format("field \"{}\" is not supported (tower takes weight constraints on Dense, the 2-D convolutions "
-                       "and PReLU only); remove it in Keras before saving",
-                       key));
 }
 
 DType dtype_from_name(const ConfigReader& reader, const std::string& name) {

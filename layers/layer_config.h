@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -51,16 +53,18 @@ class ConfigReader {
   void expect(const char* key, const nlohmann::json& allowed, const char* why) const;
   // "padding": "valid" or "same" (any case), with the field named on error.
   std::string padding(const char* key) const;
-  // The checks every layer shares: dtype float32 (string or Keras 3 DTypePolicy), and no non-null
-  // *_constraint field left: a layer that supports constraints takes them out first (take_constraint
-  // in layers/constraints.h); the others refuse them with a message.
+  // The check every layer shares: dtype float32 (string or Keras 3 DTypePolicy).
   void check_common() const;
+  // A weight constraint in any Keras form (none when absent or null). finish() refuses the non-null
+  // *_constraint fields that were not read this way (or taken out by take_constraint).
+  Constraint constraint(const char* key) const;
   // Applies what every layer has: trainable and activity_regularizer; refuses a data_format the layer
-  // did not take (Layer::data_format). Returns `layer` as a LayerPtr.
+  // did not take (Layer::data_format) and constraints it did not read. Returns `layer` as a LayerPtr.
   template <typename L>
   LayerPtr finish(L&& layer) const {
     auto ptr = layer.share();
     check_data_format(*ptr);
+    check_unread_constraints();
     if (config_.contains("trainable") && config_["trainable"].is_boolean() && !config_["trainable"].get<bool>())
       ptr->set_trainable(false);
     if (has("activity_regularizer")) ptr->set_activity_regularizer(regularizer("activity_regularizer"));
@@ -73,6 +77,8 @@ class ConfigReader {
 
  private:
   void check_data_format(const Layer& layer) const;
+  void check_unread_constraints() const;
+  mutable std::set<std::string, std::less<>> constraints_read_;
   const nlohmann::json& at(const char* key) const;
   const nlohmann::json& config_;
   std::string class_name_;

@@ -57,9 +57,12 @@ void Conv1D::build(const std::vector<Shape>& input_shapes) {
   if (in.dim(-1) % options_.groups != 0)
     raise<ShapeError>("{}: the input's {} channels do not split into {} groups", describe(*this), in.dim(-1),
                       options_.groups);
-  add_weight("kernel", {kernel_size_, in.dim(-1) / options_.groups, filters_}, options_.kernel_initializer,
-             options_.kernel_regularizer);
-  if (options_.use_bias) add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer);
+  set_constraint(add_weight("kernel", {kernel_size_, in.dim(-1) / options_.groups, filters_},
+                            options_.kernel_initializer, options_.kernel_regularizer),
+                 options_.kernel_constraint);
+  if (options_.use_bias)
+    set_constraint(add_weight("bias", {filters_}, options_.bias_initializer, options_.bias_regularizer),
+                   options_.bias_constraint);
 }
 
 std::vector<SymbolicTensor> Conv1D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
@@ -110,8 +113,8 @@ nlohmann::json Conv1D::get_config() const {
                               {"kernel_regularizer", options_.kernel_regularizer.get_config()},
                               {"bias_regularizer", options_.bias_regularizer.get_config()},
                               {"activity_regularizer", nullptr},
-                              {"kernel_constraint", nullptr},
-                              {"bias_constraint", nullptr}});
+                              {"kernel_constraint", options_.kernel_constraint.get_config()},
+                              {"bias_constraint", options_.bias_constraint.get_config()}});
 }
 
 LayerPtr Conv1D::from_config(const nlohmann::json& config) {
@@ -128,6 +131,8 @@ LayerPtr Conv1D::from_config(const nlohmann::json& config) {
                         .bias_initializer = r.initializer("bias_initializer", "zeros"),
                         .kernel_regularizer = r.regularizer("kernel_regularizer"),
                         .bias_regularizer = r.regularizer("bias_regularizer"),
+                        .kernel_constraint = r.constraint("kernel_constraint"),
+                        .bias_constraint = r.constraint("bias_constraint"),
                         .data_format = r.data_format(), .name = r.name()};
   if (!r.has("kernel_size")) r.fail("the config has no field \"kernel_size\", which this layer needs");
   return r.finish(Conv1D(r.integer("filters"), one_int(r, "kernel_size", 0), options));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -21,6 +22,8 @@ struct Conv1DOptions {
   Regularizer kernel_regularizer;
   Regularizer bias_regularizer;
   Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
+  Constraint kernel_constraint;  // applied after each optimizer update
+  Constraint bias_constraint;
   std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };

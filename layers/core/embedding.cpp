@@ -17,7 +17,9 @@ Embedding::Embedding(std::int64_t input_dim, std::int64_t output_dim, const Embe
 }
 
 void Embedding::build(const std::vector<Shape>&) {
-  add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer, options_.embeddings_regularizer);
+  set_constraint(add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer,
+                            options_.embeddings_regularizer),
+                 options_.embeddings_constraint);
 }
 
 std::vector<SymbolicTensor> Embedding::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
@@ -40,7 +42,7 @@ nlohmann::json Embedding::get_config() const {
                               {"embeddings_initializer", options_.embeddings_initializer.get_config()},
                               {"embeddings_regularizer", options_.embeddings_regularizer.get_config()},
                               {"activity_regularizer", nullptr},
-                              {"embeddings_constraint", nullptr},
+                              {"embeddings_constraint", options_.embeddings_constraint.get_config()},
                               {"mask_zero", options_.mask_zero},
                               {"input_length", nullptr}});
 }
@@ -53,6 +55,7 @@ LayerPtr Embedding::from_config(const nlohmann::json& config) {
   r.expect("sparse", false, "sparse gradients");
   EmbeddingOptions options{.embeddings_initializer = r.initializer("embeddings_initializer", "uniform"),
                            .embeddings_regularizer = r.regularizer("embeddings_regularizer"),
+                           .embeddings_constraint = r.constraint("embeddings_constraint"),
                            .mask_zero = r.boolean("mask_zero", false),
                            .name = r.name()};
   return r.finish(Embedding(r.integer("input_dim"), r.integer("output_dim"), options));

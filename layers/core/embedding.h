@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -11,6 +12,7 @@ struct EmbeddingOptions {
   Initializer embeddings_initializer = "uniform";  // random_uniform(-0.05, 0.05), as Keras
   Regularizer embeddings_regularizer;
   Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
+  Constraint embeddings_constraint;  // applied after each optimizer update
   // Index 0 is padding: the output's Keras mask (batch, ...) is 1 where the index is not 0, and
   // layers after it that take masks skip those steps (then input_dim must count index 0 too).
   bool mask_zero = false;

@@ -48,8 +48,12 @@ void BatchNormalization::build(const std::vector<Shape>& input_shapes) {
   const int axis = channel_axis(in);
   expect_known_dim(*this, in, axis, "channels (the normalized axis)");
   const Shape c{in.dim(axis)};
-  if (options_.scale) add_weight("gamma", c, options_.gamma_initializer, options_.gamma_regularizer);
-  if (options_.center) add_weight("beta", c, options_.beta_initializer, options_.beta_regularizer);
+  if (options_.scale)
+    set_constraint(add_weight("gamma", c, options_.gamma_initializer, options_.gamma_regularizer),
+                   options_.gamma_constraint);
+  if (options_.center)
+    set_constraint(add_weight("beta", c, options_.beta_initializer, options_.beta_regularizer),
+                   options_.beta_constraint);
   add_weight("moving_mean", c, options_.moving_mean_initializer, {}, /*trainable=*/false);
   add_weight("moving_variance", c, options_.moving_variance_initializer, {}, /*trainable=*/false);
 }
@@ -107,8 +111,8 @@ nlohmann::json BatchNormalization::get_config() const {
                               {"moving_variance_initializer", options_.moving_variance_initializer.get_config()},
                               {"beta_regularizer", options_.beta_regularizer.get_config()},
                               {"gamma_regularizer", options_.gamma_regularizer.get_config()},
-                              {"beta_constraint", nullptr},
-                              {"gamma_constraint", nullptr}});
+                              {"beta_constraint", options_.beta_constraint.get_config()},
+                              {"gamma_constraint", options_.gamma_constraint.get_config()}});
 }
 
 LayerPtr BatchNormalization::from_config(const nlohmann::json& config) {
@@ -131,6 +135,8 @@ LayerPtr BatchNormalization::from_config(const nlohmann::json& config) {
                                     .moving_variance_initializer = r.initializer("moving_variance_initializer", "ones"),
                                     .beta_regularizer = r.regularizer("beta_regularizer"),
                                     .gamma_regularizer = r.regularizer("gamma_regularizer"),
+                                    .beta_constraint = r.constraint("beta_constraint"),
+                                    .gamma_constraint = r.constraint("gamma_constraint"),
                                     .name = r.name()};
   return r.finish(BatchNormalization(options));
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -20,6 +21,8 @@ struct BatchNormalizationOptions {
   Initializer moving_variance_initializer = "ones";
   Regularizer beta_regularizer;
   Regularizer gamma_regularizer;
+  Constraint beta_constraint;  // applied after each optimizer update
+  Constraint gamma_constraint;
   std::string name;
 };
 

@@ -41,8 +41,12 @@ void LayerNormalization::build(const std::vector<Shape>& input_shapes) {
     expect_known_dim(*this, in, axis, "normalized axis");
     dims.push_back(in[axis]);
   }
-  if (options_.scale) add_weight("gamma", Shape(dims), options_.gamma_initializer, options_.gamma_regularizer);
-  if (options_.center) add_weight("beta", Shape(dims), options_.beta_initializer, options_.beta_regularizer);
+  if (options_.scale)
+    set_constraint(add_weight("gamma", Shape(dims), options_.gamma_initializer, options_.gamma_regularizer),
+                   options_.gamma_constraint);
+  if (options_.center)
+    set_constraint(add_weight("beta", Shape(dims), options_.beta_initializer, options_.beta_regularizer),
+                   options_.beta_constraint);
 }
 
 std::vector<SymbolicTensor> LayerNormalization::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
@@ -108,8 +112,8 @@ nlohmann::json LayerNormalization::get_config() const {
                               {"gamma_initializer", options_.gamma_initializer.get_config()},
                               {"beta_regularizer", options_.beta_regularizer.get_config()},
                               {"gamma_regularizer", options_.gamma_regularizer.get_config()},
-                              {"beta_constraint", nullptr},
-                              {"gamma_constraint", nullptr}});
+                              {"beta_constraint", options_.beta_constraint.get_config()},
+                              {"gamma_constraint", options_.gamma_constraint.get_config()}});
 }
 
 LayerPtr LayerNormalization::from_config(const nlohmann::json& config) {
@@ -123,6 +127,8 @@ LayerPtr LayerNormalization::from_config(const nlohmann::json& config) {
                                     .gamma_initializer = r.initializer("gamma_initializer", "ones"),
                                     .beta_regularizer = r.regularizer("beta_regularizer"),
                                     .gamma_regularizer = r.regularizer("gamma_regularizer"),
+                                    .beta_constraint = r.constraint("beta_constraint"),
+                                    .gamma_constraint = r.constraint("gamma_constraint"),
                                     .name = r.name()};
   options.axis.clear();
   for (std::int64_t a : r.ints("axis", {-1})) options.axis.push_back(r.axis(a, "axis"));

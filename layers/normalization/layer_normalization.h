@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -19,6 +20,8 @@ struct LayerNormalizationOptions {
   Initializer gamma_initializer = "ones";
   Regularizer beta_regularizer;
   Regularizer gamma_regularizer;
+  Constraint beta_constraint;  // applied after each optimizer update
+  Constraint gamma_constraint;
   std::string name;
 };
 

@@ -52,12 +52,15 @@ void Recurrent::build(const std::vector<Shape>& input_shapes) {
   expect_input_rank(*this, x, 3, "(batch, time, features)");
   expect_known_dim(*this, x, 2, "features");
   const std::int64_t width = gates_ * units_;
-  add_weight(weight_name("kernel"), {x[2], width}, options_.kernel_initializer, options_.kernel_regularizer);
-  add_weight(weight_name("recurrent_kernel"), {units_, width}, options_.recurrent_initializer,
-             options_.recurrent_regularizer);
+  set_constraint(add_weight(weight_name("kernel"), {x[2], width}, options_.kernel_initializer, options_.kernel_regularizer),
+                 options_.kernel_constraint);
+  set_constraint(add_weight(weight_name("recurrent_kernel"), {units_, width}, options_.recurrent_initializer,
+                            options_.recurrent_regularizer),
+                 options_.recurrent_constraint);
   if (options_.use_bias) {
     VariablePtr bias = add_weight(weight_name("bias"), bias_shape(), Initializer::constant(0.0), options_.bias_regularizer);
     bias->assign(initial_bias());
+    set_constraint(bias, options_.bias_constraint);
   }
 }
 
@@ -281,9 +284,9 @@ nlohmann::json Recurrent::get_config() const {
                  {"recurrent_regularizer", options_.recurrent_regularizer.get_config()},
                  {"bias_regularizer", options_.bias_regularizer.get_config()},
                  {"activity_regularizer", nullptr},
-                 {"kernel_constraint", nullptr},
-                 {"recurrent_constraint", nullptr},
-                 {"bias_constraint", nullptr},
+                 {"kernel_constraint", options_.kernel_constraint.get_config()},
+                 {"recurrent_constraint", options_.recurrent_constraint.get_config()},
+                 {"bias_constraint", options_.bias_constraint.get_config()},
                  {"dropout", options_.dropout},
                  {"recurrent_dropout", options_.recurrent_dropout}});
   if (seed_given_) fields["seed"] = seed_;
@@ -304,6 +307,9 @@ RecurrentOptions Recurrent::options_from_config(const ConfigReader& r) {
                            .kernel_regularizer = r.regularizer("kernel_regularizer"),
                            .recurrent_regularizer = r.regularizer("recurrent_regularizer"),
                            .bias_regularizer = r.regularizer("bias_regularizer"),
+                           .kernel_constraint = r.constraint("kernel_constraint"),
+                           .recurrent_constraint = r.constraint("recurrent_constraint"),
+                           .bias_constraint = r.constraint("bias_constraint"),
                            .return_sequences = r.boolean("return_sequences", false),
                            .return_state = r.boolean("return_state", false),
                            .go_backwards = r.boolean("go_backwards", false),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tower/core/ops.h"
+#include "tower/layers/constraints.h"
 #include "tower/layers/layer.h"
 
 namespace tower::layers {
@@ -27,6 +28,9 @@ struct RecurrentOptions {
   Regularizer kernel_regularizer;
   Regularizer recurrent_regularizer;
   Regularizer bias_regularizer;
+  Constraint kernel_constraint;  // applied after each optimizer update
+  Constraint recurrent_constraint;
+  Constraint bias_constraint;
   bool return_sequences = false;  // the output of every step (batch, time, units), else the last (batch, units)
   bool return_state = false;      // the final states follow the output (LSTM: h then c)
   bool go_backwards = false;      // the sequence runs last step first (and return_sequences comes reversed)

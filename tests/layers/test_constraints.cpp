@@ -9,6 +9,7 @@
 #include "tower/core/executor.h"
 #include "tower/layers/constraints.h"
 #include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tower/optimizers/optimizers.h"
 #include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
@@ -140,4 +141,45 @@ TEST_CASE("constraints: applied to the weights after each training step") {
   auto config = model.get_config();
   CHECK(config.dump().find("MaxNorm") != std::string::npos);
   CHECK(config.dump().find("MinMaxNorm") != std::string::npos);
+}
+
+TEST_CASE("constraints: Conv1D, Embedding, the normalizations and the recurrent layers take theirs") {
+  clear_session();
+  // Every weight starts negative and non_neg holds each at >= 0 after a step.
+  const Initializer minus = Initializer::constant(-0.3);
+  auto in = layers::Input({5}, {.dtype = DType::int32});
+  auto e = layers::Embedding(7, 4, {.embeddings_initializer = minus, .embeddings_constraint = constraints::non_neg(),
+                                    .name = "emb"})(in);
+  auto c = layers::Conv1D(3, 2, {.kernel_initializer = minus, .bias_initializer = minus,
+                                 .kernel_constraint = constraints::non_neg(), .bias_constraint = constraints::non_neg(),
+                                 .name = "conv"})(e);
+  auto b = layers::BatchNormalization({.beta_initializer = minus, .gamma_initializer = minus,
+                                       .beta_constraint = constraints::non_neg(),
+                                       .gamma_constraint = constraints::non_neg(), .name = "bn"})(c);
+  auto l = layers::LayerNormalization({.beta_initializer = minus, .gamma_initializer = minus,
+                                       .beta_constraint = constraints::non_neg(),
+                                       .gamma_constraint = constraints::non_neg(), .name = "ln"})(b);
+  auto r = layers::LSTM(2, {.kernel_initializer = minus, .recurrent_initializer = minus,
+                            .kernel_constraint = constraints::non_neg(),
+                            .recurrent_constraint = constraints::non_neg(), .bias_constraint = constraints::non_neg(),
+                            .name = "lstm"})(l);
+  Model model(in, r);
+  model.compile(optimizers::SGD(0.01), "mse");
+  const Tensor x = Tensor::from_vector<std::int32_t>({2, 5}, {1, 2, 3, 4, 5, 6, 0, 1, 2, 3});
+  model.train_on_batch({x}, {floats({2, 2}, {1, -1, 0.5, 2})});
+  for (const auto& w : model.trainable_weights()) {
+    INFO(w->name());
+    for (double v : w->value().to_vector<double>()) CHECK(v >= 0.0);
+  }
+  // The configs carry them, and a model rebuilt from its config keeps them.
+  for (const char* name : {"emb", "conv", "bn", "ln", "lstm"}) {
+    INFO(name);
+    CHECK(model.get_layer(name)->get_config().dump().find("NonNeg") != std::string::npos);
+  }
+  // A layer that takes no constraint still refuses one, naming the field.
+  json dropout_config = layers::Dropout(0.5).get_config();
+  dropout_config["kernel_constraint"] = constraints::non_neg().get_config();
+  CHECK(contains(message_of<ValueError>(
+                     [&] { layers::layer_from_config({{"class_name", "Dropout"}, {"config", dropout_config}}); }),
+                 "kernel_constraint"));
 }

@@ -431,11 +431,13 @@ TEST_CASE("layer configs: errors name the class, the layer and the field") {
   CHECK(contains(constraint, "Dense \"d_c\""));
   CHECK(contains(constraint, "kernel_constraint"));
   CHECK(contains(constraint, "RadialConstraint"));
+  // A layer without weights to constrain refuses the field, naming it.
   auto unwired = message_of<ValueError>([] {
-    layer_from_config(json::parse(R"({"class_name": "Embedding", "config": {"name": "e_c", "input_dim": 5,
-        "output_dim": 2, "embeddings_constraint": {"class_name": "MaxNorm", "config": {"max_value": 2}}}})"));
+    layer_from_config(json::parse(R"({"class_name": "Flatten", "config": {"name": "f_c",
+        "kernel_constraint": {"class_name": "MaxNorm", "config": {"max_value": 2}}}})"));
   });
-  CHECK(contains(unwired, "embeddings_constraint"));
+  CHECK(contains(unwired, "Flatten \"f_c\""));
+  CHECK(contains(unwired, "kernel_constraint"));
 
   auto sparse = message_of<ValueError>([] {
     layer_from_config(json::parse(R"({"class_name": "Embedding", "config": {"name": "e_m", "input_dim": 5,
