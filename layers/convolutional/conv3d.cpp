@@ -11,6 +11,7 @@ namespace tower::layers {
 
 Conv3D::Conv3D(std::int64_t filters, const std::vector<std::int64_t>& kernel_size, const Conv3DOptions& options)
     : Layer(options.name, "conv3d"), filters_(filters), options_(options) {
+  set_data_format(options.data_format);
   set_activity_regularizer(options.activity_regularizer);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 3);
@@ -56,7 +57,7 @@ nlohmann::json Conv3D::get_config() const {
                               {"kernel_size", ints_to_json(kernel_size_)},
                               {"strides", ints_to_json(options_.strides)},
                               {"padding", options_.padding},
-                              {"data_format", "channels_last"},
+                              {"data_format", data_format()},
                               {"dilation_rate", ints_to_json(options_.dilation_rate)},
                               {"groups", options_.groups},
                               {"activation", activation_to_config(options_.activation)},
@@ -89,7 +90,7 @@ LayerPtr Conv3D::from_config(const nlohmann::json& config) {
                         .bias_regularizer = r.regularizer("bias_regularizer"),
                         .kernel_constraint = kernel_constraint,
                         .bias_constraint = bias_constraint,
-                        .name = r.name()};
+                        .data_format = r.data_format(), .name = r.name()};
   return r.finish(Conv3D(r.integer("filters"), r.ints("kernel_size"), options));
 }
 

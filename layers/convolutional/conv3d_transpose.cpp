@@ -12,6 +12,7 @@ namespace tower::layers {
 Conv3DTranspose::Conv3DTranspose(std::int64_t filters, const std::vector<std::int64_t>& kernel_size,
                                  const Conv3DTransposeOptions& options)
     : Layer(options.name, "conv3d_transpose"), filters_(filters), options_(options) {
+  set_data_format(options.data_format);
   set_activity_regularizer(options.activity_regularizer);
   if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 3);
@@ -60,7 +61,7 @@ nlohmann::json Conv3DTranspose::get_config() const {
               {"strides", ints_to_json(options_.strides)},
               {"padding", options_.padding},
               {"output_padding", options_.output_padding.empty() ? nlohmann::json() : ints_to_json(options_.output_padding)},
-              {"data_format", "channels_last"},
+              {"data_format", data_format()},
               {"dilation_rate", ints_to_json(options_.dilation_rate)},
               {"activation", activation_to_config(options_.activation)},
               {"use_bias", options_.use_bias},
@@ -93,7 +94,7 @@ LayerPtr Conv3DTranspose::from_config(const nlohmann::json& config) {
                                  .bias_regularizer = r.regularizer("bias_regularizer"),
                                  .kernel_constraint = kernel_constraint,
                                  .bias_constraint = bias_constraint,
-                                 .name = r.name()};
+                                 .data_format = r.data_format(), .name = r.name()};
   return r.finish(Conv3DTranspose(r.integer("filters"), r.ints("kernel_size"), options));
 }
 

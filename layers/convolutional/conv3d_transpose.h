@@ -23,6 +23,7 @@ struct Conv3DTransposeOptions {
   Regularizer activity_regularizer;  // on the output: Layer::activity_regularizer
   Constraint kernel_constraint;      // applied after each optimizer update
   Constraint bias_constraint;
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

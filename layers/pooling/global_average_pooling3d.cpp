@@ -13,7 +13,8 @@ SymbolicTensor GlobalAveragePooling3D::reduce(const SymbolicTensor& x, bool keep
 LayerPtr GlobalAveragePooling3D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalAveragePooling3D");
   r.check_common();
-  return r.finish(GlobalAveragePooling3D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalAveragePooling3D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                                          .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -13,7 +13,8 @@ SymbolicTensor GlobalMaxPooling3D::reduce(const SymbolicTensor& x, bool keepdims
 LayerPtr GlobalMaxPooling3D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "GlobalMaxPooling3D");
   r.check_common();
-  return r.finish(GlobalMaxPooling3D({.keepdims = r.boolean("keepdims", false), .name = r.name()}));
+  return r.finish(GlobalMaxPooling3D({.keepdims = r.boolean("keepdims", false), .data_format = r.data_format(),
+                                          .name = r.name()}));
 }
 
 }  // namespace tower::layers

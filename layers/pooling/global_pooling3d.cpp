@@ -7,7 +7,9 @@
 namespace tower::layers {
 
 GlobalPooling3D::GlobalPooling3D(std::string class_name, const GlobalPooling3DOptions& options)
-    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)), keepdims_(options.keepdims) {}
+    : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)), keepdims_(options.keepdims) {
+  set_data_format(options.data_format);
+}
 
 void GlobalPooling3D::build(const std::vector<Shape>& input_shapes) {
   expect_input_rank(*this, input_shapes.at(0), 5, "(batch, depth, height, width, channels)");
@@ -20,7 +22,7 @@ std::vector<SymbolicTensor> GlobalPooling3D::call(CallContext&, const std::vecto
 }
 
 nlohmann::json GlobalPooling3D::get_config() const {
-  return layer_config(*this, {{"data_format", "channels_last"}, {"keepdims", keepdims_}});
+  return layer_config(*this, {{"data_format", data_format()}, {"keepdims", keepdims_}});
 }
 
 }  // namespace tower::layers

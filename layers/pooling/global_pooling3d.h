@@ -10,6 +10,7 @@ namespace tower::layers {
 
 struct GlobalPooling3DOptions {
   bool keepdims = false;  // keep depth, height and width as 1: (batch, 1, 1, 1, c)
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

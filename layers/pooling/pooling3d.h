@@ -13,6 +13,7 @@ class ConfigReader;
 struct Pooling3DOptions {
   std::vector<std::int64_t> strides;  // one value or (depth, height, width); empty = pool_size (Keras's None)
   std::string padding = "valid";      // "valid" or "same"
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

@@ -16,12 +16,14 @@ Cropping3D::Cropping3D(std::int64_t cropping, const Cropping3DOptions& options)
 
 Cropping3D::Cropping3D(const std::vector<std::int64_t>& cropping, const Cropping3DOptions& options)
     : Layer(options.name, "cropping3d") {
+  set_data_format(options.data_format);
   auto dhw = normalize_tuple(*this, "cropping", cropping, 3, /*min_value=*/0);
   cropping_ = {dhw[0], dhw[0], dhw[1], dhw[1], dhw[2], dhw[2]};
 }
 
 Cropping3D::Cropping3D(const std::vector<std::vector<std::int64_t>>& cropping, const Cropping3DOptions& options)
     : Layer(options.name, "cropping3d") {
+  set_data_format(options.data_format);
   bool ok = cropping.size() == 3;
   for (const auto& pair : cropping) {
     ok = ok && pair.size() == 2;
@@ -60,13 +62,13 @@ std::vector<SymbolicTensor> Cropping3D::call(CallContext&, const std::vector<Sym
 nlohmann::json Cropping3D::get_config() const {
   const auto& p = cropping_;
   return layer_config(*this,
-                      {{"cropping", {{p[0], p[1]}, {p[2], p[3]}, {p[4], p[5]}}}, {"data_format", "channels_last"}});
+                      {{"cropping", {{p[0], p[1]}, {p[2], p[3]}, {p[4], p[5]}}}, {"data_format", data_format()}});
 }
 
 LayerPtr Cropping3D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Cropping3D");
   r.check_common();
-  Cropping3DOptions options{.name = r.name()};
+  Cropping3DOptions options{.data_format = r.data_format(), .name = r.name()};
   if (!r.has("cropping")) return r.finish(Cropping3D(1, options));
   const auto& p = config["cropping"];
   if (p.is_number_integer()) return r.finish(Cropping3D(p.get<std::int64_t>(), options));

@@ -10,6 +10,7 @@
 namespace tower::layers {
 
 struct Cropping3DOptions {
+  std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
   std::string name;
 };
 

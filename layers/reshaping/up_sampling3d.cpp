@@ -10,6 +10,7 @@ namespace tower::layers {
 
 UpSampling3D::UpSampling3D(const std::vector<std::int64_t>& size, const UpSampling3DOptions& options)
     : Layer(options.name, "up_sampling3d") {
+  set_data_format(options.data_format);
   size_ = normalize_tuple(*this, "size", size, 3);
 }
 
@@ -42,13 +43,13 @@ std::vector<SymbolicTensor> UpSampling3D::call(CallContext&, const std::vector<S
 }
 
 nlohmann::json UpSampling3D::get_config() const {
-  return layer_config(*this, {{"size", ints_to_json(size_)}, {"data_format", "channels_last"}});
+  return layer_config(*this, {{"size", ints_to_json(size_)}, {"data_format", data_format()}});
 }
 
 LayerPtr UpSampling3D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "UpSampling3D");
   r.check_common();
-  return r.finish(UpSampling3D(r.ints("size", {2, 2, 2}), {.name = r.name()}));
+  return r.finish(UpSampling3D(r.ints("size", {2, 2, 2}), {.data_format = r.data_format(), .name = r.name()}));
 }
 
 }  // namespace tower::layers

@@ -16,12 +16,14 @@ ZeroPadding3D::ZeroPadding3D(std::int64_t padding, const ZeroPadding3DOptions& o
 
 ZeroPadding3D::ZeroPadding3D(const std::vector<std::int64_t>& padding, const ZeroPadding3DOptions& options)
     : Layer(options.name, "zero_padding3d") {
+  set_data_format(options.data_format);
   auto dhw = normalize_tuple(*this, "padding", padding, 3, /*min_value=*/0);
   padding_ = {dhw[0], dhw[0], dhw[1], dhw[1], dhw[2], dhw[2]};
 }
 
 ZeroPadding3D::ZeroPadding3D(const std::vector<std::vector<std::int64_t>>& padding, const ZeroPadding3DOptions& options)
     : Layer(options.name, "zero_padding3d") {
+  set_data_format(options.data_format);
   bool ok = padding.size() == 3;
   for (const auto& pair : padding) {
     ok = ok && pair.size() == 2;
@@ -47,13 +49,13 @@ std::vector<SymbolicTensor> ZeroPadding3D::call(CallContext&, const std::vector<
 
 nlohmann::json ZeroPadding3D::get_config() const {
   const auto& p = padding_;
-  return layer_config(*this, {{"padding", {{p[0], p[1]}, {p[2], p[3]}, {p[4], p[5]}}}, {"data_format", "channels_last"}});
+  return layer_config(*this, {{"padding", {{p[0], p[1]}, {p[2], p[3]}, {p[4], p[5]}}}, {"data_format", data_format()}});
 }
 
 LayerPtr ZeroPadding3D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "ZeroPadding3D");
   r.check_common();
-  ZeroPadding3DOptions options{.name = r.name()};
+  ZeroPadding3DOptions options{.data_format = r.data_format(), .name = r.name()};
   if (!r.has("padding")) return r.finish(ZeroPadding3D(1, options));
   const auto& p = config["padding"];
   if (p.is_number_integer()) return r.finish(ZeroPadding3D(p.get<std::int64_t>(), options));

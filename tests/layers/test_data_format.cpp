@@ -102,6 +102,26 @@ TEST_CASE("data_format channels_first: each layer as its channels_last twin on t
     check_same(e, f, steps);
     CHECK(keras_shape(a, {4, 9}) == Shape{-1, 3, 9});
   }
+  SUBCASE("the 3-D layers") {
+    const Tensor volumes = random_tensor({2, 3, 4, 5, 4}, 13, 0.1, 1.0, false, DType::float32);  // (batch, c, d, h, w)
+    layers::Conv3D a(2, 2, {.strides = {2}, .padding = "same", .data_format = cf}),
+        b(2, 2, {.strides = {2}, .padding = "same"});
+    check_same(a, b, volumes);
+    layers::Conv3DTranspose c(2, 2, {.strides = {2}, .data_format = cf}), d(2, 2, {.strides = {2}});
+    check_same(c, d, volumes);
+    layers::MaxPooling3D e(2, {.data_format = cf}), f(2);
+    check_same(e, f, volumes);
+    layers::GlobalAveragePooling3D g({.data_format = cf}), h;
+    check_same(g, h, volumes);
+    layers::UpSampling3D i(std::vector<std::int64_t>{1, 2, 1}, {.data_format = cf}),
+        j(std::vector<std::int64_t>{1, 2, 1});
+    check_same(i, j, volumes);
+    layers::ZeroPadding3D k(1, {.data_format = cf}), l(1);
+    check_same(k, l, volumes);
+    layers::Cropping3D m(std::vector<std::int64_t>{1, 1, 1}, {.data_format = cf}), n(std::vector<std::int64_t>{1, 1, 1});
+    check_same(m, n, volumes);
+    CHECK(keras_shape(a, {3, 4, 5, 4}) == Shape{-1, 2, 2, 3, 2});
+  }
   SUBCASE("SpatialDropout2D drops whole channels (axis 1) in training") {
     layers::SpatialDropout2D drop(0.5, {.seed = 3, .data_format = cf});
     const auto y = run1(drop, images, true).to_vector<float>(), x = images.to_vector<float>();
