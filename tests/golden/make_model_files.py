@@ -14,9 +14,13 @@ Cases: mlp (Sequential Dense-Dense, Adam, sparse labels), cnn (Conv2D-MaxPooling
 momentum, one-hot labels), merge (two inputs, a nested Sequential, Concatenate, RMSprop with momentum),
 vision (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, UpSampling2D bilinear and nearest,
 Cropping2D; Adam), volume (functional: Conv3D, MaxPooling3D, ZeroPadding3D, Conv3DTranspose, AveragePooling3D,
-UpSampling3D, Cropping3D, grouped Conv3D, GlobalAveragePooling3D, GlobalMaxPooling3D; Adam), channels_first
+UpSampling3D, Cropping3D, grouped Conv3D, GlobalAveragePooling3D, GlobalMaxPooling3D; Adam), local (tf_keras only: functional
+LocallyConnected2D and LocallyConnected1D, strided, channels_last and channels_first, with and without bias;
+Adam), channels_first
 (Conv2D, BatchNormalization axis 1, MaxPooling2D, SeparableConv2D, Conv2DTranspose, AveragePooling2D, Flatten, all
-with data_format="channels_first"; Adam), multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
+with data_format="channels_first"; Adam), augment (Rescaling, an adapted Normalization, the random augmentation
+layers, Resizing, CenterCrop, RandomCrop (tf_keras only), the noise layers, ActivityRegularization; no after/: the
+random layers train on TF's random numbers), multi_gpu (tf_keras only: Keras's multi_gpu_model layout built by hand -- Input, two Lambda slices, the
 template Sequential called on each, Concatenate -- whose template must come back), theano (the cnn file
 re-labelled backend "theano" with its kernels flipped, as a Theano-backend Keras wrote them), and keras1
 (written with h5py in Keras 1.2.2's layout: list-style Sequential config with output_dim/init, weights
@@ -46,6 +50,9 @@ def batch(case):
     if case == "vision":
         x = rng.standard_normal((4, 8, 8, 3)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[0, 1, 1, 0]]
+    if case == "augment":
+        x = rng.uniform(0, 255, (4, 8, 8, 3)).astype("float32")
+        return [x], np.eye(2, dtype="float32")[[0, 1, 0, 1]]
     if case == "channels_first":
         x = rng.standard_normal((4, 3, 8, 8)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[1, 1, 0, 0]]
@@ -85,6 +92,22 @@ def build(keras, case):
                               L.UpSampling2D((1, 2)),
                               L.Flatten(),
                               L.Dense(2, activation="softmax")])
+        m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
+    elif case == "augment":  # issue 18's preprocessing, augmentation and noise layers (inference: predict only)
+        norm = L.Normalization()
+        norm.adapt(batch("augment")[0][0] / 255.0)
+        layers = [keras.Input((8, 8, 3)), L.Rescaling(1 / 255.0), norm,
+                  L.RandomFlip(seed=1), L.RandomRotation(0.1, seed=2), L.RandomZoom(0.1, seed=3),
+                  L.RandomTranslation(0.1, 0.1, seed=4), L.RandomContrast(0.2, seed=5),
+                  L.Resizing(10, 10), L.CenterCrop(9, 9)]
+        # Keras 3.15's RandomCrop returns its input unchanged at inference; tf.keras 2 (and tower)
+        # smart-resize it to the crop's size.
+        if not keras.__version__.startswith("3."):
+            layers.append(L.RandomCrop(8, 8, seed=6))
+        layers += [L.Conv2D(4, 3, activation="relu"), L.GaussianNoise(0.1), L.GaussianDropout(0.1),
+                   L.SpatialDropout2D(0.2), L.Flatten(), L.AlphaDropout(0.1), L.ActivityRegularization(l1=0.01),
+                   L.Dense(2, activation="softmax")]
+        m = keras.Sequential(layers)
         m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
     elif case == "channels_first":  # data_format="channels_first", BatchNormalization on axis 1
         cf = "channels_first"
@@ -179,7 +202,7 @@ def make(writer, case):
     x_in = xs if len(xs) > 1 else xs[0]
     predict = template.predict(x_in, verbose=0)
     after = None
-    if case != "multi_gpu":
+    if case not in ("multi_gpu", "augment"):  # augment: random layers train on TF's random numbers
         model.train_on_batch(x_in, y)
         after = layer_weights(model)
     write_data(os.path.join(OUT, f"{case}_{writer}_data.h5"), xs, y, predict, after)
@@ -363,14 +386,15 @@ if __name__ == "__main__":
             if os.system(f"{sys.executable} {os.path.abspath(__file__)} {w}") != 0:
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
-        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision", "volume", "channels_first"):
+        for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision", "volume", "channels_first",
+                     "local", "augment"):
             make("tf_keras", case)
         make_theano()
         make_keras2_2()
         make_cudnn()
         make_keras1_rnn()
     elif sys.argv[1] == "keras3":
-        for case in ("mlp", "cnn", "merge", "rnn", "vision", "volume", "channels_first"):
+        for case in ("mlp", "cnn", "merge", "rnn", "vision", "volume", "channels_first", "augment"):
             make("keras3", case)
     elif sys.argv[1] == "keras1":
         make_keras1()
@@ -384,7 +408,11 @@ if __name__ == "__main__":
         make("keras3", "rnn")
     elif sys.argv[1] in ("vision_tf_keras", "vision_keras3"):  # only the convolution family's files
         make(sys.argv[1].split("_", 1)[1], "vision")
+    elif sys.argv[1] in ("augment_tf_keras", "augment_keras3"):
+        make("tf_keras" if sys.argv[1].endswith("tf_keras") else "keras3", "augment")
     elif sys.argv[1] in ("channels_first_tf_keras", "channels_first_keras3"):
         make("tf_keras" if sys.argv[1].endswith("tf_keras") else "keras3", "channels_first")
+    elif sys.argv[1] == "local_tf_keras":  # only the LocallyConnected file
+        make("tf_keras", "local")
     elif sys.argv[1] in ("volume_tf_keras", "volume_keras3"):  # only the 3-D layers' files
         make(sys.argv[1].split("_", 1)[1], "volume")

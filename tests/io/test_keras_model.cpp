@@ -194,6 +194,13 @@ TEST_CASE("load_model: the convolution family of tf.keras 2.x and Keras 3 (Depth
   check_keras_file("vision_keras3", "vision_keras3");
 }
 
+TEST_CASE("load_model: the preprocessing, augmentation and noise layers of tf.keras 2.x and Keras 3 (Rescaling, "
+          "an adapted Normalization, the random layers, Resizing, CenterCrop, RandomCrop, GaussianNoise, "
+          "GaussianDropout, SpatialDropout2D, AlphaDropout, ActivityRegularization) predict as Keras") {
+  check_keras_file("augment_tf_keras", "augment_tf_keras");
+  check_keras_file("augment_keras3", "augment_keras3");
+}
+
 TEST_CASE("load_model: channels_first models of tf.keras 2.x and Keras 3 (BatchNormalization on axis 1) predict and "
           "continue training exactly") {
   check_keras_file("channels_first_tf_keras", "channels_first_tf_keras");
