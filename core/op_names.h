@@ -83,6 +83,7 @@ inline constexpr char split[] = "split";
 inline constexpr char pad[] = "pad";
 inline constexpr char pad_grad[] = "pad_grad";
 inline constexpr char one_hot[] = "one_hot";
+inline constexpr char hashing_bins[] = "hashing_bins";
 inline constexpr char gather[] = "gather";
 inline constexpr char gather_grad[] = "gather_grad";
 

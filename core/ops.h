@@ -331,6 +331,13 @@ SymbolicTensor pad(const SymbolicTensor& x, Ints paddings, double value = 0.0);
 // indices: integer (...) -> (..., depth) of dtype; indices outside [0, depth) give all off_value.
 SymbolicTensor one_hot(const SymbolicTensor& indices, std::int64_t depth, DType dtype = DType::float32,
                        double on_value = 1.0, double off_value = 0.0);
+// x: integer or floating (...) -> int64 (...): Keras's Hashing bins (core/hash.h's hashing_bin): each
+// value (floats truncated to int64) written in decimal and hashed with FarmHash Fingerprint64, or with
+// SipHash-2-4 keyed (key0, key1) when salted, modulo num_bins; with has_mask, mask_value gives 0 and the
+// others 1 + hash % (num_bins - 1) (num_bins > 1). No gradient.
+SymbolicTensor hashing_bins(const SymbolicTensor& x, std::int64_t num_bins, bool has_mask = false,
+                            std::int64_t mask_value = 0, bool salted = false, std::int64_t key0 = 0,
+                            std::int64_t key1 = 0);
 // params: (n, ...), indices: integer (...) -> (indices..., params[1:]...); rows along axis 0.
 // Indices outside [0, n) throw ValueError at run time.
 SymbolicTensor gather(const SymbolicTensor& params, const SymbolicTensor& indices);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/core/hash.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -272,6 +273,25 @@ void one_hot_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- hashing_bins ----------------------------------------------------------------------------------
+
+void hashing_bins_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];  // (...)
+  Tensor& y = ctx.outputs[0];       // (...) int64
+  const Attrs& a = ctx.attrs();
+  const std::int64_t num_bins = a.get_int("num_bins"), mask_value = a.get_int("mask_value");
+  const bool has_mask = a.get_bool("has_mask"), salted = a.get_bool("salted");
+  const auto key0 = static_cast<std::uint64_t>(a.get_int("key0")), key1 = static_cast<std::uint64_t>(a.get_int("key1"));
+  dispatch_any(x.dtype(), op_names::hashing_bins, [&]<typename T>() {
+    const T* in = x.data<T>();
+    std::int64_t* out = y.data<std::int64_t>();
+    parallel_for(ctx, x.num_elements(), kElementwiseGrain / 16, [&](std::int64_t b, std::int64_t e) {
+      for (auto i = b; i < e; ++i)
+        out[i] = hash::hashing_bin(static_cast<std::int64_t>(in[i]), num_bins, has_mask, mask_value, salted, key0, key1);
+    });
+  });
+}
+
 // ---- reverse -------------------------------------------------------------------------------------
 
 // y[o, i, r] = x[o, n - 1 - i, r] over x viewed as (outer, n, inner): one memcpy of inner elements each.
@@ -373,6 +393,7 @@ void register_array_kernels() {
   register_kernel(op_names::pad, DeviceKind::cpu, pad_kernel);
   register_kernel(op_names::pad_grad, DeviceKind::cpu, pad_grad_kernel);
   register_kernel(op_names::one_hot, DeviceKind::cpu, one_hot_kernel);
+  register_kernel(op_names::hashing_bins, DeviceKind::cpu, hashing_bins_kernel);
   register_kernel(op_names::gather, DeviceKind::cpu, gather_kernel);
   register_kernel(op_names::gather_grad, DeviceKind::cpu, gather_grad_kernel);
 }

@@ -3,6 +3,7 @@
 
 #include "tower/backends/cuda/array_launchers.h"
 #include "tower/backends/cuda/launch.cuh"
+#include "tower/core/hash.h"
 
 namespace tower::cuda {
 
@@ -20,6 +21,14 @@ template <typename I, typename T>
 __global__ void one_hot_kernel(const I* indices, T* y, std::int64_t n, std::int64_t depth, T on_value, T off_value) {
   TOWER_GRID_STRIDE(i, n * depth) {
     y[i] = static_cast<std::int64_t>(indices[i / depth]) == i % depth ? on_value : off_value;
+  }
+}
+
+template <typename T>
+__global__ void hashing_bins_kernel(const T* x, std::int64_t* y, std::int64_t n, std::int64_t num_bins, bool has_mask,
+                                    std::int64_t mask_value, bool salted, std::uint64_t key0, std::uint64_t key1) {
+  TOWER_GRID_STRIDE(i, n) {
+    y[i] = hash::hashing_bin(static_cast<std::int64_t>(x[i]), num_bins, has_mask, mask_value, salted, key0, key1);
   }
 }
 
@@ -105,6 +114,17 @@ cudaError_t launch_strided_copy(const U* src, U* dst, std::int64_t n, const Copy
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t launch_hashing_bins(const T* x, std::int64_t* y, std::int64_t n, std::int64_t num_bins, bool has_mask,
+                                std::int64_t mask_value, bool salted, std::uint64_t key0, std::uint64_t key1,
+                                cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (num_bins <= 0) return cudaErrorInvalidValue;
+  hashing_bins_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, n, num_bins, has_mask, mask_value, salted,
+                                                                 key0, key1);
+  return cudaGetLastError();
+}
+
 template <typename I, typename T>
 cudaError_t launch_one_hot(const I* indices, T* y, std::int64_t n, std::int64_t depth, T on_value, T off_value,
                            cudaStream_t stream) {
@@ -177,5 +197,15 @@ TOWER_ONE_HOT(std::int32_t)
 TOWER_ONE_HOT(std::int64_t)
 TOWER_ONE_HOT(std::uint8_t)
 #undef TOWER_ONE_HOT
+
+#define TOWER_HASHING_BINS(T)                                                                                \
+  template cudaError_t launch_hashing_bins<T>(const T*, std::int64_t*, std::int64_t, std::int64_t, bool,     \
+                                              std::int64_t, bool, std::uint64_t, std::uint64_t, cudaStream_t);
+TOWER_HASHING_BINS(float)
+TOWER_HASHING_BINS(double)
+TOWER_HASHING_BINS(std::int32_t)
+TOWER_HASHING_BINS(std::int64_t)
+TOWER_HASHING_BINS(std::uint8_t)
+#undef TOWER_HASHING_BINS
 
 }  // namespace tower::cuda

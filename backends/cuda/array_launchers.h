@@ -32,6 +32,12 @@ template <typename I, typename T>
 cudaError_t launch_one_hot(const I* indices, T* y, std::int64_t n, std::int64_t depth, T on_value, T off_value,
                            cudaStream_t stream);
 
+// y[i] = Keras's Hashing bin of x[i] (core/hash.h's hashing_bin; floats truncated to int64).
+template <typename T>
+cudaError_t launch_hashing_bins(const T* x, std::int64_t* y, std::int64_t n, std::int64_t num_bins, bool has_mask,
+                                std::int64_t mask_value, bool salted, std::uint64_t key0, std::uint64_t key1,
+                                cudaStream_t stream);
+
 // y (m, row) = params[indices] along rows; a row index outside [0, rows) gives a row of zeros (as
 // TensorFlow's GPU kernel: a GPU cannot stop to throw).
 template <typename I, typename U>

@@ -155,6 +155,20 @@ void one_hot_kernel(KernelContext& ctx) {
   });
 }
 
+void hashing_bins_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];  // (...)
+  Tensor& y = ctx.outputs[0];       // (...) int64
+  const Attrs& a = ctx.attrs();
+  const std::int64_t num_bins = a.get_int("num_bins"), mask_value = a.get_int("mask_value");
+  const bool has_mask = a.get_bool("has_mask"), salted = a.get_bool("salted");
+  const auto key0 = static_cast<std::uint64_t>(a.get_int("key0")), key1 = static_cast<std::uint64_t>(a.get_int("key1"));
+  const cudaStream_t stream = gpu_of(ctx).stream();
+  dispatch_any(x.dtype(), op_names::hashing_bins, [&]<typename T>() {
+    CUDA_CHECK(launch_hashing_bins<T>(x.data<T>(), y.data<std::int64_t>(), x.num_elements(), num_bins, has_mask,
+                                      mask_value, salted, key0, key1, stream));
+  });
+}
+
 // Rows of params (n, ...) and the elements of one row.
 std::pair<std::int64_t, std::int64_t> rows_of(const Tensor& params) {
   const std::int64_t rows = params.shape()[0];
@@ -279,6 +293,7 @@ void register_array_kernels() {
   register_kernel(op_names::pad, DeviceKind::cuda, pad_kernel);
   register_kernel(op_names::pad_grad, DeviceKind::cuda, pad_grad_kernel);
   register_kernel(op_names::one_hot, DeviceKind::cuda, one_hot_kernel);
+  register_kernel(op_names::hashing_bins, DeviceKind::cuda, hashing_bins_kernel);
   register_kernel(op_names::gather, DeviceKind::cuda, gather_kernel);
   register_kernel(op_names::gather_grad, DeviceKind::cuda, gather_grad_kernel);
   register_kernel(op_names::reshape, DeviceKind::cuda, view_kernel);

@@ -72,6 +72,17 @@ SymbolicTensor one_hot(const SymbolicTensor& indices, std::int64_t depth, DType 
                               {{"depth", depth}, {"dtype", dtype}, {"on_value", on_value}, {"off_value", off_value}});
 }
 
+SymbolicTensor hashing_bins(const SymbolicTensor& x, std::int64_t num_bins, bool has_mask, std::int64_t mask_value,
+                            bool salted, std::int64_t key0, std::int64_t key1) {
+  return x.graph().add1(op_names::hashing_bins, {x},
+                        {{"num_bins", num_bins},
+                         {"has_mask", has_mask},
+                         {"mask_value", mask_value},
+                         {"salted", salted},
+                         {"key0", key0},
+                         {"key1", key1}});
+}
+
 SymbolicTensor gather(const SymbolicTensor& params, const SymbolicTensor& indices) {
   return params.graph().add1(op_names::gather, {params, indices});
 }
@@ -423,6 +434,16 @@ std::vector<TensorSpec> one_hot_shape(const std::vector<TensorSpec>& in, const A
   return {TensorSpec{Shape(out), dtype}};
 }
 
+// ---- hashing_bins --------------------------------------------------------------------------------
+
+std::vector<TensorSpec> hashing_bins_shape(const std::vector<TensorSpec>& in, const Attrs& attrs) {
+  expect_num_inputs(in, 1);
+  if (in[0].dtype == DType::float16 || in[0].dtype == DType::bfloat16)
+    raise<DTypeError>("x must be an integer, float32 or float64 tensor, got {}", dtype_name(in[0].dtype));
+  if (attrs.get_int("num_bins") <= 0) raise<ValueError>("num_bins must be > 0, got {}", attrs.get_int("num_bins"));
+  return {TensorSpec{in[0].shape, DType::int64}};
+}
+
 // ---- gather and gather_grad ----------------------------------------------------------------------
 
 Shape gathered(const Shape& params, const Shape& indices) {
@@ -482,6 +503,7 @@ void register_array_ops() {
   // Internal: dy with the paddings stripped (pad gradients on unknown axes padded at the end).
   register_op({.name = op_names::pad_grad, .shape = pad_grad_shape});
   register_op({.name = op_names::one_hot, .shape = one_hot_shape});
+  register_op({.name = op_names::hashing_bins, .shape = hashing_bins_shape});
   register_op({.name = op_names::gather, .shape = gather_shape, .grad = [](Node& node, const Grads& dy) -> Grads {
                  const auto& params = node.inputs()[0];
                  const auto& indices = node.inputs()[1];
