@@ -56,6 +56,8 @@
 #include "tower/layers/normalization/layer_normalization.h"
 #include "tower/layers/core/masking.h"
 #include "tower/layers/activations/leaky_re_lu.h"
+#include "tower/layers/locally_connected/locally_connected1d.h"
+#include "tower/layers/locally_connected/locally_connected2d.h"
 #include "tower/layers/losses/losses.h"
 #include "tower/layers/rnn/lstm.h"
 #include "tower/layers/pooling/max_pooling1d.h"

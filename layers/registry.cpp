@@ -67,6 +67,8 @@ const std::map<std::string, LayerFactory>& factories() {
       {"LSTM", &LSTM::from_config},
       {"Lambda", &Lambda::from_config},
       {"LeakyReLU", &LeakyReLU::from_config},
+      {"LocallyConnected1D", &LocallyConnected1D::from_config},
+      {"LocallyConnected2D", &LocallyConnected2D::from_config},
       {"Masking", &Masking::from_config},
       {"MaxPooling1D", &MaxPooling1D::from_config},
       {"MaxPooling2D", &MaxPooling2D::from_config},

@@ -56,6 +56,9 @@ def batch(case):
     if case == "channels_first":
         x = rng.standard_normal((4, 3, 8, 8)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[1, 1, 0, 0]]
+    if case == "local":
+        x = rng.standard_normal((4, 8, 8, 2)).astype("float32")
+        return [x], np.eye(2, dtype="float32")[[0, 1, 0, 1]]
     if case == "volume":
         x = rng.standard_normal((4, 4, 6, 6, 2)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[1, 0, 1, 0]]
@@ -141,6 +144,17 @@ def build(keras, case):
         g = L.Conv3D(4, 2, groups=2, activation="tanh")(k)                                # (1, 1, 4, 4)
         f = L.Concatenate()([L.GlobalAveragePooling3D()(g), L.GlobalMaxPooling3D()(p)])
         m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="volume")
+        m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
+    elif case == "local":  # issue 18's LocallyConnected layers (tf_keras only: Keras 3 has none)
+        inp = keras.Input((8, 8, 2))
+        a = L.LocallyConnected2D(3, 3, activation="relu")(inp)                          # (6, 6, 3)
+        a = L.LocallyConnected2D(2, (2, 3), strides=(2, 1), activation="tanh")(a)       # (3, 4, 2)
+        a = L.Reshape((12, 2))(a)
+        a = L.LocallyConnected1D(4, 3, strides=2, activation="relu")(a)                 # (5, 4)
+        b = L.LocallyConnected2D(2, (3, 2), strides=2, data_format="channels_first")(inp)  # (2, 3, 1)
+        c = L.LocallyConnected1D(3, 2, data_format="channels_first", use_bias=False)(L.Reshape((8, 16))(inp))
+        f = L.Concatenate()([L.Flatten()(a), L.Flatten()(b), L.Flatten()(c)])
+        m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="local")
         m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
     elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])

@@ -213,6 +213,11 @@ TEST_CASE("load_model: the 3-D layers of tf.keras 2.x and Keras 3 (Conv3D with g
   check_keras_file("volume_keras3", "volume_keras3", "volume");
 }
 
+TEST_CASE("load_model: tf.keras 2.x's LocallyConnected2D and LocallyConnected1D (strided, channels_first, without "
+          "bias) predict and continue training exactly") {
+  check_keras_file("local_tf_keras", "local_tf_keras", "local");
+}
+
 TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirectional LSTM, GRU, TimeDistributed, "
           "SimpleRNN, RepeatVector, hard_sigmoid gates) predict and continue training exactly") {
   // Both files say "hard_sigmoid" for the last LSTM's gates; each means its own Keras's.

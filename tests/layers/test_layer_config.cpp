@@ -145,6 +145,12 @@ std::vector<Sample> samples() {
                           .gamma_regularizer = regularizers::l2(0.1), .name = "ln"}),
       {{3, 4}});
   add(LeakyReLU(0.15, "leaky"), {{5}});
+  add(LocallyConnected1D(3, 2, {.strides = 2, .activation = "relu", .kernel_constraint = constraints::max_norm(2.0),
+                                .data_format = "channels_first", .name = "local1d"}),
+      {{2, 7}});
+  add(LocallyConnected2D(2, {3, 2}, {.strides = {2, 1}, .use_bias = false, .kernel_regularizer = regularizers::l2(0.01),
+                                     .name = "local2d"}),
+      {{6, 5, 2}});
   add(Masking(-1.0, {.name = "masking"}), {{4, 2}});
   add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});

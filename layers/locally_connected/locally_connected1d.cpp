@@ -1,0 +1,127 @@
+// LocallyConnected1D.
+#include "tower/layers/locally_connected/locally_connected1d.h"
+
+#include "tower/core/error.h"
+#include "tower/core/ops.h"
+#include "tower/layers/activations/activations.h"
+#include "tower/layers/layer_config.h"
+#include "tower/layers/layer_utils.h"
+#include "tower/layers/locally_connected/local_conv.h"
+
+namespace tower::layers {
+
+namespace {
+
+// A Keras 1-tuple field (3 or [3]) as one integer.
+std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallback) {
+  auto v = r.ints(key, {fallback});
+  if (v.size() != 1)
+    r.fail(fmt::format("field \"{}\" must be one integer or a list of one, got {}", key, r.json()[key].dump()));
+  return v[0];
+}
+
+}  // namespace
+
+LocallyConnected1D::LocallyConnected1D(std::int64_t filters, std::int64_t kernel_size,
+                                       const LocallyConnected1DOptions& options)
+    : Layer(options.name, "locally_connected1d"), filters_(filters), kernel_size_(kernel_size), options_(options) {
+  set_data_format(options.data_format);
+  set_activity_regularizer(options.activity_regularizer);
+  if (filters <= 0) raise<ValueError>("{}: filters must be positive, got {}", describe(*this), filters);
+  if (kernel_size <= 0) raise<ValueError>("{}: kernel_size must be positive, got {}", describe(*this), kernel_size);
+  if (options.strides <= 0) raise<ValueError>("{}: strides must be positive, got {}", describe(*this), options.strides);
+  options_.padding = normalize_padding(*this, options.padding);
+  if (options_.implementation != 1)
+    raise<ValueError>(
+        "{}: implementation {} is not supported; tower implements LocallyConnected1D's implementation 1 "
+        "(kernel (out_steps, kernel_size * in, filters)) only{}",
+        describe(*this), options_.implementation,
+        options_.implementation == 2 || options_.implementation == 3
+            ? "; rebuild the model in Keras with implementation=1 (its weights are the unmasked entries)"
+            : "; Keras knows 1, 2 and 3");
+  if (options_.padding != "valid")
+    raise<ValueError>("{}: padding must be \"valid\" with implementation 1, as in Keras; got \"{}\"",
+                      describe(*this), options.padding);
+  check_activation_name(options.activation);
+}
+
+void LocallyConnected1D::build(const std::vector<Shape>& input_shapes) {
+  const Shape& in = input_shapes.at(0);  // (batch, steps, in), channels last
+  expect_input_rank(*this, in, 3, "(batch, steps, channels)");
+  expect_known_dim(*this, in, 1, "steps");
+  expect_known_dim(*this, in, 2, "channels");
+  const std::int64_t out = local_conv_output_length(in.dim(1), kernel_size_, options_.strides);
+  if (out <= 0)
+    raise<ShapeError>("{}: input {} has fewer steps than kernel_size {}; the output would be empty. Use a longer "
+                      "input or a smaller kernel_size",
+                      describe(*this), in.to_string(), kernel_size_);
+  set_constraint(add_weight("kernel", {out, kernel_size_ * in.dim(2), filters_}, options_.kernel_initializer,
+                            options_.kernel_regularizer),
+                 options_.kernel_constraint);
+  if (options_.use_bias)
+    set_constraint(add_weight("bias", {out, filters_}, options_.bias_initializer, options_.bias_regularizer),
+                   options_.bias_constraint);
+}
+
+std::vector<SymbolicTensor> LocallyConnected1D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+  const SymbolicTensor& x = inputs.at(0);  // (batch, steps, in), channels last (Layer::apply)
+  expect_input_rank(*this, x.shape(), 3, "(batch, steps, channels)");
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (out, k*in, filters), (out, filters)
+  const std::int64_t steps = x.shape().dim(1), in = x.shape().dim(2);
+  const std::int64_t out = local_conv_output_length(steps, kernel_size_, options_.strides);
+  if (in * kernel_size_ != kernel->shape()[1] || out != kernel->shape()[0])
+    raise<ShapeError>("{}: was built for another input shape (kernel {}), got input {} (channels last)",
+                      describe(*this), kernel->shape().to_string(), x.shape().to_string());
+  const bool channels_first = data_format() == "channels_first";
+  const SymbolicTensor x4 = ops::reshape(x, {-1, 1, steps, in});  // (batch, 1, steps, in)
+  SymbolicTensor y = local_conv2d(x4, read(ctx, kernel), 1, kernel_size_, 1, options_.strides, 1, out,
+                                  channels_first);  // (batch, 1, out, filters)
+  y = ops::reshape(y, {-1, out, filters_});        // (batch, out, filters)
+  if (bias) {
+    SymbolicTensor b = read(ctx, bias);  // (out, filters)
+    // Keras adds a channels_first layer's bias reshaped (not transposed) to (1, filters, out).
+    if (channels_first) b = ops::transpose(ops::reshape(b, {filters_, out}), {1, 0});
+    y = ops::add(y, b);
+  }
+  return {apply_activation(options_.activation, y)};
+}
+
+nlohmann::json LocallyConnected1D::get_config() const {
+  return layer_config(*this, {{"filters", filters_},
+                              {"kernel_size", ints_to_json({kernel_size_})},
+                              {"strides", ints_to_json({options_.strides})},
+                              {"padding", options_.padding},
+                              {"data_format", data_format()},
+                              {"activation", activation_to_config(options_.activation)},
+                              {"use_bias", options_.use_bias},
+                              {"kernel_initializer", options_.kernel_initializer.get_config()},
+                              {"bias_initializer", options_.bias_initializer.get_config()},
+                              {"kernel_regularizer", options_.kernel_regularizer.get_config()},
+                              {"bias_regularizer", options_.bias_regularizer.get_config()},
+                              {"activity_regularizer", nullptr},
+                              {"kernel_constraint", options_.kernel_constraint.get_config()},
+                              {"bias_constraint", options_.bias_constraint.get_config()},
+                              {"implementation", options_.implementation}});
+}
+
+LayerPtr LocallyConnected1D::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "LocallyConnected1D");
+  r.check_common();
+  LocallyConnected1DOptions options{.strides = one_int(r, "strides", 1),
+                                    .padding = r.string("padding", "valid"),
+                                    .activation = r.activation("activation"),
+                                    .use_bias = r.boolean("use_bias", true),
+                                    .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                                    .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                                    .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                                    .bias_regularizer = r.regularizer("bias_regularizer"),
+                                    .kernel_constraint = r.constraint("kernel_constraint"),
+                                    .bias_constraint = r.constraint("bias_constraint"),
+                                    .data_format = r.data_format(),
+                                    .implementation = r.integer("implementation", 1),
+                                    .name = r.name()};
+  if (!r.has("kernel_size")) r.fail("the config has no field \"kernel_size\", which this layer needs");
+  return r.finish(LocallyConnected1D(r.integer("filters"), one_int(r, "kernel_size", 0), options));
+}
+
+}  // namespace tower::layers
