@@ -36,6 +36,21 @@ void clear_session() {
   uid_counts().clear();
 }
 
+namespace {
+thread_local DType t_floatx = DType::float32;
+void check_float_dtype(DType dtype, const std::string& what) {
+  if (dtype != DType::float32 && dtype != DType::float64)
+    raise<ValueError>("{}: must be float32 or float64, got {}", what, dtype_name(dtype));
+}
+}  // namespace
+
+void set_floatx(DType dtype) {
+  check_float_dtype(dtype, "set_floatx");
+  t_floatx = dtype;
+}
+
+DType floatx() { return t_floatx; }
+
 std::string to_snake_case(const std::string& class_name) {
   // Keras's three substitutions, verbatim: drop non-word characters, split before a capitalized word,
   // split a lowercase letter from a capital ("MaxPooling2D" -> "max_pooling2d", "ReLU" -> "re_lu").
@@ -70,6 +85,7 @@ LayerRef::LayerRef(const KerasTensor& input) : layer_(input.node()->layer), inpu
 
 Layer::Layer(const std::string& name, const std::string& default_base) : state_(std::make_shared<State>()) {
   state_->name = name.empty() ? unique_layer_name(default_base) : name;
+  state_->dtype = floatx();
 }
 
 Layer::~Layer() = default;
@@ -90,6 +106,13 @@ std::vector<std::int64_t> channels_to_first(std::int64_t rank) {
   return perm;
 }
 }  // namespace
+
+void Layer::set_dtype(DType dtype) {
+  check_float_dtype(dtype, fmt::format("{} \"{}\": dtype", class_name(), name()));
+  if (state_->built && dtype != state_->dtype)
+    raise<ValueError>("{} \"{}\": its dtype cannot change after it was built", class_name(), name());
+  state_->dtype = dtype;
+}
 
 void Layer::set_data_format(const std::string& data_format) {
   if (data_format != "channels_last" && data_format != "channels_first")
@@ -112,10 +135,17 @@ void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
 }
 
 std::vector<SymbolicTensor> Layer::apply(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
-  if (data_format() == "channels_last") return call(ctx, inputs);
+  // Keras's autocast: floating inputs of the other float dtype are cast to the layer's.
+  const auto cast = [&](const SymbolicTensor& x) {
+    const bool other_float = x.defined() && (x.dtype() == DType::float32 || x.dtype() == DType::float64) &&
+                             x.dtype() != dtype();
+    return other_float ? ops::cast(x, dtype()) : x;
+  };
   std::vector<SymbolicTensor> moved;
   for (const SymbolicTensor& x : inputs)
-    moved.push_back(x.defined() && moves_channels(*this, x.rank()) ? ops::transpose(x, channels_to_last(x.rank())) : x);
+    moved.push_back(x.defined() && moves_channels(*this, x.rank()) ? ops::transpose(cast(x), channels_to_last(x.rank()))
+                                                                   : cast(x));
+  if (data_format() == "channels_last") return call(ctx, moved);
   std::vector<SymbolicTensor> outputs = call(ctx, moved);
   for (SymbolicTensor& y : outputs)
     if (y.defined() && moves_channels(*this, y.rank())) y = ops::transpose(y, channels_to_first(y.rank()));
@@ -202,6 +232,7 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   // A weight too large to count or to hold is refused before anything is drawn or allocated: unchecked,
   // Dense(1 << 32) on 2^32 features counted 2^64 = 0 elements (it built with 0 parameters and saved),
   // and a byte size past 2^64 wrapped into a small allocation that the initializer overran.
+  if (dtype == DType::float32) dtype = state_->dtype;  // float weights take the layer's dtype
   const std::string what = fmt::format("{} \"{}\": weight \"{}\" of shape {}", class_name(), state_->name, name,
                                        shape.to_string());
   const char* fix = "use fewer units or filters, or a smaller input";
@@ -356,7 +387,7 @@ SymbolicTensor Regularizer::operator()(const SymbolicTensor& weight) const {
 }
 
 nlohmann::json Layer::get_config() const {
-  return {{"name", name()}, {"trainable", trainable()}, {"dtype", "float32"}};
+  return {{"name", name()}, {"trainable", trainable()}, {"dtype", dtype_name(dtype())}};
 }
 
 }  // namespace tower

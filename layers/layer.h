@@ -107,6 +107,12 @@ class Layer {
   // channels-last shapes. Keras stores the same weights in both formats, so channels_first files load.
   const std::string& data_format() const { return state_->data_format; }
 
+  // Keras's layer dtype: float32 or float64 (floatx() when the layer was made). Its weights are made
+  // in it, and apply() casts floating inputs of another float dtype to it, as Keras's autocast. Set it
+  // before the layer is built.
+  DType dtype() const { return state_->dtype; }
+  void set_dtype(DType dtype);
+
   // A new handle sharing this layer (each subclass: `return std::make_shared<Dense>(*this);`).
   virtual std::shared_ptr<Layer> share() const = 0;
 
@@ -215,6 +221,7 @@ class Layer {
   struct State {
     std::string name;
     std::string data_format = "channels_last";
+    DType dtype = DType::float32;
     bool trainable = true;
     bool built = false;
     std::vector<VariablePtr> weights;                 // creation order
@@ -262,6 +269,12 @@ class LayerRef {
 std::string unique_layer_name(const std::string& base);
 // Restarts the counters (Keras's clear_session()).
 void clear_session();
+
+// Keras's floatx (keras.config.set_floatx, keras.backend.set_floatx): the dtype of the layers made
+// after it (their weights and what they compute in) and the default of Input. float32 (the default)
+// or float64; per thread.
+void set_floatx(DType dtype);
+DType floatx();
 // "BatchNormalization" -> "batch_normalization".
 std::string to_snake_case(const std::string& class_name);
 

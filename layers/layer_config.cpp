@@ -240,6 +240,7 @@ void ConfigReader::check_data_format(const Layer& layer) const {
 }
 
 void ConfigReader::check_common() const {
+  dtype_ = floatx();  // Keras: a layer without a dtype takes floatx
   if (has("dtype")) {
     const auto& d = config_["dtype"];
     std::string dtype;
@@ -248,8 +249,10 @@ void ConfigReader::check_common() const {
       dtype = d["config"]["name"].get<std::string>();  // Keras 3: {"class_name": "DTypePolicy", "config": {"name": ...}}
     else if (d.is_object() && d.contains("name") && d["name"].is_string())
       dtype = d["name"].get<std::string>();
-    if (dtype != "float32")
-      fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32", d.dump()));
+    if (dtype != "float32" && dtype != "float64")
+      fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32 or float64",
+                       d.dump()));
+    dtype_ = dtype == "float64" ? DType::float64 : DType::float32;
   }
 }
 

@@ -296,11 +296,20 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
   }
   auto clipped = clip_gradients(graph, used, base_);
   std::vector<Node*> applied;
+  // float64 variables (set_floatx) take the learning rate and the step count in float64.
+  SymbolicTensor learning_rate_64, iteration_64;
+  const auto in_float64 = [](const SymbolicTensor& t, SymbolicTensor& cached) {
+    if (!t.defined() || t.dtype() == DType::float64) return t;
+    if (!cached.defined()) cached = ops::cast(t, DType::float64);
+    return cached;
+  };
   for (std::size_t i = 0; i < variables.size(); ++i)
     if (clipped[i].defined()) {
       extra_updates_.clear();
-      applied.push_back(
-          update_step(graph, variables[i], graph.variable(variables[i]), clipped[i], learning_rate, iteration));
+      const bool wide = variables[i]->dtype() == DType::float64;
+      applied.push_back(update_step(graph, variables[i], graph.variable(variables[i]), clipped[i],
+                                    wide ? in_float64(learning_rate, learning_rate_64) : learning_rate,
+                                    wide ? in_float64(iteration, iteration_64) : iteration));
       applied.insert(applied.end(), extra_updates_.begin(), extra_updates_.end());
       extra_updates_.clear();
     }

@@ -49,7 +49,7 @@ LayerPtr InputLayer::from_config(const nlohmann::json& config) {
 namespace layers {
 
 KerasTensor Input(const Shape& shape, const InputOptions& options) {
-  auto kt = InputLayer(shape, options.dtype, options.name).make_output();
+  auto kt = InputLayer(shape, options.dtype.value_or(floatx()), options.name).make_output();
   if (options.batch_size > 0) {
     auto dims = kt.shape().dims();
     dims[0] = options.batch_size;

@@ -1,6 +1,7 @@
 // InputLayer and layers::Input: the entry points of a model's Keras graph.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "tower/layers/layer.h"
@@ -11,7 +12,7 @@ namespace tower {
 class InputLayer : public Layer {
  public:
   // shape: without the batch dimension, as Keras's Input(shape=...).
-  InputLayer(const Shape& shape, DType dtype = DType::float32, const std::string& name = "");
+  InputLayer(const Shape& shape, DType dtype = floatx(), const std::string& name = "");
 
   std::vector<SymbolicTensor> call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) override;
   std::shared_ptr<Layer> share() const override { return std::make_shared<InputLayer>(*this); }
@@ -32,7 +33,7 @@ class InputLayer : public Layer {
 namespace layers {
 
 struct InputOptions {
-  DType dtype = DType::float32;
+  std::optional<DType> dtype;  // unset: floatx() (float32 unless set_floatx)
   std::string name;
   std::int64_t batch_size = -1;  // a fixed batch dimension; -1 leaves it unknown
 };

@@ -88,7 +88,7 @@ inline void check_weightless_gradients(Layer& layer, const std::vector<Shape>& s
       shapes,
       [&](const Inputs& xs) {
         CallContext ctx{.graph = xs[0].graph()};
-        return layer.apply(ctx, xs);
+        return layer.call(ctx, xs);  // not apply(): its autocast would take float64 inputs to float32
       },
       options);
 }
