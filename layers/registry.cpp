@@ -62,6 +62,7 @@ const std::map<std::string, LayerFactory>& factories() {
       {"GlobalMaxPooling2D", &GlobalMaxPooling2D::from_config},
       {"GlobalMaxPooling3D", &GlobalMaxPooling3D::from_config},
       {"Hashing", &Hashing::from_config},
+      {"IntegerLookup", &IntegerLookup::from_config},
       {"InputLayer", &InputLayer::from_config},
       {"LayerNormalization", &LayerNormalization::from_config},
       {"LSTM", &LSTM::from_config},

@@ -99,6 +99,13 @@ std::vector<Sample> samples() {
   add(Rescaling(0.5, {.offset = 1.0, .name = "rescale"}), {{3}});
   add(CategoryEncoding(6, {.output_mode = "count", .name = "cat_enc"}), {{3}});
   add(Hashing(7, {.mask_value = 0, .salt = std::array<std::int64_t, 2>{3, 4}, .name = "hashing"}), {{3}});
+  {
+    IntegerLookupOptions lookup;
+    lookup.vocabulary = {7, 3, 12};
+    lookup.mask_token = 0;
+    lookup.name = "integer_lookup";
+    add(IntegerLookup(lookup), {{3}});
+  }
   add(Resizing(4, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "resize"}), {{5, 5, 1}});
   add(SeparableConv2D(4, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh",
                                   .pointwise_constraint = constraints::non_neg(), .name = "sep"}),

@@ -202,3 +202,94 @@ TEST_CASE("Hashing: configs and errors") {
   CHECK(contains(message_of<ValueError>([] { layers::Hashing(3, {.output_mode = "count"}).hash({"a"}); }),
                  "int bins"));
 }
+
+namespace {
+// Keras's kwargs of a lookup case as tower's options (fields the cases use).
+template <typename Options>
+Options lookup_options(const json& kwargs, Options options) {
+  if (kwargs.contains("max_tokens")) options.max_tokens = kwargs["max_tokens"].get<std::int64_t>();
+  if (kwargs.contains("num_oov_indices")) options.num_oov_indices = kwargs["num_oov_indices"].get<std::int64_t>();
+  if (kwargs.contains("mask_token")) options.mask_token = kwargs["mask_token"];
+  if (kwargs.contains("oov_token")) options.oov_token = kwargs["oov_token"];
+  if (kwargs.contains("output_mode")) options.output_mode = kwargs["output_mode"].get<std::string>();
+  return options;
+}
+
+std::vector<std::string> strings(const json& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    for (const auto& v : r) out.push_back(v.get<std::string>());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("IntegerLookup: adapt, lookup, encodings and invert as Keras 3") {
+  clear_session();
+  const json& g = golden()["integer_lookup"];
+  const Tensor data = int_tensor(g["adapt_data"]);
+  for (const auto& c : g["cases"]) {
+    INFO(c["kwargs"].dump());
+    const auto options = lookup_options(c["kwargs"], layers::IntegerLookupOptions());
+    layers::IntegerLookup lookup(options);
+    lookup.adapt(data);
+    CHECK(json(lookup.get_vocabulary()) == c["vocabulary"]);
+    const Tensor y = run1(lookup, int_tensor(c["query"]));
+    CHECK(flat(json(y.to_vector<double>())) == flat(c["output"]));
+    if (c.contains("inverted")) {
+      auto inverse_options = options;
+      inverse_options.max_tokens.reset();
+      inverse_options.invert = true;
+      inverse_options.vocabulary = lookup.get_vocabulary(false);
+      layers::IntegerLookup inverse(inverse_options);
+      CHECK(flat(json(run1(inverse, y).to_vector<double>())) == flat(c["inverted"]));
+    }
+  }
+  // A given vocabulary keeps its order; the config carries it and rebuilds the same layer.
+  const json& given = g["given"];
+  layers::IntegerLookupOptions options;
+  options.vocabulary = given["vocabulary"].get<std::vector<std::int64_t>>();
+  layers::IntegerLookup lookup(options);
+  CHECK(flat(json(run1(lookup, int_tensor(given["query"])).to_vector<double>())) == flat(given["output"]));
+  const json config = lookup.get_config();
+  for (const char* key : {"invert", "max_tokens", "num_oov_indices", "oov_token", "mask_token", "output_mode",
+                          "vocabulary", "vocabulary_size"})
+    CHECK(config[key] == given["config"][key]);
+  auto rebuilt = layers::layer_from_config(entry(lookup));
+  CHECK(json(dynamic_cast<layers::IntegerLookup&>(*rebuilt).get_vocabulary()) ==
+        json(lookup.get_vocabulary()));
+  // Keras 3's own config of an adapted layer (vocabulary null) loads: the vocabulary is empty, as in Keras.
+  auto keras = layers::layer_from_config({{"class_name", "IntegerLookup"}, {"config", g["cases"][0]["config"]}});
+  CHECK(dynamic_cast<layers::IntegerLookup&>(*keras).vocabulary_size() == 1);
+  // Errors.
+  layers::IntegerLookupOptions several;
+  several.num_oov_indices = 2;
+  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{several}; }), "num_oov_indices"));
+  layers::IntegerLookupOptions small;
+  small.max_tokens = 1;
+  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{small}; }), "max_tokens"));
+  CHECK(contains(message_of<DTypeError>([&] { lookup.adapt(Tensor::zeros({2}, DType::float32)); }), "integer"));
+}
+
+TEST_CASE("StringLookup: adapt, lookup and invert on the host as Keras 3") {
+  const json& g = golden()["string_lookup"];
+  const auto data = strings(g["adapt_data"]);
+  for (const auto& c : g["cases"]) {
+    INFO(c["kwargs"].dump());
+    const auto options = lookup_options(c["kwargs"], layers::StringLookupOptions());
+    layers::StringLookup lookup(options);
+    lookup.adapt(data);
+    CHECK(json(lookup.get_vocabulary()) == c["vocabulary"]);
+    const Tensor y = lookup(strings(c["query"]), Shape{2, 3});
+    CHECK(flat(json(y.to_vector<double>())) == flat(c["output"]));
+    auto inverse_options = options;
+    inverse_options.max_tokens.reset();
+    inverse_options.vocabulary = lookup.get_vocabulary(false);
+    CHECK(json(layers::StringLookup(inverse_options).invert(y)) == json(strings(c["inverted"])));
+    // The config round-trips with the vocabulary inline.
+    CHECK(json(layers::StringLookup::from_config(lookup.get_config()).get_vocabulary()) == c["vocabulary"]);
+  }
+  layers::StringLookupOptions encoded;
+  encoded.output_mode = "one_hot";
+  CHECK(contains(message_of<ValueError>([&] { layers::StringLookup{encoded}; }), "CategoryEncoding"));
+  CHECK(contains(message_of<ShapeError>([&] { layers::StringLookup()({"a", "b"}, Shape{3}); }), "2 tokens"));
+}
