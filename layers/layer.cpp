@@ -91,6 +91,7 @@ Layer::Layer(const std::string& name, const std::string& default_base) : state_(
 Layer::~Layer() = default;
 
 namespace {
+// A channels_first layer moves the channels of its tensors of rank >= 3 (not of (batch, features)).
 bool moves_channels(const Layer& layer, std::int64_t rank) { return layer.data_format() == "channels_first" && rank >= 3; }
 
 // (batch, channels, d1, ..., dn) <-> (batch, d1, ..., dn, channels): the axis permutations.
@@ -135,17 +136,14 @@ void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
 }
 
 std::vector<SymbolicTensor> Layer::apply(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
-  // Keras's autocast: floating inputs of the other float dtype are cast to the layer's.
-  const auto cast = [&](const SymbolicTensor& x) {
-    const bool other_float = x.defined() && (x.dtype() == DType::float32 || x.dtype() == DType::float64) &&
-                             x.dtype() != dtype();
-    return other_float ? ops::cast(x, dtype()) : x;
-  };
   std::vector<SymbolicTensor> moved;
-  for (const SymbolicTensor& x : inputs)
-    moved.push_back(x.defined() && moves_channels(*this, x.rank()) ? ops::transpose(cast(x), channels_to_last(x.rank()))
-                                                                   : cast(x));
-  if (data_format() == "channels_last") return call(ctx, moved);
+  for (SymbolicTensor x : inputs) {
+    // Keras's autocast: a floating input of the other float dtype is cast to the layer's.
+    if (x.defined() && (x.dtype() == DType::float32 || x.dtype() == DType::float64) && x.dtype() != dtype())
+      x = ops::cast(x, dtype());
+    if (x.defined() && moves_channels(*this, x.rank())) x = ops::transpose(x, channels_to_last(x.rank()));
+    moved.push_back(x);
+  }
   std::vector<SymbolicTensor> outputs = call(ctx, moved);
   for (SymbolicTensor& y : outputs)
     if (y.defined() && moves_channels(*this, y.rank())) y = ops::transpose(y, channels_to_first(y.rank()));

@@ -134,15 +134,6 @@ Grads conv3d_backward_filter_grad(Node& node, const Grads& g) {  // (x, dy, kern
 
 // ---- conv3d_transpose -----------------------------------------------------------------------------
 
-// Keras's deconv_output_length (as conv_ops.cpp's): output_padding < 0 means None.
-std::int64_t transpose_length(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation,
-                              bool same, std::int64_t output_padding) {
-  if (in < 0) return -1;
-  const std::int64_t span = window::span(k, dilation);
-  if (output_padding < 0) return same ? in * stride : in * stride + std::max<std::int64_t>(span - stride, 0);
-  return (in - 1) * stride + span - 2 * (same ? span / 2 : 0) + output_padding;
-}
-
 // x (batch, d, h, w, in_channels), kernel (kd, kh, kw, filters, in_channels) -> (batch, out_d, out_h, out_w,
 // filters).
 Specs conv3d_transpose_shape(const Specs& in, const Attrs& attrs) {

@@ -106,17 +106,6 @@ Grads conv2d_backward_filter_grad(Node& node, const Grads& g) {  // (x, dy, kern
 
 // ---- conv2d_transpose -----------------------------------------------------------------------------
 
-// Keras's deconv_output_length: the length whose convolution (same strides, padding, dilation) has
-// `in` positions; output_padding < 0 means None (the smallest such length, "valid" taking the
-// whole last window).
-std::int64_t transpose_length(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation,
-                              bool same, std::int64_t output_padding) {
-  if (in < 0) return -1;
-  const std::int64_t span = window::span(k, dilation);
-  if (output_padding < 0) return same ? in * stride : in * stride + std::max<std::int64_t>(span - stride, 0);
-  return (in - 1) * stride + span - 2 * (same ? span / 2 : 0) + output_padding;
-}
-
 // x (batch, h, w, in_channels), kernel (kh, kw, filters, in_channels) -> (batch, out_h, out_w, filters).
 Specs conv2d_transpose_shape(const Specs& in, const Attrs& attrs) {
   expect_num_inputs(in, 2);

@@ -189,6 +189,14 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, st
 }
 
 // (batch, out_h, out_w) of a 2-D window op on x (batch, h, w, c).
+std::int64_t transpose_length(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
+                              std::int64_t output_padding) {
+  if (in < 0) return -1;
+  const std::int64_t span = window::span(k, dilation);
+  if (output_padding < 0) return same ? in * stride : in * stride + std::max<std::int64_t>(span - stride, 0);
+  return (in - 1) * stride + span - 2 * (same ? span / 2 : 0) + output_padding;
+}
+
 Shape window_output(const Shape& x, std::int64_t kh, std::int64_t kw, const Attrs& attrs, const char* what,
                     bool dilated, std::int64_t channels) {
   auto [sh, sw] = positive_pair(attrs, "strides");

@@ -56,6 +56,11 @@ bool is_same_padding(const Attrs& attrs);
 // window (k taps, dilation d) longer than the input has no position: ShapeError naming the fix.
 std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
                         const char* what, const char* axis);
+// Keras's deconv_output_length, one axis of a transposed convolution: the length whose convolution
+// (same strides, padding, dilation) has `in` positions; output_padding < 0 means None (the smallest
+// such length, "valid" taking the whole last window). -1 when `in` is unknown.
+std::int64_t transpose_length(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t dilation, bool same,
+                              std::int64_t output_padding);
 // (batch, out_h, out_w, channels) of a 2-D window op on x (batch, h, w, c).
 Shape window_output(const Shape& x, std::int64_t kh, std::int64_t kw, const Attrs& attrs, const char* what,
                     bool dilated, std::int64_t channels);
