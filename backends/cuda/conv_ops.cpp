@@ -1,18 +1,25 @@
 // The CUDA kernel table entries of conv2d, conv2d_backward_data and conv2d_backward_filter, on cuDNN,
 // and of conv3d and its ops: the same kernels, which read a rank-5 x as NDHWC (cuDNN's Nd descriptors).
 //
-// Layout: x, y, dx, dy stay NHWC (CUDNN_TENSOR_NHWC; NDHWC strides for 3-D). Keras's kernel (kh, kw, in,
-// out) (HWIO) is no cuDNN filter format, so it is copied to (out, kh, kw, in) (KRSC, cuDNN's NHWC filter
-// format; (out, kd, kh, kw, in) for 3-D) before use, and dkernel is computed in KRSC and copied back.
+// Layout (cudnn_conv_plan.h, ConvLayout): x, y, dx, dy stay NHWC (CUDNN_TENSOR_NHWC; NDHWC strides for
+// 3-D). Keras's kernel (kh, kw, in, out) (HWIO) is no cuDNN filter format, so it is copied to (out, kh, kw,
+// in) (KRSC, cuDNN's NHWC filter format; (out, kd, kh, kw, in) for 3-D) before use, and dkernel is
+// computed in KRSC and copied back. When cuDNN offers no algorithm for that (float64 always: cuDNN has
+// almost none with an NHWC filter), the filter is KCRS (NCHW format) with x and y still described as NHWC
+// through strides; failing that, x and y are transposed to NCHW copies.
 // Padding: cuDNN pads symmetrically; TF's "same" puts the odd row/column at the end, so that extra
 // part goes into an explicit zero-padded copy of x (and dx is computed padded and cropped); see
 // cudnn_conv_plan.h.
-// Algorithms: cudnnGet*Algorithm_v7 (heuristics: no trial runs, no extra buffers), the first one in
-// its order whose workspace fits the device's budget, cached per device and geometry; FFT and
-// Winograd algorithms are left out (their rounding breaks parity with the CPU).
+// Algorithms: cudnnGet*Algorithm_v7 (heuristics: no trial runs, no extra buffers), the first
+// deterministic one in its order whose workspace fits the device's budget (else the first that fits),
+// cached per device and geometry with its layout; FFT and Winograd algorithms are left out (their
+// rounding breaks parity with the CPU). TOWER_CUDNN_LOG=1 prints every candidate and the choice once
+// per geometry and pass.
 // Float32 runs with CUDNN_FMA_MATH (no TF32 or tensor-op conversions), so results match the CPU.
 #include <cudnn.h>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "tower/backends/cuda/array_copies.h"
@@ -27,71 +34,77 @@ namespace tower::cuda {
 
 namespace {
 
-// One convolution as cuDNN runs it: the geometry, its plan and the descriptors. x's descriptor has
-// the padded extent when the plan pads explicitly.
+// One convolution as cuDNN runs it: the geometry, its plan, the layout and the descriptors. x's
+// descriptor has the padded extent when the plan pads explicitly.
 struct CudnnConv {
   ConvGeometry g;
   CudnnConvPlan plan;
+  ConvLayout layout = ConvLayout::nhwc;
   cudnnDataType_t type;
-  TensorDescriptor x;  // (batch, [padded_d,] padded_h, padded_w, in_c)
-  TensorDescriptor y;  // (batch, [out_d,] out_h, out_w, out_c)
-  FilterDescriptor w;  // (out_c, [kd,] kh, kw, in_c / groups)
+  TensorDescriptor x;  // (batch, [padded_d,] padded_h, padded_w, in_c), NHWC or (nchw) a channels-first copy
+  TensorDescriptor y;  // (batch, [out_d,] out_h, out_w, out_c), alike
+  FilterDescriptor w;  // (out_c, [kd,] kh, kw, in_c / groups) (KRSC) or (out_c, in_c / groups, [kd,] kh, kw) (KCRS)
   ConvolutionDescriptor conv;
 };
 
-// The Nd descriptors of a conv3d (g.spatial == 3) in c, and a check of cuDNN's output size.
-void set_conv3d(const KernelContext& ctx, CudnnConv& c, const Shape& y) {
-  const ConvGeometry& g = c.g;
-  const CudnnConvPlan& plan = c.plan;
-  c.x = ndhwc_tensor(g.batch, plan.padded_d, plan.padded_h, plan.padded_w, g.in_c, c.type);
-  c.y = ndhwc_tensor(g.batch, g.out_d, g.out_h, g.out_w, g.out_c, c.type);
-  c.w = ktrsc_filter(g.out_c, g.kernel_d, g.kernel_h, g.kernel_w, g.in_c / g.groups, c.type);
-  const int pads[3] = {static_cast<int>(plan.pad_d), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w)};
-  const int strides[3] = {static_cast<int>(g.stride_d), static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)};
-  const int dilation[3] = {static_cast<int>(g.dilation_d), static_cast<int>(g.dilation_h),
-                           static_cast<int>(g.dilation_w)};
-  CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(c.conv.get(), 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, c.type));
-  int out[5] = {};  // (n, c, d, h, w)
-  CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(c.conv.get(), c.x.get(), c.w.get(), 5, out));
-  if (out[0] != g.batch || out[1] != g.out_c || out[2] != g.out_d || out[3] != g.out_h || out[4] != g.out_w)
-    raise<ShapeError>("{} on {}: cuDNN computes an output ({}, {}, {}, {}, {}) but the node's is {}", ctx.node.op(),
-                      ctx.device.name(), out[0], out[2], out[3], out[4], out[1], y.to_string());
+// x's padded extent (batch, [padded_d,] padded_h, padded_w, c) and where x sits in it.
+Shape padded_shape(const ConvGeometry& g, const CudnnConvPlan& plan) {
+  if (g.spatial == 3) return {g.batch, plan.padded_d, plan.padded_h, plan.padded_w, g.in_c};
+  return {g.batch, plan.padded_h, plan.padded_w, g.in_c};
+}
+Shape output_shape(const ConvGeometry& g) {
+  if (g.spatial == 3) return {g.batch, g.out_d, g.out_h, g.out_w, g.out_c};
+  return {g.batch, g.out_h, g.out_w, g.out_c};
 }
 
 // x: (batch, h, w, c_in), kernel: (kh, kw, c_in / groups, c_out), y: (batch, oh, ow, c_out); or rank 5
 // with a depth axis first (conv3d).
-CudnnConv make_conv(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y, DType dtype) {
+ConvGeometry geometry_of(const KernelContext& ctx, const Shape& x, const Shape& kernel, const Shape& y, DType dtype) {
   const Attrs& attrs = ctx.attrs();
-  const ConvGeometry g = conv_geometry(x, kernel, y, attrs.get_ints("strides"),
-                                       attrs.has("dilation_rate") ? attrs.get_ints("dilation_rate") : std::vector<std::int64_t>{},
-                                       attrs.get_string("padding") == "same", dtype, attrs.get_int("groups", 1));
+  return conv_geometry(x, kernel, y, attrs.get_ints("strides"),
+                       attrs.has("dilation_rate") ? attrs.get_ints("dilation_rate") : std::vector<std::int64_t>{},
+                       attrs.get_string("padding") == "same", dtype, attrs.get_int("groups", 1));
+}
+
+// The descriptors of geometry g in `layout`, and a check of cuDNN's output size.
+CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout layout) {
   const CudnnConvPlan plan = plan_cudnn_conv(g);
-  const cudnnDataType_t type = cudnn_data_type(dtype, ctx.node.op().c_str());
-  if (g.spatial == 3) {
-    CudnnConv c{.g = g, .plan = plan, .type = type};
-    set_conv3d(ctx, c, y);
-    CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
-    CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv.get(), static_cast<int>(g.groups)));
-    return c;
-  }
+  const cudnnDataType_t type = cudnn_data_type(g.dtype, ctx.node.op().c_str());
+  std::vector<std::int64_t> kernel_extent{g.kernel_h, g.kernel_w};
+  if (g.spatial == 3) kernel_extent.insert(kernel_extent.begin(), g.kernel_d);
   CudnnConv c{.g = g,
               .plan = plan,
+              .layout = layout,
               .type = type,
-              .x = nhwc_tensor(g.batch, plan.padded_h, plan.padded_w, g.in_c, type),
-              .y = nhwc_tensor(g.batch, g.out_h, g.out_w, g.out_c, type),
-              .w = krsc_filter(g.out_c, g.kernel_h, g.kernel_w, g.in_c / g.groups, type),
+              .x = conv_tensor(layout, padded_shape(g, plan).dims(), type),
+              .y = conv_tensor(layout, output_shape(g).dims(), type),
+              .w = conv_filter(layout, g.out_c, g.in_c / g.groups, kernel_extent, type),
               .conv = ConvolutionDescriptor()};
-  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-      c.conv.get(), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w), static_cast<int>(g.stride_h),
-      static_cast<int>(g.stride_w), static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
-      CUDNN_CROSS_CORRELATION, type));
+  if (g.spatial == 3) {
+    const int pads[3] = {static_cast<int>(plan.pad_d), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w)};
+    const int strides[3] = {static_cast<int>(g.stride_d), static_cast<int>(g.stride_h), static_cast<int>(g.stride_w)};
+    const int dilation[3] = {static_cast<int>(g.dilation_d), static_cast<int>(g.dilation_h),
+                             static_cast<int>(g.dilation_w)};
+    CUDNN_CHECK(
+        cudnnSetConvolutionNdDescriptor(c.conv.get(), 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, type));
+  } else {
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        c.conv.get(), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w), static_cast<int>(g.stride_h),
+        static_cast<int>(g.stride_w), static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
+        CUDNN_CROSS_CORRELATION, type));
+  }
   CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv.get(), static_cast<int>(g.groups)));
-  int n = 0, channels = 0, h = 0, w = 0;
-  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c.conv.get(), c.x.get(), c.w.get(), &n, &channels, &h, &w));
-  if (n != g.batch || channels != g.out_c || h != g.out_h || w != g.out_w)
-    raise<ShapeError>("{} on {}: cuDNN computes an output ({}, {}, {}, {}) but the node's is {}", ctx.node.op(),
-                      ctx.device.name(), n, h, w, channels, y.to_string());
+  int out[5] = {};  // (n, c, [d,] h, w)
+  const int rank = g.spatial + 2;
+  CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(c.conv.get(), c.x.get(), c.w.get(), rank, out));
+  const Shape expected = output_shape(g);
+  bool same = out[0] == expected[0] && out[1] == expected[rank - 1];
+  for (int a = 1; a < rank - 1; ++a) same = same && out[a + 1] == expected[a];
+  if (!same)
+    raise<ShapeError>("{} on {}: cuDNN computes an output (n, c, spatial) = ({}, {}, {}, {}{}) but the node's is {}",
+                      ctx.node.op(), ctx.device.name(), out[0], out[1], out[2], out[3],
+                      rank == 5 ? fmt::format(", {}", out[4]) : std::string(), expected.to_string());
   return c;
 }
 
@@ -123,32 +136,85 @@ std::size_t budget_of(CudaDevice& gpu) {
   return workspace_budget(free_bytes, s.reserved, s.in_use, gpu.memory_limit());
 }
 
-// The cached algorithm of (geometry, pass), else chosen from cuDNN's perf results: `size_of(algo,
-// &bytes)` asks cuDNN for an algorithm's exact workspace.
+const char* pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "forward";
+    case ConvPass::backward_data: return "backward_data";
+    case ConvPass::backward_filter: return "backward_filter";
+  }
+  return "?";
+}
+
+// The candidates of cuDNN's perf results: `size_of(algo, &bytes)` asks cuDNN for an algorithm's exact
+// workspace.
 template <typename Perf, typename SizeOf>
-AlgoChoice choose(CudaDevice& gpu, const KernelContext& ctx, const CudnnConv& c, ConvPass pass,
-                  const std::vector<Perf>& perf, SizeOf&& size_of) {
+std::vector<AlgoCandidate> candidates_of(const std::vector<Perf>& perf, cudnnDataType_t type, SizeOf&& size_of) {
   std::vector<AlgoCandidate> candidates;
   for (const Perf& p : perf) {
     AlgoCandidate candidate{.algo = static_cast<int>(p.algo),
-                            .supported = p.status == CUDNN_STATUS_SUCCESS &&
-                                         math_allowed(p.mathType, c.type) && direct_sum(p.algo)};
-    if (candidate.supported) candidate.supported = size_of(p.algo, &candidate.workspace_bytes) == CUDNN_STATUS_SUCCESS;
-    candidates.push_back(candidate);
+                            .supported = false,
+                            .workspace_bytes = p.memory,
+                            .deterministic = p.determinism == CUDNN_DETERMINISTIC,
+                            .status = cudnnGetErrorString(p.status),
+                            .math_type = static_cast<int>(p.mathType)};
+    if (p.status == CUDNN_STATUS_SUCCESS) {  // else the status says why not
+      if (!math_allowed(p.mathType, type))
+        candidate.status = "left out: tensor-op math (TF32)";
+      else if (!direct_sum(p.algo))
+        candidate.status = "left out: FFT/Winograd rounding";
+      else if (const cudnnStatus_t status = size_of(p.algo, &candidate.workspace_bytes); status != CUDNN_STATUS_SUCCESS)
+        candidate.status = std::string("workspace query: ") + cudnnGetErrorString(status);
+      else
+        candidate.supported = true;
+    }
+    candidates.push_back(std::move(candidate));
   }
-  const auto choice = choose_algorithm(candidates, budget_of(gpu));
-  if (!choice)
-    raise<DeviceError>(
-        "{} on {}: cuDNN has no algorithm for x ({}, {}, {}, {}), a {}x{} kernel to {} channels in {} group(s), "
-        "strides ({}, {}), dilation ({}, {}) in {} (pass {})",
-        ctx.node.op(), ctx.device.name(), c.g.batch, c.g.in_h, c.g.in_w, c.g.in_c, c.g.kernel_h, c.g.kernel_w,
-        c.g.out_c, c.g.groups, c.g.stride_h, c.g.stride_w, c.g.dilation_h, c.g.dilation_w, dtype_name(c.g.dtype),
-        static_cast<int>(pass));
-  return *choice;
+  return candidates;
 }
 
-AlgoChoice forward_algorithm(CudaDevice& gpu, const KernelContext& ctx, const CudnnConv& c) {
-  return gpu.conv_algorithms().get_or_choose({c.g, ConvPass::forward}, [&] {
+// cuDNN refusing a layout's descriptors or query is a layout without candidates, not an error: the
+// next layout is tried.
+template <typename Query>
+std::vector<AlgoCandidate> query_or_refusal(Query&& query) {
+  try {
+    return query();
+  } catch (const DeviceError& e) {
+    return {AlgoCandidate{.algo = -1, .supported = false, .status = e.what()}};
+  }
+}
+
+// The layout and algorithm of (geometry, pass), cached per device, else chosen (choose_layout_and_
+// algorithm: float32 tries NHWC first, float64 starts with the KCRS filter) and logged once with
+// TOWER_CUDNN_LOG=1. `query(c)` gives the candidates of the descriptors c.
+template <typename Query>
+AlgoChoice algorithm_for(CudaDevice& gpu, const KernelContext& ctx, const ConvGeometry& g, ConvPass pass,
+                         Query&& query) {
+  return gpu.conv_algorithms().get_or_choose({g, pass}, [&] {
+    std::vector<LayoutCandidates> tried;
+    const auto choice = choose_layout_and_algorithm(g.dtype, budget_of(gpu), [&](ConvLayout layout) {
+      return query_or_refusal([&] { return query(make_conv(ctx, g, layout)); });
+    }, &tried);
+    const auto what = [&] {
+      return fmt::format("{} on {}: x ({}, {}{}, {}, {}), a {}{}x{} kernel to {} channels in {} group(s), strides "
+                         "({}{}, {}), dilation ({}{}, {}), {}",
+                         ctx.node.op(), ctx.device.name(), g.batch, g.spatial == 3 ? fmt::format("{}, ", g.in_d) : "",
+                         g.in_h, g.in_w, g.in_c, g.spatial == 3 ? fmt::format("{}x", g.kernel_d) : "", g.kernel_h,
+                         g.kernel_w, g.out_c, g.groups, g.spatial == 3 ? fmt::format("{}, ", g.stride_d) : "",
+                         g.stride_h, g.stride_w, g.spatial == 3 ? fmt::format("{}, ", g.dilation_d) : "",
+                         g.dilation_h, g.dilation_w, dtype_name(g.dtype));
+    };
+    if (cudnn_log_enabled())
+      fmt::print(stderr, "tower: cuDNN {} candidates for {}:\n{}", pass_name(pass), what(),
+                 describe_candidates(pass_name(pass), tried, choice));
+    if (!choice)
+      raise<DeviceError>("{}: cuDNN has no {} algorithm in any layout; its candidates:\n{}", what(), pass_name(pass),
+                         describe_candidates(pass_name(pass), tried, choice));
+    return *choice;
+  });
+}
+
+AlgoChoice forward_algorithm(CudaDevice& gpu, const KernelContext& ctx, const ConvGeometry& g) {
+  return algorithm_for(gpu, ctx, g, ConvPass::forward, [&](const CudnnConv& c) {
     cudnnHandle_t h = gpu.cudnn();
     int count = 0, returned = 0;
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
@@ -156,14 +222,14 @@ AlgoChoice forward_algorithm(CudaDevice& gpu, const KernelContext& ctx, const Cu
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), count,
                                                        &returned, perf.data()));
     perf.resize(static_cast<std::size_t>(returned));
-    return choose(gpu, ctx, c, ConvPass::forward, perf, [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
+    return candidates_of(perf, c.type, [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
       return cudnnGetConvolutionForwardWorkspaceSize(h, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), algo, bytes);
     });
   });
 }
 
-AlgoChoice backward_data_algorithm(CudaDevice& gpu, const KernelContext& ctx, const CudnnConv& c) {
-  return gpu.conv_algorithms().get_or_choose({c.g, ConvPass::backward_data}, [&] {
+AlgoChoice backward_data_algorithm(CudaDevice& gpu, const KernelContext& ctx, const ConvGeometry& g) {
+  return algorithm_for(gpu, ctx, g, ConvPass::backward_data, [&](const CudnnConv& c) {
     cudnnHandle_t h = gpu.cudnn();
     int count = 0, returned = 0;
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
@@ -171,16 +237,14 @@ AlgoChoice backward_data_algorithm(CudaDevice& gpu, const KernelContext& ctx, co
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w.get(), c.y.get(), c.conv.get(), c.x.get(), count,
                                                             &returned, perf.data()));
     perf.resize(static_cast<std::size_t>(returned));
-    return choose(gpu, ctx, c, ConvPass::backward_data, perf,
-                  [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
-                    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w.get(), c.y.get(), c.conv.get(),
-                                                                        c.x.get(), algo, bytes);
-                  });
+    return candidates_of(perf, c.type, [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(h, c.w.get(), c.y.get(), c.conv.get(), c.x.get(), algo, bytes);
+    });
   });
 }
 
-AlgoChoice backward_filter_algorithm(CudaDevice& gpu, const KernelContext& ctx, const CudnnConv& c) {
-  return gpu.conv_algorithms().get_or_choose({c.g, ConvPass::backward_filter}, [&] {
+AlgoChoice backward_filter_algorithm(CudaDevice& gpu, const KernelContext& ctx, const ConvGeometry& g) {
+  return algorithm_for(gpu, ctx, g, ConvPass::backward_filter, [&](const CudnnConv& c) {
     cudnnHandle_t h = gpu.cudnn();
     int count = 0, returned = 0;
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
@@ -188,11 +252,10 @@ AlgoChoice backward_filter_algorithm(CudaDevice& gpu, const KernelContext& ctx, 
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c.x.get(), c.y.get(), c.conv.get(), c.w.get(), count,
                                                               &returned, perf.data()));
     perf.resize(static_cast<std::size_t>(returned));
-    return choose(gpu, ctx, c, ConvPass::backward_filter, perf,
-                  [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
-                    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x.get(), c.y.get(), c.conv.get(),
-                                                                          c.w.get(), algo, bytes);
-                  });
+    return candidates_of(perf, c.type, [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c.x.get(), c.y.get(), c.conv.get(), c.w.get(), algo,
+                                                            bytes);
+    });
   });
 }
 
@@ -209,30 +272,24 @@ Tensor workspace_for(CudaDevice& gpu, const AlgoChoice& algo) {
 
 void* workspace_ptr(const Tensor& workspace) { return workspace.defined() ? workspace.raw_data() : nullptr; }
 
-// cuDNN's KRSC filter shape: (out, kh, kw, in / groups), or (out, kd, kh, kw, in / groups) for conv3d.
-Shape krsc_shape(const CudnnConv& c) {
-  const ConvGeometry& g = c.g;
-  if (g.spatial == 3) return {g.out_c, g.kernel_d, g.kernel_h, g.kernel_w, g.in_c / g.groups};
-  return {g.out_c, g.kernel_h, g.kernel_w, g.in_c / g.groups};
+Shape permuted_shape(const Shape& shape, const std::vector<std::int64_t>& perm) {
+  std::vector<std::int64_t> dims;
+  for (std::int64_t a : perm) dims.push_back(shape[static_cast<int>(a)]);
+  return Shape(dims);
 }
 
-// Keras's kernel (kh, kw, in, out) as cuDNN's KRSC (out, kh, kw, in) (a depth axis alike), and back.
-Tensor to_krsc(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
-  Tensor krsc = scratch(gpu, krsc_shape(c), hwio.dtype());
-  transpose(gpu, op_names::conv2d, hwio, krsc,
-            c.g.spatial == 3 ? std::vector<std::int64_t>{4, 0, 1, 2, 3} : std::vector<std::int64_t>{3, 0, 1, 2});
-  return krsc;
+// A transposed copy of t (perm as numpy's transpose).
+Tensor permuted(CudaDevice& gpu, const char* op, const Tensor& t, const std::vector<std::int64_t>& perm) {
+  Tensor out = scratch(gpu, permuted_shape(t.shape(), perm), t.dtype());
+  transpose(gpu, op, t, out, perm);
+  return out;
 }
 
-std::vector<std::int64_t> from_krsc_perm(const CudnnConv& c) {
-  return c.g.spatial == 3 ? std::vector<std::int64_t>{1, 2, 3, 4, 0} : std::vector<std::int64_t>{1, 2, 3, 0};
+// Keras's kernel (kh, kw, in, out) (a depth axis alike) as the layout's filter: KRSC or KCRS.
+Tensor to_filter(CudaDevice& gpu, const CudnnConv& c, const Tensor& hwio) {
+  return permuted(gpu, op_names::conv2d, hwio, hwio_to_filter_perm(c.layout, c.g.spatial));
 }
 
-// x's padded extent (batch, [padded_d,] padded_h, padded_w, c) and where x sits in it.
-Shape padded_shape(const CudnnConv& c) {
-  if (c.g.spatial == 3) return {c.g.batch, c.plan.padded_d, c.plan.padded_h, c.plan.padded_w, c.g.in_c};
-  return {c.g.batch, c.plan.padded_h, c.plan.padded_w, c.g.in_c};
-}
 std::vector<std::int64_t> padded_origin(const CudnnConv& c) {
   if (c.g.spatial == 3) return {0, c.plan.extra_front, c.plan.extra_top, c.plan.extra_left, 0};
   return {0, c.plan.extra_top, c.plan.extra_left, 0};
@@ -241,10 +298,26 @@ std::vector<std::int64_t> zero_origin(const CudnnConv& c) { return std::vector<s
 
 // x inside zeros of the padded extent (the plan's explicit part of TF's "same" padding).
 Tensor padded_copy(CudaDevice& gpu, const CudnnConv& c, const Tensor& x) {
-  Tensor padded = scratch(gpu, padded_shape(c), x.dtype());
+  Tensor padded = scratch(gpu, padded_shape(c.g, c.plan), x.dtype());
   CUDA_CHECK(cudaMemsetAsync(padded.raw_data(), 0, padded.nbytes(), gpu.stream()));
   copy_box(gpu, op_names::conv2d, x, zero_origin(c), padded, padded_origin(c), x.shape().dims());
   return padded;
+}
+
+// An NHWC tensor as the layout's x or y: itself, or (nchw) a channels-first copy.
+Tensor as_layout(CudaDevice& gpu, const CudnnConv& c, const Tensor& nhwc) {
+  if (c.layout != ConvLayout::nchw) return nhwc;
+  return permuted(gpu, op_names::conv2d, nhwc, nhwc_to_nchw_perm(c.g.spatial));
+}
+
+// Where cuDNN writes a result whose NHWC shape is `nhwc`: `target` itself, or (nchw) a channels-first
+// buffer that from_layout then copies into target.
+Tensor output_buffer(CudaDevice& gpu, const CudnnConv& c, const Shape& nhwc, Tensor& target) {
+  if (c.layout != ConvLayout::nchw) return target;
+  return scratch(gpu, permuted_shape(nhwc, nhwc_to_nchw_perm(c.g.spatial)), target.dtype());
+}
+void from_layout(CudaDevice& gpu, const CudnnConv& c, const Tensor& buffer, Tensor& target) {
+  if (c.layout == ConvLayout::nchw) transpose(gpu, op_names::conv2d, buffer, target, nchw_to_nhwc_perm(c.g.spatial));
 }
 
 // cuDNN's scaling factors: double for double data, else float.
@@ -266,17 +339,19 @@ void conv2d_kernel(KernelContext& ctx) {
     CUDA_CHECK(cudaMemsetAsync(y.raw_data(), 0, y.nbytes(), gpu.stream()));
     return;
   }
-  const CudnnConv c = make_conv(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
-  const AlgoChoice algo = forward_algorithm(gpu, ctx, c);
+  const ConvGeometry g = geometry_of(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
+  const AlgoChoice algo = forward_algorithm(gpu, ctx, g);
+  const CudnnConv c = make_conv(ctx, g, algo.layout);
   dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
-    const Tensor w = to_krsc(gpu, c, kernel);
-    const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
-    const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
+    const Tensor w = to_filter(gpu, c, kernel);
+    const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
+    Tensor out = output_buffer(gpu, c, y.shape(), y);
     Tensor workspace = workspace_for(gpu, algo);
-    CUDNN_CHECK(cudnnConvolutionForward(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.w.get(), w.data<T>(),
+    CUDNN_CHECK(cudnnConvolutionForward(gpu.cudnn(), kOne.of(c.type), c.x.get(), in.data<T>(), c.w.get(), w.data<T>(),
                                         c.conv.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
                                         workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type), c.y.get(),
-                                        y.data<T>()));
+                                        out.data<T>()));
+    from_layout(gpu, c, out, y);
   });
 }
 
@@ -291,19 +366,23 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
     CUDA_CHECK(cudaMemsetAsync(dx.raw_data(), 0, dx.nbytes(), gpu.stream()));
     return;
   }
-  const CudnnConv c = make_conv(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
-  const AlgoChoice algo = backward_data_algorithm(gpu, ctx, c);
+  const ConvGeometry g = geometry_of(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
+  const AlgoChoice algo = backward_data_algorithm(gpu, ctx, g);
+  const CudnnConv c = make_conv(ctx, g, algo.layout);
   dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
-    const Tensor w = to_krsc(gpu, c, kernel);
-    Tensor padded;  // (batch, padded_h, padded_w, c_in): dx of the padded copy of x
-    if (c.plan.explicit_padding) padded = scratch(gpu, padded_shape(c), dx.dtype());
-    T* out = c.plan.explicit_padding ? padded.data<T>() : dx.data<T>();
+    const Tensor w = to_filter(gpu, c, kernel);
+    const Tensor dy_in = as_layout(gpu, c, dy);
+    Tensor padded;  // (batch, [padded_d,] padded_h, padded_w, c_in): dx of the padded copy of x
+    if (c.plan.explicit_padding) padded = scratch(gpu, padded_shape(c.g, c.plan), dx.dtype());
+    Tensor& target = c.plan.explicit_padding ? padded : dx;
+    Tensor out = output_buffer(gpu, c, target.shape(), target);
     Tensor workspace = workspace_for(gpu, algo);
     CUDNN_CHECK(cudnnConvolutionBackwardData(gpu.cudnn(), kOne.of(c.type), c.w.get(), w.data<T>(), c.y.get(),
-                                             dy.data<T>(), c.conv.get(),
+                                             dy_in.data<T>(), c.conv.get(),
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
                                              workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
-                                             c.x.get(), out));
+                                             c.x.get(), out.data<T>()));
+    from_layout(gpu, c, out, target);
     if (c.plan.explicit_padding)
       copy_box(gpu, op_names::conv2d_backward_data, padded, padded_origin(c), dx, zero_origin(c), dx.shape().dims());
   });
@@ -320,18 +399,20 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
     CUDA_CHECK(cudaMemsetAsync(dk.raw_data(), 0, dk.nbytes(), gpu.stream()));
     return;
   }
-  const CudnnConv c = make_conv(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
-  const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, c);
+  const ConvGeometry g = geometry_of(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
+  const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, g);
+  const CudnnConv c = make_conv(ctx, g, algo.layout);
   dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
-    const Tensor padded = c.plan.explicit_padding ? padded_copy(gpu, c, x) : Tensor();
-    const T* px = c.plan.explicit_padding ? padded.data<T>() : x.data<T>();
-    Tensor w = scratch(gpu, krsc_shape(c), dk.dtype());  // KRSC
+    const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
+    const Tensor dy_in = as_layout(gpu, c, dy);
+    Tensor w = scratch(gpu, filter_shape(c.layout, dk.shape()), dk.dtype());  // KRSC or KCRS
     Tensor workspace = workspace_for(gpu, algo);
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu.cudnn(), kOne.of(c.type), c.x.get(), px, c.y.get(), dy.data<T>(),
-                                               c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu.cudnn(), kOne.of(c.type), c.x.get(), in.data<T>(), c.y.get(),
+                                               dy_in.data<T>(), c.conv.get(),
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo),
                                                workspace_ptr(workspace), algo.workspace_bytes, kZero.of(c.type),
                                                c.w.get(), w.data<T>()));
-    transpose(gpu, op_names::conv2d_backward_filter, w, dk, from_krsc_perm(c));  // KRSC -> Keras's HWIO
+    transpose(gpu, op_names::conv2d_backward_filter, w, dk, filter_to_hwio_perm(c.layout, c.g.spatial));  // -> HWIO
   });
 }
 

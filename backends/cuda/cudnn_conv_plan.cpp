@@ -2,7 +2,10 @@
 #include "tower/backends/cuda/cudnn_conv_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
+#include "tower/core/caching_allocator.h"
 #include "tower/core/error.h"
 
 namespace tower::cuda {
@@ -89,14 +92,111 @@ std::size_t workspace_budget(std::size_t gpu_free, std::size_t allocator_reserve
 }
 
 std::optional<AlgoChoice> choose_algorithm(const std::vector<AlgoCandidate>& candidates, std::size_t budget) {
+  const AlgoCandidate* first_fitting = nullptr;
   const AlgoCandidate* smallest = nullptr;
   for (const auto& c : candidates) {
     if (!c.supported) continue;
-    if (c.workspace_bytes <= budget) return AlgoChoice{c.algo, c.workspace_bytes};
+    if (c.workspace_bytes <= budget) {
+      if (c.deterministic) return AlgoChoice{c.algo, c.workspace_bytes};
+      if (!first_fitting) first_fitting = &c;
+    }
     if (!smallest || c.workspace_bytes < smallest->workspace_bytes) smallest = &c;
   }
+  if (first_fitting) return AlgoChoice{first_fitting->algo, first_fitting->workspace_bytes};
   if (!smallest) return std::nullopt;
   return AlgoChoice{smallest->algo, smallest->workspace_bytes};
+}
+
+const char* conv_layout_name(ConvLayout layout) {
+  switch (layout) {
+    case ConvLayout::nhwc: return "nhwc";
+    case ConvLayout::nhwc_strided: return "nhwc_strided";
+    case ConvLayout::nchw: return "nchw";
+  }
+  return "?";
+}
+
+std::vector<ConvLayout> conv_layouts_to_try(DType dtype) {
+  if (dtype == DType::float64) return {ConvLayout::nhwc_strided, ConvLayout::nchw};
+  return {ConvLayout::nhwc, ConvLayout::nhwc_strided, ConvLayout::nchw};
+}
+
+std::vector<std::int64_t> hwio_to_filter_perm(ConvLayout layout, int spatial) {
+  // HWIO is (s0.., in, out) with in at axis `spatial` and out at `spatial + 1`.
+  const std::int64_t in = spatial, out = spatial + 1;
+  std::vector<std::int64_t> perm{out};
+  if (layout != ConvLayout::nhwc) perm.push_back(in);  // KCRS: (out, in, spatial...)
+  for (std::int64_t a = 0; a < spatial; ++a) perm.push_back(a);
+  if (layout == ConvLayout::nhwc) perm.push_back(in);  // KRSC: (out, spatial..., in)
+  return perm;
+}
+
+std::vector<std::int64_t> filter_to_hwio_perm(ConvLayout layout, int spatial) {
+  const std::vector<std::int64_t> forward = hwio_to_filter_perm(layout, spatial);
+  std::vector<std::int64_t> inverse(forward.size());
+  for (std::size_t i = 0; i < forward.size(); ++i) inverse[static_cast<std::size_t>(forward[i])] = static_cast<std::int64_t>(i);
+  return inverse;
+}
+
+std::vector<std::int64_t> nhwc_to_nchw_perm(int spatial) {
+  std::vector<std::int64_t> perm{0, spatial + 1};
+  for (std::int64_t a = 1; a <= spatial; ++a) perm.push_back(a);
+  return perm;
+}
+
+std::vector<std::int64_t> nchw_to_nhwc_perm(int spatial) {
+  std::vector<std::int64_t> perm{0};
+  for (std::int64_t a = 2; a <= spatial + 1; ++a) perm.push_back(a);
+  perm.push_back(1);
+  return perm;
+}
+
+Shape filter_shape(ConvLayout layout, const Shape& hwio) {
+  std::vector<std::int64_t> dims;
+  for (std::int64_t a : hwio_to_filter_perm(layout, hwio.rank() - 2)) dims.push_back(hwio[static_cast<int>(a)]);
+  return Shape(dims);
+}
+
+std::optional<AlgoChoice> choose_layout_and_algorithm(
+    DType dtype, std::size_t budget, const std::function<std::vector<AlgoCandidate>(ConvLayout)>& query,
+    std::vector<LayoutCandidates>* tried) {
+  for (ConvLayout layout : conv_layouts_to_try(dtype)) {
+    std::vector<AlgoCandidate> candidates = query(layout);
+    auto choice = choose_algorithm(candidates, budget);
+    if (tried) tried->push_back({layout, std::move(candidates)});
+    if (choice) {
+      choice->layout = layout;
+      return choice;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string describe_candidates(const char* pass, const std::vector<LayoutCandidates>& tried,
+                                const std::optional<AlgoChoice>& choice) {
+  std::string s;
+  for (const auto& [layout, candidates] : tried) {
+    if (candidates.empty()) s += fmt::format("  {} {}: cuDNN returned no candidate\n", conv_layout_name(layout), pass);
+    for (const AlgoCandidate& c : candidates)
+      s += fmt::format("  {} {} algo {}: {}, math {}, {}, {}{}\n", conv_layout_name(layout), pass, c.algo,
+                       c.status.empty() ? (c.supported ? "supported" : "not supported") : c.status, c.math_type,
+                       c.supported ? format_bytes(c.workspace_bytes) : std::string("workspace unknown"),
+                       c.deterministic ? "deterministic" : "non-deterministic", c.supported ? "" : " (left out)");
+  }
+  if (choice)
+    s += fmt::format("  chosen: {} {} algo {} with {} of workspace\n", conv_layout_name(choice->layout), pass, choice->algo,
+                     format_bytes(choice->workspace_bytes));
+  else
+    s += fmt::format("  chosen: none ({} has no supported algorithm in any layout)\n", pass);
+  return s;
+}
+
+bool cudnn_log_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TOWER_CUDNN_LOG");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+  }();
+  return enabled;
 }
 
 std::size_t ConvKeyHash::operator()(const ConvKey& key) const {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -73,23 +74,75 @@ constexpr std::size_t kMaxWorkspaceBytes = std::size_t{1} << 30;
 std::size_t workspace_budget(std::size_t gpu_free, std::size_t allocator_reserved, std::size_t allocator_in_use,
                              std::size_t memory_limit);
 
+// How tower's NHWC tensors and Keras's HWIO kernel are shown to cuDNN.
+//  - nhwc: x, y NHWC (CUDNN_TENSOR_NHWC, NDHWC strides for 3-D); the kernel copied to KRSC (out, [kd,] kh,
+//    kw, in), cuDNN's NHWC filter format. The fast path for float32.
+//  - nhwc_strided: x, y still NHWC in memory, described in cuDNN's (n, c, [d,] h, w) order with NHWC
+//    strides; the kernel copied to KCRS (out, in, [kd,] kh, kw), cuDNN's NCHW filter format. cuDNN has
+//    almost no NHWC-filter algorithm for float64 (PyTorch's cudnn_conv_suggest_memory_format turns NHWC
+//    off for double), and few for some float32 geometries.
+//  - nchw: x and dy transposed to packed NCHW copies, y and dx computed in NCHW and transposed back;
+//    KCRS filter. The last resort, when cuDNN refuses the strided description too.
+enum class ConvLayout : std::uint8_t { nhwc, nhwc_strided, nchw };
+const char* conv_layout_name(ConvLayout layout);
+
+// The layouts to try for a dtype, in order: float32 nhwc, nhwc_strided, nchw; float64 nhwc_strided,
+// nchw (its NHWC-filter query is not even made).
+std::vector<ConvLayout> conv_layouts_to_try(DType dtype);
+
+// The transposes around a layout, as perms for a transpose of (spatial + 2) axes. Keras's kernel
+// (kh, kw, in, out) (a depth axis first for 3-D) to the layout's filter (KRSC or KCRS), and back;
+// and x, y between NHWC and NCHW (the nchw layout).
+std::vector<std::int64_t> hwio_to_filter_perm(ConvLayout layout, int spatial);
+std::vector<std::int64_t> filter_to_hwio_perm(ConvLayout layout, int spatial);
+std::vector<std::int64_t> nhwc_to_nchw_perm(int spatial);
+std::vector<std::int64_t> nchw_to_nhwc_perm(int spatial);
+// The filter's shape in the layout's format: (out, [kd,] kh, kw, in / groups) or (out, in / groups, [kd,] kh, kw).
+Shape filter_shape(ConvLayout layout, const Shape& hwio);
+
 // A cuDNN algorithm (its enum value) as a candidate: whether cuDNN supports it for this geometry (and
-// the math we allow) and the workspace it needs.
+// the math we allow), the workspace it needs, and what cuDNN said of it (for the log and errors).
 struct AlgoCandidate {
   int algo = 0;
   bool supported = false;
   std::size_t workspace_bytes = 0;
+  bool deterministic = true;  // cuDNN's perf.determinism == CUDNN_DETERMINISTIC
+  std::string status;         // cuDNN's status name, or why tower left it out ("FFT/Winograd", "tensor-op math")
+  int math_type = 0;          // cudnnMathType_t
 };
 struct AlgoChoice {
   int algo = 0;
   std::size_t workspace_bytes = 0;
+  ConvLayout layout = ConvLayout::nhwc;
   bool operator==(const AlgoChoice&) const = default;
 };
 
-// From candidates in cuDNN's order of preference (fastest first): the first supported one whose
-// workspace fits the budget; when none fits, the supported one needing the least workspace (its
+// From candidates in cuDNN's order of preference (fastest first): the first supported deterministic
+// one whose workspace fits the budget, else the first supported one that fits (atomics: sums in
+// another order each run); when none fits, the supported one needing the least workspace (its
 // allocation then reports out of memory if even that is too much); nullopt when none is supported.
 std::optional<AlgoChoice> choose_algorithm(const std::vector<AlgoCandidate>& candidates, std::size_t budget);
+
+// The layout and algorithm of one pass: `query(layout)` gives the candidates cuDNN offers in that
+// layout; layouts are tried in conv_layouts_to_try's order until one has a supported candidate.
+// `tried` (when given) gets every layout queried with its candidates, for the log and the error.
+struct LayoutCandidates {
+  ConvLayout layout;
+  std::vector<AlgoCandidate> candidates;
+};
+std::optional<AlgoChoice> choose_layout_and_algorithm(
+    DType dtype, std::size_t budget, const std::function<std::vector<AlgoCandidate>(ConvLayout)>& query,
+    std::vector<LayoutCandidates>* tried = nullptr);
+
+// One line per candidate of every layout tried ("nhwc fwd algo 1: CUDNN_STATUS_SUCCESS, math 1,
+// 2.0 MiB, deterministic"), then the choice (or "none"): what TOWER_CUDNN_LOG=1 prints once per
+// geometry and pass, and what the "no algorithm" error carries.
+std::string describe_candidates(const char* pass, const std::vector<LayoutCandidates>& tried,
+                                const std::optional<AlgoChoice>& choice);
+
+// TOWER_CUDNN_LOG=1 (read once): log each convolution's candidates and choice to stderr, once per
+// geometry and pass (when the choice is made and cached).
+bool cudnn_log_enabled();
 
 enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };
 

@@ -1,13 +1,15 @@
 // RAII owners of cuDNN's tensor, filter and convolution descriptors (movable, not copyable), set up
-// for tower's NHWC layout.
+// for tower's NHWC tensors in each ConvLayout (cudnn_conv_plan.h).
 #pragma once
 
 #include <cudnn.h>
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cudnn_conv_plan.h"
 #include "tower/core/dtype.h"
 
 namespace tower::cuda {
@@ -45,14 +47,14 @@ using ConvolutionDescriptor = CudnnDescriptor<cudnnConvolutionDescriptor_t, cudn
 
 // An NHWC tensor (n, h, w, c). ShapeError when a dimension does not fit cuDNN's int.
 TensorDescriptor nhwc_tensor(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, cudnnDataType_t type);
-// A filter (k, r, s, c) in memory (KRSC: cuDNN's CUDNN_TENSOR_NHWC filter format).
-FilterDescriptor krsc_filter(std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t c, cudnnDataType_t type);
 
-// An NDHWC tensor (n, d, h, w, c), through cudnnSetTensorNdDescriptor with NDHWC strides.
-TensorDescriptor ndhwc_tensor(std::int64_t n, std::int64_t d, std::int64_t h, std::int64_t w, std::int64_t c,
-                              cudnnDataType_t type);
-// A 3-D filter (k, t, r, s, c) in memory (cuDNN's CUDNN_TENSOR_NHWC filter format with a depth axis).
-FilterDescriptor ktrsc_filter(std::int64_t k, std::int64_t t, std::int64_t r, std::int64_t s, std::int64_t c,
-                              cudnnDataType_t type);
+// A convolution's x or y whose NHWC dims are (n, [d,] h, w, c), as `layout` shows it to cuDNN: nhwc and
+// nhwc_strided describe tower's NHWC memory (CUDNN_TENSOR_NHWC, or cuDNN's (n, c, [d,] h, w) order with
+// NHWC strides, cudnnSetTensor4dDescriptorEx / cudnnSetTensorNdDescriptor); nchw a packed channels-first copy.
+TensorDescriptor conv_tensor(ConvLayout layout, const std::vector<std::int64_t>& nhwc_dims, cudnnDataType_t type);
+// A convolution's filter of out_c filters over in_c channels (per group) with the spatial extents
+// ([kd,] kh, kw): KRSC memory (CUDNN_TENSOR_NHWC) for nhwc, KCRS (CUDNN_TENSOR_NCHW) otherwise.
+FilterDescriptor conv_filter(ConvLayout layout, std::int64_t out_c, std::int64_t in_c,
+                             const std::vector<std::int64_t>& spatial, cudnnDataType_t type);
 
 }  // namespace tower::cuda

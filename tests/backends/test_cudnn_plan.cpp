@@ -233,3 +233,129 @@ TEST_CASE("ConvAlgorithmCache: selection runs once per geometry and pass") {
   CHECK(hash({g, ConvPass::forward}) == hash({g, ConvPass::forward}));
   CHECK(hash({g, ConvPass::forward}) != hash({g, ConvPass::backward_data}));
 }
+
+TEST_CASE("choose_algorithm: a deterministic algorithm that fits beats a faster one with atomics") {
+  const std::vector<AlgoCandidate> candidates = {
+      {.algo = 0, .supported = true, .workspace_bytes = 0, .deterministic = false},  // atomics, first in order
+      {.algo = 1, .supported = true, .workspace_bytes = 8 * kMiB, .deterministic = true},
+      {.algo = 3, .supported = true, .workspace_bytes = kMiB, .deterministic = true},
+  };
+  CHECK(choose_algorithm(candidates, 16 * kMiB) == AlgoChoice{1, 8 * kMiB});
+  CHECK(choose_algorithm(candidates, 2 * kMiB) == AlgoChoice{3, kMiB});
+  // No deterministic one fits: the first that fits, even with atomics.
+  CHECK(choose_algorithm(candidates, 0) == AlgoChoice{0, 0});
+  const std::vector<AlgoCandidate> only_atomic = {
+      {.algo = 0, .supported = true, .workspace_bytes = 4 * kMiB, .deterministic = false},
+      {.algo = 2, .supported = true, .workspace_bytes = 2 * kMiB, .deterministic = false},
+  };
+  CHECK(choose_algorithm(only_atomic, 8 * kMiB) == AlgoChoice{0, 4 * kMiB});
+  CHECK(choose_algorithm(only_atomic, kMiB) == AlgoChoice{2, 2 * kMiB});  // none fits: the smallest
+}
+
+TEST_CASE("conv layouts: float32 tries NHWC first, float64 starts with the KCRS filter") {
+  CHECK(conv_layouts_to_try(DType::float32) ==
+        std::vector<ConvLayout>{ConvLayout::nhwc, ConvLayout::nhwc_strided, ConvLayout::nchw});
+  CHECK(conv_layouts_to_try(DType::float64) == std::vector<ConvLayout>{ConvLayout::nhwc_strided, ConvLayout::nchw});
+  CHECK(std::string(conv_layout_name(ConvLayout::nhwc_strided)) == "nhwc_strided");
+}
+
+TEST_CASE("choose_layout_and_algorithm: the first layout with a supported candidate, queried lazily") {
+  const auto supported = [](int algo) {
+    return AlgoCandidate{.algo = algo, .supported = true, .workspace_bytes = 0, .status = "CUDNN_STATUS_SUCCESS"};
+  };
+  const auto refused = [](int algo) {
+    return AlgoCandidate{.algo = algo, .supported = false, .status = "CUDNN_STATUS_NOT_SUPPORTED"};
+  };
+  std::vector<ConvLayout> queried;
+  // float32 with an NHWC algorithm: NHWC, nothing else queried.
+  auto choice = choose_layout_and_algorithm(DType::float32, kGiB, [&](ConvLayout l) {
+    queried.push_back(l);
+    return std::vector<AlgoCandidate>{refused(0), supported(1)};
+  });
+  REQUIRE(choice.has_value());
+  CHECK(*choice == AlgoChoice{1, 0, ConvLayout::nhwc});
+  CHECK(queried == std::vector<ConvLayout>{ConvLayout::nhwc});
+
+  // float32 where cuDNN refuses every NHWC-filter algorithm (item 8's gap): the strided KCRS layout.
+  queried.clear();
+  std::vector<LayoutCandidates> tried;
+  choice = choose_layout_and_algorithm(
+      DType::float32, kGiB,
+      [&](ConvLayout l) {
+        queried.push_back(l);
+        if (l == ConvLayout::nhwc) return std::vector<AlgoCandidate>{refused(0), refused(1)};
+        return std::vector<AlgoCandidate>{supported(2)};
+      },
+      &tried);
+  REQUIRE(choice.has_value());
+  CHECK(choice->layout == ConvLayout::nhwc_strided);
+  CHECK(choice->algo == 2);
+  CHECK(queried == std::vector<ConvLayout>{ConvLayout::nhwc, ConvLayout::nhwc_strided});
+  REQUIRE(tried.size() == 2);
+  CHECK(tried[0].candidates.size() == 2);
+
+  // float64: never the NHWC filter; the NCHW copies when the strided description is refused.
+  queried.clear();
+  choice = choose_layout_and_algorithm(DType::float64, kGiB, [&](ConvLayout l) {
+    queried.push_back(l);
+    if (l == ConvLayout::nchw) return std::vector<AlgoCandidate>{supported(0)};
+    return std::vector<AlgoCandidate>{};
+  });
+  REQUIRE(choice.has_value());
+  CHECK(choice->layout == ConvLayout::nchw);
+  CHECK(queried == std::vector<ConvLayout>{ConvLayout::nhwc_strided, ConvLayout::nchw});
+
+  // Nothing anywhere: nullopt, every layout tried.
+  tried.clear();
+  CHECK_FALSE(choose_layout_and_algorithm(
+                  DType::float64, kGiB, [&](ConvLayout) { return std::vector<AlgoCandidate>{refused(0)}; }, &tried)
+                  .has_value());
+  CHECK(tried.size() == 2);
+}
+
+TEST_CASE("describe_candidates: a line per candidate (algo, status, math, memory, determinism) and the choice") {
+  const std::vector<LayoutCandidates> tried = {
+      {ConvLayout::nhwc, {{.algo = 1, .supported = false, .status = "CUDNN_STATUS_NOT_SUPPORTED", .math_type = 2}}},
+      {ConvLayout::nhwc_strided,
+       {{.algo = 0, .supported = true, .workspace_bytes = 2 * kMiB, .deterministic = false,
+         .status = "CUDNN_STATUS_SUCCESS", .math_type = 1}}},
+      {ConvLayout::nchw, {}},
+  };
+  const std::string text = describe_candidates("forward", tried, AlgoChoice{0, 2 * kMiB, ConvLayout::nhwc_strided});
+  CHECK(text.find("nhwc forward algo 1: CUDNN_STATUS_NOT_SUPPORTED, math 2") != std::string::npos);
+  CHECK(text.find("(left out)") != std::string::npos);
+  CHECK(text.find("nhwc_strided forward algo 0: CUDNN_STATUS_SUCCESS, math 1, 2") != std::string::npos);
+  CHECK(text.find("non-deterministic") != std::string::npos);
+  CHECK(text.find("nchw forward: cuDNN returned no candidate") != std::string::npos);
+  CHECK(text.find("chosen: nhwc_strided forward algo 0") != std::string::npos);
+  CHECK(describe_candidates("backward_data", {}, std::nullopt).find("chosen: none") != std::string::npos);
+}
+
+TEST_CASE("layout permutations: HWIO to KRSC and KCRS and back, NHWC to NCHW and back, 2-D and 3-D") {
+  // Applying a perm to a shape as numpy's transpose does.
+  const auto apply = [](const Shape& s, const std::vector<std::int64_t>& perm) {
+    std::vector<std::int64_t> dims;
+    for (auto a : perm) dims.push_back(s[static_cast<int>(a)]);
+    return Shape(dims);
+  };
+  const Shape hwio{3, 5, 4, 8};  // (kh, kw, in, out)
+  CHECK(hwio_to_filter_perm(ConvLayout::nhwc, 2) == std::vector<std::int64_t>{3, 0, 1, 2});
+  CHECK(hwio_to_filter_perm(ConvLayout::nhwc_strided, 2) == std::vector<std::int64_t>{3, 2, 0, 1});
+  CHECK(hwio_to_filter_perm(ConvLayout::nchw, 2) == std::vector<std::int64_t>{3, 2, 0, 1});
+  CHECK(filter_shape(ConvLayout::nhwc, hwio) == Shape{8, 3, 5, 4});         // KRSC
+  CHECK(filter_shape(ConvLayout::nhwc_strided, hwio) == Shape{8, 4, 3, 5});  // KCRS
+  CHECK(filter_to_hwio_perm(ConvLayout::nhwc, 2) == std::vector<std::int64_t>{1, 2, 3, 0});
+  CHECK(filter_to_hwio_perm(ConvLayout::nchw, 2) == std::vector<std::int64_t>{2, 3, 1, 0});
+  const Shape hwio3{2, 3, 5, 4, 8};  // (kd, kh, kw, in, out)
+  for (ConvLayout l : {ConvLayout::nhwc, ConvLayout::nhwc_strided, ConvLayout::nchw}) {
+    CHECK(apply(filter_shape(l, hwio), filter_to_hwio_perm(l, 2)) == hwio);
+    CHECK(apply(filter_shape(l, hwio3), filter_to_hwio_perm(l, 3)) == hwio3);
+  }
+  CHECK(filter_shape(ConvLayout::nhwc, hwio3) == Shape{8, 2, 3, 5, 4});
+  CHECK(filter_shape(ConvLayout::nchw, hwio3) == Shape{8, 4, 2, 3, 5});
+  const Shape x{2, 7, 6, 3}, x3{2, 4, 7, 6, 3};
+  CHECK(apply(x, nhwc_to_nchw_perm(2)) == Shape{2, 3, 7, 6});
+  CHECK(apply(x3, nhwc_to_nchw_perm(3)) == Shape{2, 3, 4, 7, 6});
+  CHECK(apply(apply(x, nhwc_to_nchw_perm(2)), nchw_to_nhwc_perm(2)) == x);
+  CHECK(apply(apply(x3, nhwc_to_nchw_perm(3)), nchw_to_nhwc_perm(3)) == x3);
+}
