@@ -1,5 +1,6 @@
 // The CUDA kernel table entries of matmul (cuBLAS GEMM), batch_matmul (strided batched GEMM), dense (cuBLASLt, bias and ReLU in the
 // epilogue), bias_add and bias_add_grad.
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "tower/backends/cuda/activation_launchers.h"
+#include "tower/backends/cuda/cublaslt_plan.h"
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
@@ -96,20 +98,22 @@ bool epilogue_enabled() {
   return enabled;
 }
 
-// The cuBLASLt descriptors and algorithm of one float32 dense shape on one GPU. As matmul, row-major
-// y (m, n) = x (m, k) kernel (k, n) is column-major y^T (n, m) = kernel^T (n, k) x^T (k, m): the
-// kernel's buffer is A, x's is B, and the bias (n,) runs along C's rows, where cuBLASLt's bias
-// epilogue adds it. FP32 compute: no TF32.
+// The cuBLASLt descriptors and algorithm of one float32 dense shape and operand alignment on one GPU.
+// As matmul, row-major y (m, n) = x (m, k) kernel (k, n) is column-major y^T (n, m) = kernel^T (n, k)
+// x^T (k, m): the kernel's buffer is A, x's is B, and the bias (n,) runs along C's rows, where
+// cuBLASLt's bias epilogue adds it. FP32 compute: no TF32. The heuristic is told the pointers' real
+// alignment (cublaslt_plan.h), so it never picks an algorithm that needs more.
 struct LtDense {
   std::mutex mutex;  // the bias pointer is set on the shared descriptor right before each call
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulHeuristicResult_t heuristic{};
-  bool found = false;  // false: cuBLASLt offers no algorithm; run the unfused kernels
+  bool found = false;  // false: cuBLASLt offers no algorithm, or its call failed once; run the unfused kernels
 
-  LtDense(CudaDevice& gpu, int m, int n, int k, bool relu) {
+  LtDense(CudaDevice& gpu, const LtDenseKey& key) {
+    const int m = key.m, n = key.n, k = key.k;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    const cublasLtEpilogue_t epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, n, k, n));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, k, m, k));
@@ -120,6 +124,14 @@ struct LtDense {
     int count = 0;
     cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof(max_workspace));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+    for (const auto& [attribute, bytes] : alignments)
+      if (status == CUBLAS_STATUS_SUCCESS)
+        status = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
     if (status == CUBLAS_STATUS_SUCCESS)
       status = cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op, a, b, c, c, preference, 1, &heuristic, &count);
     cublasLtMatmulPreferenceDestroy(preference);
@@ -135,16 +147,45 @@ struct LtDense {
   LtDense& operator=(const LtDense&) = delete;
 };
 
-// The plan of (gpu, m, n, k, relu), made once: the heuristic query costs more than the GEMM of a
-// small layer.
-LtDense& lt_dense(CudaDevice& gpu, int m, int n, int k, bool relu) {
-  using Key = std::tuple<const CudaDevice*, int, int, int, bool>;
+// The plan of a key, made once: the heuristic query costs more than the GEMM of a small layer. The
+// map is never destroyed (like the devices, core/device.cpp): its descriptors would otherwise be
+// freed after the CUDA runtime's own exit teardown.
+LtDense& lt_dense(CudaDevice& gpu, const LtDenseKey& key) {
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<LtDense>> plans;
+  static auto* plans = new std::map<LtDenseKey, std::unique_ptr<LtDense>>();
   std::lock_guard lock(mutex);
-  auto& plan = plans[Key{&gpu, m, n, k, relu}];
-  if (!plan) plan = std::make_unique<LtDense>(gpu, m, n, k, relu);
+  auto& plan = (*plans)[key];
+  if (!plan) plan = std::make_unique<LtDense>(gpu, key);
   return *plan;
+}
+
+// The fused call; false (after warning once) when cuBLASLt refuses it at run time, so that the caller
+// runs the unfused kernels; the plan is then marked and not tried again.
+bool lt_dense_run(CudaDevice& gpu, LtDense& plan, const Tensor& x, const Tensor& kernel, const Tensor& bias, Tensor& y,
+                  int m, int n, int k) {
+  Tensor workspace(Shape{static_cast<std::int64_t>(plan.heuristic.workspaceSize)}, DType::uint8, gpu);
+  const float one = 1, zero = 0;
+  std::lock_guard lock(plan.mutex);
+  if (!plan.found) return false;
+  const void* bias_data = bias.raw_data();
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_data, sizeof(bias_data)));
+  const cublasStatus_t status =
+      cublasLtMatmul(gpu.cublas_lt(), plan.op, &one, kernel.raw_data(), plan.a, x.raw_data(), plan.b, &zero,
+                     y.raw_data(), plan.c, y.raw_data(), plan.c, &plan.heuristic.algo,
+                     workspace.defined() && workspace.nbytes() > 0 ? workspace.raw_data() : nullptr, workspace.nbytes(),
+                     gpu.stream());
+  if (status == CUBLAS_STATUS_SUCCESS) return true;
+  (void)cudaGetLastError();  // a refused launch is not sticky: clear it before the fallback's launches
+  plan.found = false;
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    fmt::print(stderr,
+               "tower: cublasLtMatmul failed ({}: {}) for a float32 dense (m {}, n {}, k {}) on {}; running GEMM, "
+               "bias_add and relu for it instead (warned once)\n",
+               cublasGetStatusName(status), cublasGetStatusString(status), m, n, k, gpu.name());
+  });
+  return false;
 }
 
 // (x (m, k), kernel (k, n), bias (n,)) -> y = activation(x kernel + bias), activation linear or relu.
@@ -158,21 +199,12 @@ void dense_kernel(KernelContext& ctx) {
   const int m = static_cast<int>(y.shape()[0]), n = static_cast<int>(y.shape()[1]), k = static_cast<int>(x.shape()[1]);
   if (m == 0 || n == 0) return;
   if (y.dtype() == DType::float32 && k > 0 && epilogue_enabled()) {
-    LtDense& plan = lt_dense(gpu, m, n, k, relu);
-    if (plan.found) {
-      Tensor workspace(Shape{static_cast<std::int64_t>(plan.heuristic.workspaceSize)}, DType::uint8, gpu);
-      const float one = 1, zero = 0;
-      std::lock_guard lock(plan.mutex);
-      const void* bias_data = bias.raw_data();
-      CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_data,
-                                                  sizeof(bias_data)));
-      CUBLAS_CHECK(cublasLtMatmul(gpu.cublas_lt(), plan.op, &one, kernel.raw_data(), plan.a, x.raw_data(), plan.b,
-                                  &zero, y.raw_data(), plan.c, y.raw_data(), plan.c, &plan.heuristic.algo,
-                                  workspace.raw_data(), workspace.nbytes(), gpu.stream()));
-      return;
-    }
+    LtDense& plan = lt_dense(gpu, lt_dense_key(&gpu, m, n, k, relu, kernel.raw_data(), x.raw_data(), y.raw_data(),
+                                               y.raw_data()));
+    if (plan.found && lt_dense_run(gpu, plan, x, kernel, bias, y, m, n, k)) return;
   }
-  // float64, no cuBLASLt algorithm, or the epilogue turned off: GEMM, then bias (and ReLU) in place.
+  // float64, no cuBLASLt algorithm, a failed cuBLASLt call, or the epilogue turned off: GEMM, then bias
+  // (and ReLU) in place.
   gemm(gpu, x, kernel, y, false, false);
   dispatch_floating(y.dtype(), op_names::dense, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, gpu.stream()));

@@ -1,8 +1,11 @@
 // CUDA_CHECK, CUBLAS_CHECK and CUDNN_CHECK on failed statuses (label unit: no GPU needed, the error
 // strings come from the libraries on the host): the exception type, the call, file:line and the
-// library's message.
+// library's message. Also cuBLASLt's alignment-aware plan keys.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+
+#include "tower/backends/cuda/cublaslt_plan.h"
 #include "tower/backends/cuda/cuda_check.h"
 #include "tests/support/errors.h"
 
@@ -36,4 +39,34 @@ TEST_CASE("CUDNN_CHECK: cuDNN's message") {
   CHECK(contains(msg, "cuDNN: CUDNN_STATUS_BAD_PARAM"));
   CHECK_THROWS_AS(CUDNN_CHECK(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED), OutOfMemoryError);
   CHECK_NOTHROW(CUDNN_CHECK(CUDNN_STATUS_SUCCESS));
+}
+
+TEST_CASE("cuBLASLt alignment: the lowest set bit of the address, at most 256; part of the plan key") {
+  using tower::cuda::lt_dense_key;
+  using tower::cuda::pointer_alignment;
+  CHECK(pointer_alignment(std::uintptr_t{0}) == 256);
+  CHECK(pointer_alignment(std::uintptr_t{0x1000}) == 256);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000100}) == 256);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000040}) == 64);  // an arena buffer at a 64-byte offset
+  CHECK(pointer_alignment(std::uintptr_t{0x7f00000000c0}) == 64);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000080}) == 128);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000010}) == 16);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000004}) == 4);
+  CHECK(pointer_alignment(std::uintptr_t{0x7f0000000003}) == 1);
+  alignas(256) static float buffer[128];
+  CHECK(pointer_alignment(static_cast<const void*>(buffer)) == 256);
+  CHECK(pointer_alignment(static_cast<const void*>(buffer + 16)) == 64);
+  CHECK(pointer_alignment(static_cast<const void*>(buffer + 1)) == 4);
+
+  int gpu = 0;
+  const auto key = lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32);
+  CHECK(key.align_a == 256);
+  CHECK(key.align_b == 64);
+  CHECK(key.align_c == 128);
+  CHECK(key.align_d == 128);
+  // Same shape, another alignment: another plan.
+  CHECK(key != lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 32, buffer + 32, buffer + 32));
+  CHECK(key == lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 48, buffer + 32, buffer + 32));  // 64 again
+  CHECK(key != lt_dense_key(&gpu, 32, 10, 784, false, buffer, buffer + 16, buffer + 32, buffer + 32));
+  CHECK(key < lt_dense_key(&gpu, 33, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32));
 }
