@@ -31,18 +31,20 @@ LocallyConnected1D::LocallyConnected1D(std::int64_t filters, std::int64_t kernel
   if (kernel_size <= 0) raise<ValueError>("{}: kernel_size must be positive, got {}", describe(*this), kernel_size);
   if (options.strides <= 0) raise<ValueError>("{}: strides must be positive, got {}", describe(*this), options.strides);
   options_.padding = normalize_padding(*this, options.padding);
-  if (options_.implementation != 1)
-    raise<ValueError>(
-        "{}: implementation {} is not supported; tower implements LocallyConnected1D's implementation 1 "
-        "(kernel (out_steps, kernel_size * in, filters)) only{}",
-        describe(*this), options_.implementation,
-        options_.implementation == 2 || options_.implementation == 3
-            ? "; rebuild the model in Keras with implementation=1 (its weights are the unmasked entries)"
-            : "; Keras knows 1, 2 and 3");
-  if (options_.padding != "valid")
-    raise<ValueError>("{}: padding must be \"valid\" with implementation 1, as in Keras; got \"{}\"",
+  if (options_.implementation < 1 || options_.implementation > 3)
+    raise<ValueError>("{}: Unrecognized implementation mode: {}. Keras knows 1 (a kernel per output position), "
+                      "2 (a dense masked kernel) and 3 (a sparse kernel)",
+                      describe(*this), options_.implementation);
+  if (options_.padding != "valid" && options_.implementation == 1)
+    raise<ValueError>("{}: Invalid border mode for LocallyConnected1D (only \"valid\" is supported if implementation is "
+                      "1): {}. Use implementation 2 or 3 for padding \"same\"",
                       describe(*this), options.padding);
   check_activation_name(options.activation);
+}
+
+LocalConvGeometry LocallyConnected1D::geometry(const Shape& in) const {
+  return local_conv_geometry(1, in.dim(1), in.dim(2), 1, kernel_size_, 1, options_.strides, filters_,
+                             options_.padding, data_format() == "channels_first");
 }
 
 void LocallyConnected1D::build(const std::vector<Shape>& input_shapes) {
@@ -50,37 +52,37 @@ void LocallyConnected1D::build(const std::vector<Shape>& input_shapes) {
   expect_input_rank(*this, in, 3, "(batch, steps, channels)");
   expect_known_dim(*this, in, 1, "steps");
   expect_known_dim(*this, in, 2, "channels");
-  const std::int64_t out = local_conv_output_length(in.dim(1), kernel_size_, options_.strides);
-  if (out <= 0)
+  const LocalConvGeometry g = geometry(in);
+  if (g.out_cols <= 0)
     raise<ShapeError>("{}: input {} has fewer steps than kernel_size {}; the output would be empty. Use a longer "
                       "input or a smaller kernel_size",
                       describe(*this), in.to_string(), kernel_size_);
-  set_constraint(add_weight("kernel", {out, kernel_size_ * in.dim(2), filters_}, options_.kernel_initializer,
-                            options_.kernel_regularizer),
+  // tf.keras's kernel of this implementation (local_conv.h), so that files and get_weights are Keras's.
+  set_constraint(add_weight("kernel", local_conv_kernel_shape(g, options_.implementation, /*one_d=*/true),
+                            options_.kernel_initializer, options_.kernel_regularizer),
                  options_.kernel_constraint);
   if (options_.use_bias)
-    set_constraint(add_weight("bias", {out, filters_}, options_.bias_initializer, options_.bias_regularizer),
+    set_constraint(add_weight("bias", {g.out_cols, filters_}, options_.bias_initializer, options_.bias_regularizer),
                    options_.bias_constraint);
 }
 
 std::vector<SymbolicTensor> LocallyConnected1D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, steps, in), channels last (Layer::apply)
   expect_input_rank(*this, x.shape(), 3, "(batch, steps, channels)");
-  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (out, k*in, filters), (out, filters)
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // Keras's kernel, (out, filters)
   const std::int64_t steps = x.shape().dim(1), in = x.shape().dim(2);
-  const std::int64_t out = local_conv_output_length(steps, kernel_size_, options_.strides);
-  if (in * kernel_size_ != kernel->shape()[1] || out != kernel->shape()[0])
+  const LocalConvGeometry g = geometry(x.shape());
+  const std::int64_t out = g.out_cols;
+  if (kernel->shape() != local_conv_kernel_shape(g, options_.implementation, true))
     raise<ShapeError>("{}: was built for another input shape (kernel {}), got input {} (channels last)",
                       describe(*this), kernel->shape().to_string(), x.shape().to_string());
-  const bool channels_first = data_format() == "channels_first";
-  const SymbolicTensor x4 = ops::reshape(x, {-1, 1, steps, in});  // (batch, 1, steps, in)
-  SymbolicTensor y = local_conv2d(x4, read(ctx, kernel), 1, kernel_size_, 1, options_.strides, 1, out,
-                                  channels_first);  // (batch, 1, out, filters)
-  y = ops::reshape(y, {-1, out, filters_});        // (batch, out, filters)
+  const SymbolicTensor x4 = ops::reshape(x, {-1, 1, steps, in});                     // (batch, 1, steps, in)
+  SymbolicTensor y = local_conv(x4, read(ctx, kernel), g, options_.implementation);  // (batch, 1, out, filters)
+  y = ops::reshape(y, {-1, out, filters_});                                          // (batch, out, filters)
   if (bias) {
     SymbolicTensor b = read(ctx, bias);  // (out, filters)
     // Keras adds a channels_first layer's bias reshaped (not transposed) to (1, filters, out).
-    if (channels_first) b = ops::transpose(ops::reshape(b, {filters_, out}), {1, 0});
+    if (g.channels_first) b = ops::transpose(ops::reshape(b, {filters_, out}), {1, 0});
     y = ops::add(y, b);
   }
   return {apply_activation(options_.activation, y)};

@@ -10,9 +10,11 @@
 
 namespace tower::layers {
 
+struct LocalConvGeometry;
+
 struct LocallyConnected1DOptions {
   std::int64_t strides = 1;
-  std::string padding = "valid";  // only "valid", as Keras with implementation 1
+  std::string padding = "valid";  // "valid", or "same" with implementation 2 or 3 (as Keras)
   std::string activation;         // Keras name; "" = linear
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
@@ -23,13 +25,16 @@ struct LocallyConnected1DOptions {
   Constraint kernel_constraint;      // applied after each optimizer update
   Constraint bias_constraint;
   std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
-  std::int64_t implementation = 1;            // only 1; Keras's 2 and 3 are refused
+  // Keras's kernel layout: 1, (out_steps, k·in, filters); 2, a dense masked (steps, in, out_steps,
+  // filters); 3, the values of a sparse one (local_conv.h). Stored, saved and loaded in Keras's layout.
+  std::int64_t implementation = 1;
   std::string name;
 };
 
-// x: (batch, steps, in) -> (batch, out_steps, filters), out_steps = (steps - k) / stride + 1.
-// Weights: kernel (out_steps, k * in, filters), each step's window flattened as (k, in), or (in, k) with
-// channels_first; bias (out_steps, filters).
+// x: (batch, steps, in) -> (batch, out_steps, filters), out_steps = (steps - k) / stride + 1 ("valid")
+// or ceil(steps / stride) ("same": the window starts k // 2 before, as Keras's).
+// Weights: kernel, implementation 1: (out_steps, k * in, filters), each step's window flattened as (k, in),
+// or (in, k) with channels_first; 2 and 3: local_conv_kernel_shape; bias (out_steps, filters).
 class LocallyConnected1D : public Layer {
  public:
   LocallyConnected1D(std::int64_t filters, std::int64_t kernel_size, const LocallyConnected1DOptions& options = {});
@@ -47,6 +52,8 @@ class LocallyConnected1D : public Layer {
   const LocallyConnected1DOptions& options() const { return options_; }
 
  private:
+  LocalConvGeometry geometry(const Shape& input) const;  // input (batch, steps, in), channels last
+
   std::int64_t filters_;
   std::int64_t kernel_size_;
   LocallyConnected1DOptions options_;

@@ -19,18 +19,20 @@ LocallyConnected2D::LocallyConnected2D(std::int64_t filters, const std::vector<s
   kernel_size_ = normalize_tuple(*this, "kernel_size", kernel_size, 2);
   options_.strides = normalize_tuple(*this, "strides", options.strides, 2);
   options_.padding = normalize_padding(*this, options.padding);
-  if (options_.implementation != 1)
-    raise<ValueError>(
-        "{}: implementation {} is not supported; tower implements LocallyConnected2D's implementation 1 "
-        "(kernel (out_rows * out_cols, kh * kw * in, filters)) only{}",
-        describe(*this), options_.implementation,
-        options_.implementation == 2 || options_.implementation == 3
-            ? "; rebuild the model in Keras with implementation=1 (its weights are the unmasked entries)"
-            : "; Keras knows 1, 2 and 3");
-  if (options_.padding != "valid")
-    raise<ValueError>("{}: padding must be \"valid\" with implementation 1, as in Keras; got \"{}\"",
+  if (options_.implementation < 1 || options_.implementation > 3)
+    raise<ValueError>("{}: Unrecognized implementation mode: {}. Keras knows 1 (a kernel per output position), "
+                      "2 (a dense masked kernel) and 3 (a sparse kernel)",
+                      describe(*this), options_.implementation);
+  if (options_.padding != "valid" && options_.implementation == 1)
+    raise<ValueError>("{}: Invalid border mode for LocallyConnected2D (only \"valid\" is supported if implementation is "
+                      "1): {}. Use implementation 2 or 3 for padding \"same\"",
                       describe(*this), options.padding);
   check_activation_name(options.activation);
+}
+
+LocalConvGeometry LocallyConnected2D::geometry(const Shape& in) const {
+  return local_conv_geometry(in.dim(1), in.dim(2), in.dim(3), kernel_size_[0], kernel_size_[1], options_.strides[0],
+                             options_.strides[1], filters_, options_.padding, data_format() == "channels_first");
 }
 
 void LocallyConnected2D::build(const std::vector<Shape>& input_shapes) {
@@ -39,37 +41,35 @@ void LocallyConnected2D::build(const std::vector<Shape>& input_shapes) {
   expect_known_dim(*this, in, 1, "rows");
   expect_known_dim(*this, in, 2, "cols");
   expect_known_dim(*this, in, 3, "channels");
-  const std::int64_t oh = local_conv_output_length(in.dim(1), kernel_size_[0], options_.strides[0]);
-  const std::int64_t ow = local_conv_output_length(in.dim(2), kernel_size_[1], options_.strides[1]);
-  if (oh <= 0 || ow <= 0)
+  const LocalConvGeometry g = geometry(in);
+  if (g.out_rows <= 0 || g.out_cols <= 0)
     raise<ShapeError>("{}: input {} is smaller than the kernel ({}, {}); the output would be empty. Use a "
                       "larger input or a smaller kernel_size",
                       describe(*this), in.to_string(), kernel_size_[0], kernel_size_[1]);
-  set_constraint(add_weight("kernel", {oh * ow, kernel_size_[0] * kernel_size_[1] * in.dim(3), filters_},
+  // tf.keras's kernel of this implementation (local_conv.h), so that files and get_weights are Keras's.
+  set_constraint(add_weight("kernel", local_conv_kernel_shape(g, options_.implementation, /*one_d=*/false),
                             options_.kernel_initializer, options_.kernel_regularizer),
                  options_.kernel_constraint);
   if (options_.use_bias)
-    set_constraint(add_weight("bias", {oh, ow, filters_}, options_.bias_initializer, options_.bias_regularizer),
-                   options_.bias_constraint);
+    set_constraint(
+        add_weight("bias", {g.out_rows, g.out_cols, filters_}, options_.bias_initializer, options_.bias_regularizer),
+        options_.bias_constraint);
 }
 
 std::vector<SymbolicTensor> LocallyConnected2D::call(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   const SymbolicTensor& x = inputs.at(0);  // (batch, rows, cols, in), channels last (Layer::apply)
   expect_input_rank(*this, x.shape(), 4, "(batch, rows, cols, channels)");
-  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // (P, kh*kw*in, filters), (oh, ow, filters)
-  const std::int64_t kh = kernel_size_[0], kw = kernel_size_[1], sh = options_.strides[0], sw = options_.strides[1];
-  const std::int64_t oh = local_conv_output_length(x.shape().dim(1), kh, sh);
-  const std::int64_t ow = local_conv_output_length(x.shape().dim(2), kw, sw);
-  if (x.shape().dim(3) * kh * kw != kernel->shape()[1] || oh * ow != kernel->shape()[0])
+  const VariablePtr kernel = weight("kernel"), bias = weight("bias");  // Keras's kernel, (oh, ow, filters)
+  const LocalConvGeometry g = geometry(x.shape());
+  if (kernel->shape() != local_conv_kernel_shape(g, options_.implementation, false))
     raise<ShapeError>("{}: was built for another input shape (kernel {}), got input {} (channels last)",
                       describe(*this), kernel->shape().to_string(), x.shape().to_string());
-  const bool channels_first = data_format() == "channels_first";
-  SymbolicTensor y = local_conv2d(x, read(ctx, kernel), kh, kw, sh, sw, oh, ow, channels_first);  // (b, oh, ow, f)
+  SymbolicTensor y = local_conv(x, read(ctx, kernel), g, options_.implementation);  // (batch, oh, ow, filters)
   if (bias) {
     SymbolicTensor b = read(ctx, bias);  // (oh, ow, filters)
     // Keras's backend.bias_add adds a channels_first layer's bias *reshaped* (not transposed) to
     // (1, filters, oh, ow); in the channels-last layout that is this view of it.
-    if (channels_first) b = ops::transpose(ops::reshape(b, {filters_, oh, ow}), {1, 2, 0});
+    if (g.channels_first) b = ops::transpose(ops::reshape(b, {filters_, g.out_rows, g.out_cols}), {1, 2, 0});
     y = ops::add(y, b);
   }
   return {apply_activation(options_.activation, y)};

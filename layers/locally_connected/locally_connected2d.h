@@ -11,9 +11,11 @@
 
 namespace tower::layers {
 
+struct LocalConvGeometry;
+
 struct LocallyConnected2DOptions {
   std::vector<std::int64_t> strides = {1, 1};  // one value or (height, width)
-  std::string padding = "valid";               // only "valid", as Keras with implementation 1
+  std::string padding = "valid";               // "valid", or "same" with implementation 2 or 3 (as Keras)
   std::string activation;                      // Keras name; "" = linear
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
@@ -24,15 +26,18 @@ struct LocallyConnected2DOptions {
   Constraint kernel_constraint;      // applied after each optimizer update
   Constraint bias_constraint;
   std::string data_format = "channels_last";  // or "channels_first" (Layer::data_format)
-  // Keras's weight layout: only 1 (one (kh·kw·in, filters) matrix per output position); 2 (a masked
-  // dense kernel) and 3 (a sparse one) are refused.
+  // Keras's kernel layout (local_conv.h): 1, one (kh·kw·in, filters) matrix per output position; 2, a
+  // dense masked kernel (rows, cols, in, out_rows, out_cols, filters); 3, the values of a sparse one.
+  // Computed alike (2 and 3 gathered into 1's layout); stored, saved and loaded in Keras's layout.
   std::int64_t implementation = 1;
   std::string name;
 };
 
-// x: (batch, rows, cols, in) -> (batch, out_rows, out_cols, filters), out = (in - k) / stride + 1.
-// Weights: kernel (out_rows * out_cols, kh * kw * in, filters), each position's patch flattened as
-// (kh, kw, in), or (in, kh, kw) with channels_first; bias (out_rows, out_cols, filters).
+// x: (batch, rows, cols, in) -> (batch, out_rows, out_cols, filters), out = (in - k) / stride + 1
+// ("valid") or ceil(in / stride) ("same": the window starts k // 2 before, as Keras's).
+// Weights: kernel, implementation 1: (out_rows * out_cols, kh * kw * in, filters), each position's patch
+// flattened as (kh, kw, in), or (in, kh, kw) with channels_first; 2 and 3: local_conv_kernel_shape;
+// bias (out_rows, out_cols, filters).
 // y[b, r, c, :] = activation(patch(b, r, c) · kernel[r * out_cols + c] + bias[r, c, :]).
 class LocallyConnected2D : public Layer {
  public:
@@ -55,6 +60,8 @@ class LocallyConnected2D : public Layer {
   const LocallyConnected2DOptions& options() const { return options_; }          // strides as (sh, sw)
 
  private:
+  LocalConvGeometry geometry(const Shape& input) const;  // input (batch, rows, cols, in), channels last
+
   std::int64_t filters_;
   std::vector<std::int64_t> kernel_size_;
   LocallyConnected2DOptions options_;

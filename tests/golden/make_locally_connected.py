@@ -3,7 +3,8 @@
 Run from the repository root:  /tmp/venv-tf/bin/python tests/golden/make_locally_connected.py
 Writes tests/golden/files/locally_connected.h5, one group per case:
 
-  x, kernel, bias       the input and the layer's weights (tf.keras's layout, implementation 1)
+  x, kernel, bias       the input and the layer's weights (tf.keras's layout of the case's implementation:
+                        1, (positions, window, filters); 2, the dense masked kernel; 3, the sparse values)
   y                     layer(x)
   r, grad/x, grad/kernel, grad/bias
                         gradients of sum(y * r) (tf.GradientTape)
@@ -26,6 +27,21 @@ CASES = {
     "lc2d_cf": (lambda: L.LocallyConnected2D(2, 2, data_format="channels_first"), (3, 2, 5, 4)),
     "lc1d": (lambda: L.LocallyConnected1D(4, 3, strides=2, activation="relu"), (3, 9, 2)),
     "lc1d_cf": (lambda: L.LocallyConnected1D(2, 2, data_format="channels_first", activation="sigmoid"), (3, 3, 7)),
+    # Implementations 2 (dense masked kernel) and 3 (sparse kernel), "valid" and "same" (not allowed with 1).
+    "lc2d_i2": (lambda: L.LocallyConnected2D(2, (2, 3), strides=(2, 1), activation="tanh", implementation=2),
+                (2, 5, 4, 2)),
+    "lc2d_i2_same_cf": (lambda: L.LocallyConnected2D(2, (2, 3), strides=(2, 1), padding="same",
+                                                     data_format="channels_first", implementation=2), (2, 2, 3, 4)),
+    "lc2d_i3": (lambda: L.LocallyConnected2D(3, 2, data_format="channels_first", activation="relu",
+                                             implementation=3), (2, 2, 4, 3)),
+    "lc2d_i3_same": (lambda: L.LocallyConnected2D(2, (3, 2), strides=2, padding="same", activation="tanh",
+                                                  implementation=3), (2, 5, 4, 2)),
+    "lc1d_i2": (lambda: L.LocallyConnected1D(2, 3, strides=2, activation="relu", implementation=2), (2, 7, 2)),
+    "lc1d_i2_same_cf": (lambda: L.LocallyConnected1D(2, 2, padding="same", data_format="channels_first",
+                                                     activation="sigmoid", implementation=2), (2, 3, 5)),
+    "lc1d_i3": (lambda: L.LocallyConnected1D(3, 2, activation="tanh", implementation=3), (2, 6, 2)),
+    "lc1d_i3_same_cf": (lambda: L.LocallyConnected1D(2, 3, strides=2, padding="same", data_format="channels_first",
+                                                     implementation=3), (2, 2, 7)),
 }
 
 

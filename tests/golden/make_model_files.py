@@ -16,7 +16,8 @@ vision (Conv2D, DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, UpSampling2D 
 Cropping2D; Adam), volume (functional: Conv3D, MaxPooling3D, ZeroPadding3D, Conv3DTranspose, AveragePooling3D,
 UpSampling3D, Cropping3D, grouped Conv3D, GlobalAveragePooling3D, GlobalMaxPooling3D; Adam), local (tf_keras only: functional
 LocallyConnected2D and LocallyConnected1D, strided, channels_last and channels_first, with and without bias;
-Adam), channels_first
+Adam), local_impl23 (tf_keras only: the same layers with implementation=2 and 3, padding "same" and "valid",
+each kernel in its own layout; Adam), channels_first
 (Conv2D, BatchNormalization axis 1, MaxPooling2D, SeparableConv2D, Conv2DTranspose, AveragePooling2D, Flatten, all
 with data_format="channels_first"; Adam), augment (Rescaling, an adapted Normalization, the random augmentation
 layers, Resizing, CenterCrop, RandomCrop (tf_keras only), the noise layers, ActivityRegularization; no after/: the
@@ -59,6 +60,9 @@ def batch(case):
     if case == "local":
         x = rng.standard_normal((4, 8, 8, 2)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[0, 1, 0, 1]]
+    if case == "local_impl23":
+        x = rng.standard_normal((4, 5, 4, 2)).astype("float32")
+        return [x], np.eye(2, dtype="float32")[[1, 0, 0, 1]]
     if case == "volume":
         x = rng.standard_normal((4, 4, 6, 6, 2)).astype("float32")
         return [x], np.eye(2, dtype="float32")[[1, 0, 1, 0]]
@@ -155,6 +159,16 @@ def build(keras, case):
         c = L.LocallyConnected1D(3, 2, data_format="channels_first", use_bias=False)(L.Reshape((8, 16))(inp))
         f = L.Concatenate()([L.Flatten()(a), L.Flatten()(b), L.Flatten()(c)])
         m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="local")
+        m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
+    elif case == "local_impl23":  # LocallyConnected's implementation 2 (dense masked kernel) and 3 (sparse), "same"
+        inp = keras.Input((5, 4, 2))
+        a = L.LocallyConnected2D(3, (3, 2), strides=2, padding="same", activation="relu", implementation=2)(inp)  # (3, 2, 3)
+        a = L.LocallyConnected2D(2, 2, activation="tanh", implementation=3)(a)                                   # (2, 1, 2)
+        r = L.Reshape((5, 8))(inp)
+        b = L.LocallyConnected1D(2, 3, padding="same", data_format="channels_first", implementation=3)(r)         # (2, 8)
+        c = L.LocallyConnected1D(2, 2, strides=2, implementation=2, use_bias=False)(r)                          # (2, 2)
+        f = L.Concatenate()([L.Flatten()(a), L.Flatten()(b), L.Flatten()(c)])
+        m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="local_impl23")
         m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
     elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
@@ -401,7 +415,7 @@ if __name__ == "__main__":
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
         for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision", "volume", "channels_first",
-                     "local", "augment"):
+                     "local", "local_impl23", "augment"):
             make("tf_keras", case)
         make_theano()
         make_keras2_2()
@@ -428,5 +442,7 @@ if __name__ == "__main__":
         make("tf_keras" if sys.argv[1].endswith("tf_keras") else "keras3", "channels_first")
     elif sys.argv[1] == "local_tf_keras":  # only the LocallyConnected file
         make("tf_keras", "local")
+    elif sys.argv[1] == "local_impl23_tf_keras":  # only the LocallyConnected implementations 2 and 3 file
+        make("tf_keras", "local_impl23")
     elif sys.argv[1] in ("volume_tf_keras", "volume_keras3"):  # only the 3-D layers' files
         make(sys.argv[1].split("_", 1)[1], "volume")

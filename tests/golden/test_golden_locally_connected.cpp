@@ -1,5 +1,6 @@
-// LocallyConnected1D/2D against real tf.keras 2 (tests/golden/make_locally_connected.py): forward values,
-// gradients of sum(y * r) for the input, kernel and bias, and the weights after one and three SGD steps.
+// LocallyConnected1D/2D against real tf.keras 2 (tests/golden/make_locally_connected.py), implementations 1,
+// 2 and 3 (each with its own kernel layout), padding "valid" and "same": forward values, gradients of
+// sum(y * r) for the input, kernel and bias, and the weights after one and three SGD steps.
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -27,14 +28,37 @@ LayerPtr make_case(const std::string& name) {
   if (name == "lc2d") return LocallyConnected2D(3, {2, 3}, {.strides = {2, 1}, .activation = "tanh"}).share();
   if (name == "lc2d_cf") return LocallyConnected2D(2, 2, {.data_format = "channels_first"}).share();
   if (name == "lc1d") return LocallyConnected1D(4, 3, {.strides = 2, .activation = "relu"}).share();
-  return LocallyConnected1D(2, 2, {.activation = "sigmoid", .data_format = "channels_first"}).share();
+  if (name == "lc1d_cf") return LocallyConnected1D(2, 2, {.activation = "sigmoid", .data_format = "channels_first"}).share();
+  // Implementations 2 (dense masked kernel) and 3 (sparse kernel), "valid" and "same".
+  const std::string cf = "channels_first";
+  if (name == "lc2d_i2")
+    return LocallyConnected2D(2, {2, 3}, {.strides = {2, 1}, .activation = "tanh", .implementation = 2}).share();
+  if (name == "lc2d_i2_same_cf")
+    return LocallyConnected2D(2, {2, 3}, {.strides = {2, 1}, .padding = "same", .data_format = cf, .implementation = 2})
+        .share();
+  if (name == "lc2d_i3")
+    return LocallyConnected2D(3, 2, {.activation = "relu", .data_format = cf, .implementation = 3}).share();
+  if (name == "lc2d_i3_same")
+    return LocallyConnected2D(2, {3, 2}, {.strides = {2}, .padding = "same", .activation = "tanh", .implementation = 3})
+        .share();
+  if (name == "lc1d_i2") return LocallyConnected1D(2, 3, {.strides = 2, .activation = "relu", .implementation = 2}).share();
+  if (name == "lc1d_i2_same_cf")
+    return LocallyConnected1D(2, 2, {.padding = "same", .activation = "sigmoid", .data_format = cf, .implementation = 2})
+        .share();
+  if (name == "lc1d_i3") return LocallyConnected1D(3, 2, {.activation = "tanh", .implementation = 3}).share();
+  if (name == "lc1d_i3_same_cf")
+    return LocallyConnected1D(2, 3, {.strides = 2, .padding = "same", .data_format = cf, .implementation = 3}).share();
+  FAIL("no such case " << name);
+  return nullptr;
 }
 
 }  // namespace
 
-TEST_CASE("golden: LocallyConnected1D/2D against tf.keras 2 (values, gradients, SGD steps)") {
+TEST_CASE("golden: LocallyConnected1D/2D against tf.keras 2 (implementations 1, 2, 3; valid and same; values, "
+          "gradients, SGD steps)") {
   auto file = io::hdf5::File::open(kFile);
-  for (const std::string name : {"lc2d", "lc2d_cf", "lc1d", "lc1d_cf"}) {
+  for (const std::string name : {"lc2d", "lc2d_cf", "lc1d", "lc1d_cf", "lc2d_i2", "lc2d_i2_same_cf", "lc2d_i3",
+                                 "lc2d_i3_same", "lc1d_i2", "lc1d_i2_same_cf", "lc1d_i3", "lc1d_i3_same_cf"}) {
     INFO(name);
     auto g = file.group(name);
     const Tensor x = g.read_dataset("x"), kernel = g.read_dataset("kernel"), bias = g.read_dataset("bias");

@@ -218,6 +218,36 @@ TEST_CASE("load_model: tf.keras 2.x's LocallyConnected2D and LocallyConnected1D 
   check_keras_file("local_tf_keras", "local_tf_keras", "local");
 }
 
+TEST_CASE("load_model: tf.keras 2.x's LocallyConnected implementations 2 and 3 (dense masked and sparse kernels, "
+          "padding same) predict, continue training, and save back in Keras's layout") {
+  check_keras_file("local_impl23_tf_keras", "local_impl23_tf_keras", "local_impl23");
+  // Saved again, every weight is where and as Keras wrote it (what tf.keras's load_model reads), and the
+  // file loads back to the same predictions.
+  TempDir dir("model");
+  Model model = models::load_model(kModels + "local_impl23_tf_keras.h5");
+  model.save(dir.file("again.h5"));
+  auto keras = io::hdf5::File::open(kModels + "local_impl23_tf_keras.h5");
+  auto ours = io::hdf5::File::open(dir.file("again.h5"));
+  int compared = 0;
+  for (const char* w : {"locally_connected2d/locally_connected2d/kernel:0",      // (5, 4, 2, 3, 2, 3), implementation 2
+                        "locally_connected2d_1/locally_connected2d_1/kernel:0",  // (48,), implementation 3
+                        "locally_connected1d/locally_connected1d/kernel:0",      // (220,), implementation 3, same
+                        "locally_connected1d_1/locally_connected1d_1/kernel:0",  // (5, 8, 2, 2), implementation 2
+                        "locally_connected2d/locally_connected2d/bias:0"}) {
+    INFO(w);
+    const std::string at = std::string("model_weights/") + w;
+    const Tensor k = keras.read_dataset(at), o = ours.read_dataset(at);
+    CHECK(o.shape() == k.shape());
+    CHECK(values(o) == values(k));
+    ++compared;
+  }
+  CHECK(compared == 5);
+  auto data = io::hdf5::File::open(kModels + "local_impl23_tf_keras_data.h5");
+  const auto x = inputs_of(data);
+  check_close("saved again", models::load_model(dir.file("again.h5")).predict(x)[0], data.read_dataset("predict"), 1e-5,
+              1e-6);
+}
+
 TEST_CASE("load_model: recurrent models of tf.keras 2.x and Keras 3 (Bidirectional LSTM, GRU, TimeDistributed, "
           "SimpleRNN, RepeatVector, hard_sigmoid gates) predict and continue training exactly") {
   // Both files say "hard_sigmoid" for the last LSTM's gates; each means its own Keras's.

@@ -158,6 +158,15 @@ std::vector<Sample> samples() {
   add(LocallyConnected2D(2, {3, 2}, {.strides = {2, 1}, .use_bias = false, .kernel_regularizer = regularizers::l2(0.01),
                                      .name = "local2d"}),
       {{6, 5, 2}});
+  // Implementations 2 (dense masked kernel) and 3 (sparse kernel), padding "same".
+  add(LocallyConnected1D(2, 3, {.strides = 2, .padding = "same", .data_format = "channels_first", .implementation = 3,
+                                .name = "local1d_sparse"}),
+      {{2, 7}});
+  add(LocallyConnected2D(2, {2, 3}, {.padding = "same", .activation = "tanh", .implementation = 2,
+                                     .name = "local2d_dense"}),
+      {{4, 5, 2}});
+  add(LocallyConnected2D(3, 2, {.data_format = "channels_first", .implementation = 3, .name = "local2d_sparse"}),
+      {{2, 4, 3}});
   add(Masking(-1.0, {.name = "masking"}), {{4, 2}});
   add(MaxPooling1D(3, {.strides = 2, .name = "max_pool1d"}), {{7, 2}});
   add(MaxPooling2D({2, 2}, {.strides = {1, 1}, .name = "max_pool"}), {{5, 5, 2}});

@@ -1,5 +1,6 @@
-// LocallyConnected1D/2D (tf.keras 2): shapes, weight layouts, forward values and weight gradients against a
-// direct loop (strides, channels_first's flattening and bias quirk), input gradients, configs, errors.
+// LocallyConnected1D/2D (tf.keras 2): shapes, weight layouts (implementations 1, 2, 3), forward values and
+// weight gradients against a direct loop (strides, channels_first's flattening and bias quirk), input
+// gradients (padding "same" too), configs, errors.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "tower/core/autodiff.h"
 #include "tower/core/ops.h"
 #include "tower/layers/layers.h"
+#include "tower/layers/locally_connected/local_conv.h"
 #include "tower/layers/registry.h"
 
 using namespace tower;
@@ -22,6 +24,10 @@ using tower::testing::keras_shape;
 using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
+using tower::layers::local_conv_geometry;
+using tower::layers::local_conv_kernel_shape;
+using tower::layers::local_conv_kernel_table;
+using tower::layers::LocalConvGeometry;
 using Ints = std::vector<std::int64_t>;
 
 namespace {
@@ -187,6 +193,13 @@ TEST_CASE("LocallyConnected2D/1D: gradients with respect to the input") {
   check_layer_gradients(lc2f, {{2, 2, 3, 3}});
   layers::LocallyConnected1D lc1(3, 2, {.strides = 2, .activation = "sigmoid"});
   check_layer_gradients(lc1, {{2, 7, 2}});
+  layers::LocallyConnected2D lc2s(2, {2, 3}, {.strides = {2, 1}, .padding = "same", .activation = "tanh",
+                                              .implementation = 2});
+  check_layer_gradients(lc2s, {{2, 3, 4, 2}});
+  layers::LocallyConnected2D lc3f(2, 2, {.padding = "same", .data_format = "channels_first", .implementation = 3});
+  check_layer_gradients(lc3f, {{2, 2, 3, 3}});
+  layers::LocallyConnected1D lc13(2, 3, {.strides = 2, .padding = "same", .implementation = 3});
+  check_layer_gradients(lc13, {{2, 5, 2}});
 }
 
 TEST_CASE("LocallyConnected2D/1D: configs round-trip and tf.keras's configs load") {
@@ -212,16 +225,89 @@ TEST_CASE("LocallyConnected2D/1D: configs round-trip and tf.keras's configs load
       "activity_regularizer": null, "kernel_constraint": null, "bias_constraint": null, "implementation": 1}})");
   LayerPtr loaded = layers::layer_from_config(keras);
   CHECK(keras_shape(*loaded, {9, 2}) == Shape{-1, 4, 4});
+  // Implementations 2 and 3 and padding "same" load, with Keras's kernel shapes.
   json other = keras;
   other["config"]["implementation"] = 2;
-  CHECK(contains(message_of<Error>([&] { layers::layer_from_config(other); }), "implementation 2 is not supported"));
+  other["config"]["padding"] = "same";
+  LayerPtr dense = layers::layer_from_config(other);
+  CHECK(keras_shape(*dense, {9, 2}) == Shape{-1, 5, 4});
+  CHECK(dense->weights()[0]->shape() == Shape{9, 2, 5, 4});
+  CHECK(dense->get_config() == other["config"]);
+  other["config"]["implementation"] = 4;
+  CHECK(contains(message_of<Error>([&] { layers::layer_from_config(other); }), "Unrecognized implementation mode: 4"));
+}
+
+TEST_CASE("LocallyConnected2D/1D: implementations 2 and 3 and padding \"same\": tf.keras's kernels") {
+  clear_session();
+  // tf.keras: LocallyConnected2D(4, (3, 2), strides=(2, 1), implementation=2) on (7, 5, 3): the dense
+  // kernel (rows, cols, in, out_rows, out_cols, filters), (in, rows, cols, filters, out_rows, out_cols)
+  // with channels_first.
+  layers::LocallyConnected2D lc2(4, {3, 2}, {.strides = {2, 1}, .implementation = 2});
+  CHECK(keras_shape(lc2, {7, 5, 3}) == Shape{-1, 3, 4, 4});
+  CHECK(lc2.weights()[0]->shape() == Shape{7, 5, 3, 3, 4, 4});
+  CHECK(lc2.weights()[1]->shape() == Shape{3, 4, 4});
+  layers::LocallyConnected2D lc2f(2, 3, {.padding = "same", .data_format = "channels_first", .implementation = 2});
+  CHECK(keras_shape(lc2f, {3, 4, 5}) == Shape{-1, 2, 4, 5});
+  CHECK(lc2f.weights()[0]->shape() == Shape{3, 4, 5, 2, 4, 5});
+  // Implementation 3: one value per connected (output, input) pair; with "same" and a 3x3 window on
+  // 4x5 the windows are cut at the edges: sum over outputs of rows_inside * cols_inside = 10 * 13 = 130.
+  layers::LocallyConnected2D lc3(2, 3, {.padding = "same", .implementation = 3});
+  CHECK(keras_shape(lc3, {4, 5, 3}) == Shape{-1, 4, 5, 2});
+  CHECK(lc3.weights()[0]->shape() == Shape{130 * 3 * 2});
+  // Strided "same": ceil(in / stride); a window of 2 starts at 2 * o - 1 (Keras's k // 2 shift).
+  layers::LocallyConnected1D lc1(3, 2, {.strides = 2, .padding = "same", .implementation = 3});
+  CHECK(keras_shape(lc1, {5, 2}) == Shape{-1, 3, 3});
+  CHECK(lc1.weights()[0]->shape() == Shape{(1 + 2 + 2) * 2 * 3});
+  layers::LocallyConnected1D lc1d(3, 2, {.data_format = "channels_first", .implementation = 2});
+  CHECK(keras_shape(lc1d, {2, 5}) == Shape{-1, 3, 4});
+  CHECK(lc1d.weights()[0]->shape() == Shape{2, 5, 3, 4});  // (in, steps, filters, out_steps)
+
+  // The same layer in the three layouts computes the same: implementation 1's kernel (P, k * in, filters)
+  // scattered into 2's dense kernel and 3's values by the layer's own table (local_conv.h), checked
+  // against the direct loop's implementation 1 above, for "valid" windows.
+  for (const bool channels_first : {false, true}) {
+    CAPTURE(channels_first);
+    const std::string df = channels_first ? "channels_first" : "channels_last";
+    const LocalConvGeometry g = local_conv_geometry(5, 4, 3, 2, 3, 2, 1, 2, "valid", channels_first);
+    Tensor x = random_tensor(channels_first ? Shape{2, 3, 5, 4} : Shape{2, 5, 4, 3}, 41, 0.1, 1.0, false,
+                             DType::float32);
+    Tensor k1 = random_tensor(local_conv_kernel_shape(g, 1, false), 42, 0.1, 1.0, false, DType::float32);
+    Tensor bias = random_tensor({g.out_rows, g.out_cols, 2}, 43, 0.1, 1.0, false, DType::float32);
+    layers::LocallyConnected2D one(2, {2, 3}, {.strides = {2, 1}, .data_format = df});
+    one.ensure_built({channels_first ? Shape{-1, 3, 5, 4} : Shape{-1, 5, 4, 3}});
+    // Implementation 1 flattens a channels_first patch as (in, kh, kw); the table's order is (kh, kw, in).
+    auto k1v = k1.to_vector<double>();
+    std::vector<double> k1_cl(k1v.size());
+    for (std::int64_t p = 0; p < g.out_rows * g.out_cols; ++p)
+      for (std::int64_t a = 0; a < 6; ++a)
+        for (std::int64_t i = 0; i < 3; ++i)
+          for (std::int64_t f = 0; f < 2; ++f)
+            k1_cl[static_cast<std::size_t>(((p * 18) + a * 3 + i) * 2 + f)] =
+                k1v[static_cast<std::size_t>(((p * 18) + (channels_first ? i * 6 + a : a * 3 + i)) * 2 + f)];
+    one.set_weights({k1, bias});
+    const Tensor want = run1(one, x);
+    for (const std::int64_t impl : {2, 3}) {
+      CAPTURE(impl);
+      const auto table = local_conv_kernel_table(g, impl);
+      const Shape shape = local_conv_kernel_shape(g, impl, false);
+      std::vector<float> keras(static_cast<std::size_t>(shape.num_elements()), 0.0f);
+      for (std::size_t e = 0; e < table.size(); ++e) keras[static_cast<std::size_t>(table[e])] = static_cast<float>(k1_cl[e]);
+      layers::LocallyConnected2D other(2, {2, 3}, {.strides = {2, 1}, .data_format = df, .implementation = impl});
+      other.ensure_built({channels_first ? Shape{-1, 3, 5, 4} : Shape{-1, 5, 4, 3}});
+      other.set_weights({Tensor::from_vector<float>(shape, keras), bias});
+      check_close(run1(other, x), want.to_vector<double>(), 1e-6, 1e-6);
+    }
+  }
 }
 
 TEST_CASE("LocallyConnected2D/1D: errors") {
+  // tf.keras's message.
   CHECK(contains(message_of<Error>([] { layers::LocallyConnected2D(2, 3, {.padding = "same"}); }),
-                 "padding must be \"valid\""));
-  CHECK(contains(message_of<Error>([] { layers::LocallyConnected2D(2, 3, {.implementation = 3}); }),
-                 "implementation 3 is not supported"));
+                 "Invalid border mode for LocallyConnected2D (only \"valid\" is supported if implementation is 1): same"));
+  CHECK(contains(message_of<Error>([] { layers::LocallyConnected1D(2, 3, {.padding = "same"}); }),
+                 "Invalid border mode for LocallyConnected1D"));
+  CHECK(contains(message_of<Error>([] { layers::LocallyConnected2D(2, 3, {.implementation = 0}); }),
+                 "Unrecognized implementation mode: 0"));
   CHECK(contains(message_of<Error>([] { layers::LocallyConnected1D(0, 3); }), "filters must be positive"));
   CHECK(contains(message_of<Error>([] { layers::LocallyConnected2D(2, {3, 3, 3}); }), "kernel_size"));
   CHECK(contains(message_of<Error>([] { keras_shape(layers::LocallyConnected2D(2, 4), {3, 5, 1}); }),
