@@ -1,5 +1,5 @@
 // Resizing: images resized to (height, width) by tf.image.resize's sampling, as Keras's; also
-// crop_to_aspect_ratio, which CenterCrop shares (Keras's smart_resize).
+// crop_to_aspect_ratio, which CenterCrop shares (Keras's smart_resize), and pad_to_aspect_ratio.
 #pragma once
 
 #include <string>
@@ -11,6 +11,9 @@ namespace tower::layers {
 struct ResizingOptions {
   std::string interpolation = "bilinear";  // "bilinear" or "nearest"
   bool crop_to_aspect_ratio = false;       // first the largest centred crop with the target's aspect ratio
+  bool pad_to_aspect_ratio = false;        // or first padded with fill_value to the target's aspect ratio
+  std::string fill_mode = "constant";      // Keras's only fill_mode
+  double fill_value = 0.0;
   std::string name;
 };
 
@@ -36,8 +39,10 @@ class Resizing : public Layer {
 };
 
 // x (batch, h, w, c) with known h and w resized to (batch, height, width, c), after Keras's centred crop
-// to the target's aspect ratio when crop_to_aspect_ratio. `layer` names errors.
+// to the target's aspect ratio when crop_to_aspect_ratio, or after Keras's padding to it with fill_value
+// when pad_to_aspect_ratio (the same number of rows, or columns, on both sides). `layer` names errors.
 SymbolicTensor resize_images(const Layer& layer, const SymbolicTensor& x, std::int64_t height, std::int64_t width,
-                             const std::string& interpolation, bool crop_to_aspect_ratio);
+                             const std::string& interpolation, bool crop_to_aspect_ratio,
+                             bool pad_to_aspect_ratio = false, double fill_value = 0.0);
 
 }  // namespace tower::layers

@@ -388,6 +388,17 @@ inline ModelPtr preprocessing() {
   return std::make_shared<Model>(in, out, "preprocessing");
 }
 
+inline ModelPtr resizing_pad() {
+  auto in = L::Input({5, 8, 2}, {.name = "in"});
+  auto m = L::Conv2D(2, {1, 1}, {.activation = "tanh", .name = "mix"})(in);
+  auto a = L::Resizing(6, 6, {.pad_to_aspect_ratio = true, .fill_value = 0.5, .name = "pad_rows"})(m);
+  auto b = L::Resizing(4, 7, {.interpolation = "nearest", .pad_to_aspect_ratio = true, .name = "pad_cols"})(a);
+  auto c = L::Resizing(4, 7, {.pad_to_aspect_ratio = true, .name = "pad_none"})(b);
+  auto d = L::Resizing(5, 5, {.pad_to_aspect_ratio = true, .fill_value = -1.0, .name = "pad_odd"})(c);
+  auto out = L::Dense(3, {.name = "out"})(L::Flatten({.name = "flat"})(d));
+  return std::make_shared<Model>(in, out, "resizing_pad");
+}
+
 inline ModelPtr conv_family() {
   auto in = L::Input({6, 6, 4}, {.name = "in"});
   auto g = L::Conv2D(6, 3, {.padding = "same", .groups = 2, .activation = "tanh", .name = "grouped"})(in);

@@ -731,6 +731,24 @@ def case_preprocessing():
                             "cropping and up-sizing (smart_resize), Resizing nearest, Dense; mean_squared_error")
 
 
+def case_resizing_pad():
+    rng = rng_for("resizing_pad")
+    inp = keras.Input((5, 8, 2), name="in")
+    m = L.Conv2D(2, 1, activation="tanh", name="mix")(inp)                                         # (5, 8, 2)
+    a = L.Resizing(6, 6, pad_to_aspect_ratio=True, fill_value=0.5, name="pad_rows")(m)            # 1 row each side: (7, 8) -> (6, 6)
+    b = L.Resizing(4, 7, pad_to_aspect_ratio=True, interpolation="nearest", name="pad_cols")(a)   # 2 columns each side: (6, 10) -> (4, 7)
+    c = L.Resizing(4, 7, pad_to_aspect_ratio=True, name="pad_none")(b)                            # already (4, 7)
+    d = L.Resizing(5, 5, pad_to_aspect_ratio=True, fill_value=-1.0, name="pad_odd")(c)            # 1 row each side: (6, 7) -> (5, 5)
+    out = L.Dense(3, name="out")(L.Flatten(name="flat")(d))
+    model = keras.Model(inp, out, name="resizing_pad")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 8, 2))], y=[normal(rng, (BATCH, 3))],
+                loss=keras.losses.MeanSquaredError(), metrics=lambda: ["mae"],
+                train=True, optimizers=["sgd", "adam"],
+                description="functional; Conv2D 1x1, Resizing(pad_to_aspect_ratio=True) padding rows with "
+                            "fill_value 0.5 (bilinear), columns (nearest), nothing, and an odd difference with "
+                            "fill_value -1; Dense; mean_squared_error")
+
+
 def case_channels_first():
     rng = rng_for("channels_first")
     cf = "channels_first"
@@ -773,7 +791,8 @@ CASES = {
     "masking": case_masking, "mask_zero": case_mask_zero, "conv_lstm": case_conv_lstm,
     "conv1d": case_conv1d, "spatial_dropout1d": case_spatial_dropout1d, "bidirectional": case_bidirectional,
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
-    "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing, "channels_first": case_channels_first,
+    "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing, "resizing_pad": case_resizing_pad,
+    "channels_first": case_channels_first,
     "noise_layers": case_noise_layers, "activity_regularization": case_activity_regularization,
 }
 

@@ -257,6 +257,7 @@ const std::vector<Case>& cases() {
       {"conv_family", conv_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"conv3d_family", conv3d_family, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"preprocessing", preprocessing, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"resizing_pad", resizing_pad, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"channels_first", channels_first, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"noise_layers", noise_layers, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"activity_regularization", activity_regularization, losses::MeanSquaredError(),
@@ -551,6 +552,9 @@ TEST_CASE("golden: others (kernel/bias/alpha constraints after each step, PReLU 
 }
 TEST_CASE("golden: preprocessing (Rescaling, Normalization, Resizing, CenterCrop)") {
   check_case(find_case("preprocessing"));
+}
+TEST_CASE("golden: resizing_pad (Resizing with pad_to_aspect_ratio: rows, columns, none, odd; fill_value)") {
+  check_case(find_case("resizing_pad"));
 }
 TEST_CASE("golden: noise_layers (SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout at inference)") {
   check_case(find_case("noise_layers"));

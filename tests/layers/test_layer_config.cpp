@@ -107,6 +107,7 @@ std::vector<Sample> samples() {
     add(IntegerLookup(lookup), {{3}});
   }
   add(Resizing(4, 6, {.interpolation = "nearest", .crop_to_aspect_ratio = true, .name = "resize"}), {{5, 5, 1}});
+  add(Resizing(4, 6, {.pad_to_aspect_ratio = true, .fill_value = 0.5, .name = "resize_pad"}), {{5, 5, 1}});
   add(SeparableConv2D(4, {2, 3}, {.padding = "same", .depth_multiplier = 2, .activation = "tanh",
                                   .pointwise_constraint = constraints::non_neg(), .name = "sep"}),
       {{5, 5, 3}});

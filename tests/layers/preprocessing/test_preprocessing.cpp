@@ -15,6 +15,7 @@
 using namespace tower;
 using nlohmann::json;
 using tower::testing::check_close;
+using tower::testing::check_weightless_gradients;
 using tower::testing::contains;
 using tower::testing::floats;
 using tower::testing::keras_shape;
@@ -117,11 +118,27 @@ TEST_CASE("Resizing and CenterCrop: shapes, crops, configs, errors") {
   const auto v = x.to_vector<double>();
   check_close(run1(square, x), {v[1], v[2], v[3], v[6], v[7], v[8], v[11], v[12], v[13]}, 0, 0);
   CHECK(contains(message_of<ValueError>([] { layers::Resizing(4, 4, {.interpolation = "lanczos3"}); }), "lanczos3"));
+  // pad_to_aspect_ratio: Keras 3 pads (int(3 * 4 / 3) - 2) / 2 = 1 column of fill_value on each side, which
+  // is already the target size (no resampling).
+  layers::Resizing pad(3, 4, {.pad_to_aspect_ratio = true, .fill_value = 0.5});
+  Tensor x32 = random_tensor({1, 3, 2, 1}, 8, 0.1, 1.0, false, DType::float32);
+  const auto p = x32.to_vector<double>();
+  check_close(run1(pad, x32), {0.5, p[0], p[1], 0.5, 0.5, p[2], p[3], 0.5, 0.5, p[4], p[5], 0.5}, 0, 0);
+  check_round_trip(pad);
+  LayerPtr padded = layers::layer_from_config(json::parse(
+      R"({"class_name": "Resizing", "config": {"height": 4, "width": 4, "pad_to_aspect_ratio": true, "fill_value": 2.0}})"));
+  CHECK(dynamic_cast<layers::Resizing&>(*padded).options().pad_to_aspect_ratio);
+  CHECK(dynamic_cast<layers::Resizing&>(*padded).options().fill_value == 2.0);
+  CHECK(keras_shape(*padded, {9, 12, 3}) == Shape{-1, 4, 4, 3});
+  layers::Resizing pad_resize(4, 8, {.pad_to_aspect_ratio = true, .fill_value = 0.5});  // (3, 2+4) -> (4, 8)
+  check_weightless_gradients(pad_resize, {{2, 3, 2, 2}});
+  // Keras's messages.
   CHECK(contains(message_of<ValueError>([] {
-                   layers::layer_from_config(json::parse(
-                       R"({"class_name": "Resizing", "config": {"height": 4, "width": 4, "pad_to_aspect_ratio": true}})"));
+                   layers::Resizing(4, 4, {.crop_to_aspect_ratio = true, .pad_to_aspect_ratio = true});
                  }),
-                 "pad_to_aspect_ratio"));
+                 "Only one of `pad_to_aspect_ratio` & `crop_to_aspect_ratio` can be `True`."));
+  CHECK(contains(message_of<ValueError>([] { layers::Resizing(4, 4, {.fill_mode = "reflect"}); }),
+                 "Only `'constant'` is supported"));
   layers::CenterCrop center(2, 3);
   check_close(run1(center, x), {v[1], v[2], v[3], v[6], v[7], v[8]}, 0, 0);  // rows 0..1 of 3, columns 1..3 of 5
   check_round_trip(center);
