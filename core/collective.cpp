@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "tower/core/device.h"
 #include "tower/core/error.h"
 
 namespace tower {
@@ -125,6 +126,7 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
 }
 
 void abort_collective(const std::string& group) {
+  abort_backend_collectives(group);  // collectives that wait on a device (NCCL's kernels) end too
   Meetings& all = meetings();
   {
     std::lock_guard lock(all.mutex);
@@ -137,6 +139,7 @@ void abort_collective(const std::string& group) {
 }
 
 void reset_collective(const std::string& group) {
+  reset_backend_collectives(group);
   Meetings& all = meetings();
   std::lock_guard lock(all.mutex);
   if (auto it = all.groups.find(group); it != all.groups.end()) it->second.aborted = false;

@@ -19,6 +19,8 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
 
 // A replica of `group` failed and will not come: those waiting in host_all_reduce throw, and so do
 // those that come later, until reset_collective(group). A round whose replicas all came ends as usual.
+// Backends whose collectives wait on the device end theirs too (NCCL aborts the group's communicators:
+// DeviceFactory::abort_collective).
 void abort_collective(const std::string& group);
 // Lets `group` meet again after abort_collective (the executor calls it when a run starts).
 void reset_collective(const std::string& group);

@@ -80,11 +80,29 @@ void copy_between_ready(Device& to, void* dst, Device& from, const void* src, st
 
 namespace {
 
+// Devices the registry never destroys (see ~Registry): held here so that they stay reachable (not a
+// leak to LeakSanitizer) until the process ends. A plain pointer, so no destructor of its own runs.
+std::vector<std::unique_ptr<Device>>* g_never_destroyed = nullptr;
+
 struct Registry {
   std::mutex mutex;
   std::map<DeviceKind, DeviceFactory> factories;
   std::map<std::pair<DeviceKind, int>, std::unique_ptr<Device>> devices;
   std::map<int, std::vector<LogicalDeviceConfiguration>> logical_gpus;  // physical GPU -> its split
+
+  // The registry is a function static made before the first CUDA call, so it is destroyed after the
+  // CUDA runtime's own atexit teardown: a CudaDevice's destructor would then destroy cuBLAS/cuDNN
+  // handles and streams and cudaFree its cache in a torn-down runtime (an exit-time crash or hang that
+  // turns a passing program into a failing exit code). So, as PyTorch does with its CUDA handles and
+  // caching allocator, devices other than the CPU's are never destroyed: the driver reclaims their
+  // memory when the process ends. CPU devices (thread pools) are destroyed as usual.
+  ~Registry() {
+    for (auto& [key, device] : devices)
+      if (key.first != DeviceKind::cpu && device) {
+        if (!g_never_destroyed) g_never_destroyed = new std::vector<std::unique_ptr<Device>>();
+        g_never_destroyed->push_back(std::move(device));
+      }
+  }
 };
 
 Registry& registry() {
@@ -100,8 +118,11 @@ std::string visible_devices_text() {
     if (n < 0)
       s += fmt::format("{}:0 to {}:{} (created on first use)", device_kind_name(kind), device_kind_name(kind),
                        max_cpu_devices() - 1);
-    else if (n == 0)
-      s += fmt::format("no {} devices", device_kind_name(kind));
+    else if (n == 0) {
+      const std::string why = devices_unavailable_reason(kind);
+      s += why.empty() ? fmt::format("no {} devices", device_kind_name(kind))
+                       : fmt::format("no {} devices ({})", device_kind_name(kind), why);
+    }
     else
       s += fmt::format("{}:0 to {}:{}", device_kind_name(kind), device_kind_name(kind), n - 1);
   }
@@ -128,6 +149,42 @@ int count_locked(Registry& r, DeviceKind kind) {
 }
 
 }  // namespace
+
+namespace {
+// The hooks `member` of every registered factory, copied out of the lock before they run.
+std::vector<std::function<void(const std::string&)>> collective_hooks(
+    std::function<void(const std::string&)> DeviceFactory::*member) {
+  ensure_backends_registered();
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::function<void(const std::string&)>> hooks;
+  for (const auto& [kind, factory] : r.factories)
+    if (factory.*member) hooks.push_back(factory.*member);
+  return hooks;
+}
+}  // namespace
+
+void abort_backend_collectives(const std::string& group) {
+  for (const auto& hook : collective_hooks(&DeviceFactory::abort_collective)) hook(group);
+}
+
+void reset_backend_collectives(const std::string& group) {
+  for (const auto& hook : collective_hooks(&DeviceFactory::reset_collective)) hook(group);
+}
+
+std::string devices_unavailable_reason(DeviceKind kind) {
+  ensure_backends_registered();
+  std::function<std::string()> why;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.factories.find(kind);
+    if (it == r.factories.end()) return fmt::format("tower was built without the {} backend", device_kind_name(kind));
+    if (count_locked(r, kind) != 0) return "";
+    why = it->second.unavailable;
+  }
+  return why ? why() : std::string();
+}
 
 int device_count(DeviceKind kind) {
   ensure_backends_registered();

@@ -191,8 +191,26 @@ struct DeviceFactory {
   // Why the all_reduce op cannot have a replica on each of `devices` (all of this kind, all different),
   // or "" when it can. Null: it always can.
   std::function<std::string(const std::vector<Device*>& devices)> all_reduce_unsupported = nullptr;
+  // Why count() is 0 ("" when devices are visible or the question does not arise): CUDA's error name and
+  // text (an old driver, a missing library) or that no device exists. Null: nothing to say.
+  std::function<std::string()> unavailable = nullptr;
+  // The replicas of all_reduce group `group` will not all come (a lane failed): end what this kind's
+  // collectives queued or run for it (NCCL: abort and evict its communicators), and refuse the group
+  // until reset_collective (a new run). Null: the host rendezvous (core/collective.h) is all there is.
+  std::function<void(const std::string& group)> abort_collective = nullptr;
+  std::function<void(const std::string& group)> reset_collective = nullptr;
 };
 void register_device_factory(DeviceKind kind, DeviceFactory factory);
+
+// Every backend's abort_collective / reset_collective hook for `group` (core/collective.cpp calls them
+// from abort_collective and reset_collective).
+void abort_backend_collectives(const std::string& group);
+void reset_backend_collectives(const std::string& group);
+
+// Why no device of `kind` is visible, from its backend ("" when some are, or when it has nothing to
+// say; "tower was built without ..." when no backend of that kind is compiled in). The GPU test suites
+// print it when they skip.
+std::string devices_unavailable_reason(DeviceKind kind);
 
 // Host memory that a GPU copies from and to by DMA, without staging (cudaHostAlloc): a host-accessible
 // device whose tensors go to a GPU faster and while the GPU computes. Null when no backend of `kind`

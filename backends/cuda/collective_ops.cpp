@@ -27,9 +27,9 @@ std::vector<int> ordinals_of(const std::string& devices) {
 void all_reduce_kernel(KernelContext& ctx) {
   CudaDevice& gpu = gpu_of(ctx);
   const Tensor& x = ctx.inputs[0];
-  nccl_all_reduce_sum(ordinals_of(ctx.attrs().get_string("devices")), static_cast<int>(ctx.attrs().get_int("rank")),
-                      x.raw_data(), ctx.outputs[0].raw_data(), static_cast<std::size_t>(x.num_elements()), x.dtype(),
-                      gpu.stream());
+  nccl_all_reduce_sum(ctx.attrs().get_string("group"), ordinals_of(ctx.attrs().get_string("devices")),
+                      static_cast<int>(ctx.attrs().get_int("rank")), x.raw_data(), ctx.outputs[0].raw_data(),
+                      static_cast<std::size_t>(x.num_elements()), x.dtype(), gpu.stream());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // CudaDevice and the CUDA backend's registration.
 #include "tower/backends/cuda/cuda_device.h"
 
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -13,13 +15,27 @@
 
 namespace tower::cuda {
 
-int visible_gpu_count() {
+GpuProbe gpu_probe_from(cudaError_t status, int count) {
+  if (status == cudaSuccess) return {count, ""};
+  if (status == cudaErrorNoDevice) return {0, ""};  // a machine without GPUs, or CUDA_VISIBLE_DEVICES=""
+  return {0, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status))};
+}
+
+namespace {
+GpuProbe probe_gpus() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
-  return count;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) (void)cudaGetLastError();  // clear the error (not a kernel's: nothing sticky)
+  return gpu_probe_from(status, count);
+}
+}  // namespace
+
+int visible_gpu_count() { return probe_gpus().count; }
+
+std::string gpu_unavailable_reason() {
+  const GpuProbe probe = probe_gpus();
+  if (probe.count > 0) return "";
+  return probe.error.empty() ? "no CUDA device (cudaErrorNoDevice)" : probe.error;
 }
 
 namespace {
@@ -67,7 +83,10 @@ CudaDevice::CudaDevice(int index, LogicalGpu where)
   CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
 }
 
+// Runs only when a CudaDevice is destroyed before exit (the registry never destroys its GPUs at exit,
+// core/device.cpp): its GPU made current first, as the handles and streams belong to it.
 CudaDevice::~CudaDevice() {
+  cudaSetDevice(ordinal_);  // never throws: a destructor
   if (cublas_) cublasDestroy(cublas_);
   if (cublas_lt_) cublasLtDestroy(cublas_lt_);
   if (cudnn_) cudnnDestroy(cudnn_);
@@ -117,17 +136,64 @@ void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(by
 
 void CudaDevice::do_deallocate(void* ptr, std::size_t) { allocator_.deallocate(ptr); }
 
-// dst may still be read by kernels queued before (a buffer reused from the last step): the copy
-// stream first waits for what the compute stream has queued so far, a wait on the GPU, not the host.
-// The host waits for the copy alone (the caller may reuse src once this returns).
+namespace {
+
+// A new event of GPU `ordinal`, destroyed with its last owner.
+std::shared_ptr<void> new_event(int ordinal) {
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  cudaEvent_t event = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  return std::shared_ptr<void>(event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+}
+
+}  // namespace
+
+// The host never waits here, neither for the copy nor for the kernels queued before it:
+//  - The copy reads page-locked memory only. A pageable src is first copied by the host into a pinned
+//    block (what the driver's staging would do). The CUDA docs do not promise that cudaMemcpyAsync
+//    from pageable memory has read src when it returns: "For transfers between device memory and
+//    pageable host memory, the function might be synchronous with respect to host ... If pageable
+//    memory must first be staged to pinned memory, the driver may synchronize with the stream and
+//    stage the copy into pinned memory" (CUDA Runtime API, "API synchronization behavior",
+//    Asynchronous; CUDA 9 to 11.1 said the staging "will be handled asynchronously with a worker
+//    thread"). So that call may wait for all earlier kernels, and may not leave src free to reuse.
+//    Staging ourselves leaves src free on return, with no wait.
+//  - The copy runs on the copy stream after an event from the compute stream (dst may be a buffer the
+//    queued kernels still read) and the compute stream waits for the copy's event, on the GPU.
+//  - The pinned block the copy reads (the caller's, or the staging block) is held by the pinned
+//    allocator until that event completes: freed earlier, it waits before anyone may reuse it.
+// Only when no page-locked memory is left does the host stage through the driver and wait.
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
   make_current();
-  CUDA_CHECK(cudaEventRecord(copied_, stream_));
-  CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, copied_, 0));
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copy_stream_));
-  CUDA_CHECK(cudaEventRecord(copied_, copy_stream_));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_, 0));
-  CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+  auto& pinned = static_cast<PinnedHostDevice&>(pinned_host());
+  void* staging = nullptr;
+  if (!pinned.owns(src, bytes)) {  // pageable (or another allocator's pinned) memory
+    try {
+      staging = pinned.allocate(bytes);
+    } catch (const OutOfMemoryError&) {
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    std::memcpy(staging, src, bytes);
+  }
+  // Handed back to the pinned cache when this returns (or throws): after the hold below, so it is
+  // reused only once the copy is done.
+  const std::unique_ptr<void, std::function<void(void*)>> staged(staging, [&](void* p) {
+    if (p) pinned.deallocate(p, bytes);
+  });
+  const void* from = staging ? staging : src;
+  std::shared_ptr<void> done = new_event(ordinal_);
+  {
+    std::lock_guard lock(copy_mutex_);  // copied_ is recorded and waited for at once
+    CUDA_CHECK(cudaEventRecord(copied_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, copied_, 0));
+    CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done.get()), copy_stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(done.get()), 0));
+  }
+  pinned.hold_until(from, bytes, std::move(done));  // recorded first: an unrecorded event counts as done
 }
 
 void CudaDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) {
@@ -235,7 +301,10 @@ void register_cuda_backend() {
                                           return std::make_unique<cuda::CudaDevice>(index, where);
                                         },
                                         .pinned_host = [] { return &cuda::pinned_host(); },
-                                        .all_reduce_unsupported = cuda::nccl_all_reduce_unsupported});
+                                        .all_reduce_unsupported = cuda::nccl_all_reduce_unsupported,
+                                        .unavailable = cuda::gpu_unavailable_reason,
+                                        .abort_collective = cuda::nccl_abort_group,
+                                        .reset_collective = cuda::nccl_reset_group});
   cuda::register_basic_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();

@@ -8,6 +8,7 @@
 #include <cudnn.h>
 
 #include <mutex>
+#include <string>
 
 #include "tower/backends/cuda/cudnn_conv_plan.h"
 #include "tower/core/caching_allocator.h"
@@ -23,8 +24,10 @@ class CudaDevice final : public Device {
   ~CudaDevice() override;
 
   bool host_accessible() const override { return false; }
-  // On the copy stream, ordered before later compute by an event: it waits for the copy only, not
-  // for the kernels queued before it (from pinned host memory the copy is DMA, otherwise staged).
+  // On the copy stream, after the compute stream's queued work (dst may be in use) and before its later
+  // work (by events), from page-locked memory: pinned_host()'s block src lies in, else a pinned staging
+  // block the host fills. The host waits for neither the copy nor the GPU; the pinned block is reused
+  // only once the copy is done. src may be reused when this returns.
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
@@ -74,7 +77,8 @@ class CudaDevice final : public Device {
   int ordinal_;
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
-  cudaEvent_t copied_ = nullptr;  // recorded on copy_stream_ after a copy; stream_ waits for it
+  cudaEvent_t copied_ = nullptr;  // recorded on stream_ before a copy; copy_stream_ waits for it
+  std::mutex copy_mutex_;         // one copy_from_host at a time records and waits for copied_
   cudaStream_t download_stream_ = nullptr;  // copy_to_host_ready's, one caller at a time
   std::mutex download_mutex_;
   cublasHandle_t cublas_ = nullptr;
@@ -84,7 +88,21 @@ class CudaDevice final : public Device {
   CachingAllocator allocator_;
 };
 
-// Visible GPUs; 0 when there is no driver or no device (never throws).
+// What cudaGetDeviceCount said: the count, and when it failed with anything but cudaErrorNoDevice (an
+// insufficient driver, a missing or mismatched library), the reason as CUDA names it ("" otherwise).
+struct GpuProbe {
+  int count = 0;
+  std::string error;  // "cudaErrorInsufficientDriver: CUDA driver version is insufficient for ..."
+  bool operator==(const GpuProbe&) const = default;
+};
+// The probe of one cudaGetDeviceCount result (pure; unit-tested with CUDA's statuses).
+GpuProbe gpu_probe_from(cudaError_t status, int count);
+
+// Visible GPUs; 0 when there is no device, and also (never throws) when CUDA cannot tell: then
+// gpu_unavailable_reason() says why.
 int visible_gpu_count();
+// Why visible_gpu_count() is 0: CUDA's error name and text, "no CUDA device (cudaErrorNoDevice)", or ""
+// when GPUs are visible.
+std::string gpu_unavailable_reason();
 
 }  // namespace tower::cuda

@@ -2,10 +2,10 @@
 #include "tower/backends/cuda/nccl.h"
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 
 #include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/nccl_cliques.h"
 #include "tower/core/error.h"
 
 #ifdef TOWER_WITH_NCCL
@@ -24,7 +24,6 @@ namespace {
 struct NcclLibrary {
   std::string unavailable;
   decltype(&ncclCommInitAll) comm_init_all = nullptr;
-  decltype(&ncclCommDestroy) comm_destroy = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
   decltype(&ncclGetUniqueId) get_unique_id = nullptr;
@@ -48,7 +47,6 @@ struct NcclLibrary {
         unavailable = fmt::format("libnccl.so.2 has no {}: it is older than NCCL 2.4; install a newer NCCL", name);
     };
     load(comm_init_all, "ncclCommInitAll");
-    load(comm_destroy, "ncclCommDestroy");
     load(all_reduce, "ncclAllReduce");
     load(error_string, "ncclGetErrorString");
     load(get_unique_id, "ncclGetUniqueId");
@@ -67,37 +65,23 @@ const NcclLibrary& library() {
   return lib;
 }
 
-// The communicators of each list of GPUs, one per rank; destroyed when the process ends.
-class Communicators {
- public:
-  ~Communicators() {
-    for (auto& [ordinals, comms] : cliques_)
-      for (ncclComm_t comm : comms) library().comm_destroy(comm);
-  }
-
-  ncclComm_t get(const std::vector<int>& ordinals, int rank) {
-    std::lock_guard lock(mutex_);
-    auto it = cliques_.find(ordinals);
-    if (it == cliques_.end()) {
-      std::vector<ncclComm_t> comms(ordinals.size());
-      int current = 0;
-      CUDA_CHECK(cudaGetDevice(&current));
-      library().check(library().comm_init_all(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()),
-                      "ncclCommInitAll");
-      CUDA_CHECK(cudaSetDevice(current));  // ncclCommInitAll visits every GPU of the list
-      it = cliques_.emplace(ordinals, std::move(comms)).first;
-    }
-    return it->second.at(static_cast<std::size_t>(rank));
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::vector<int>, std::vector<ncclComm_t>> cliques_;
-};
-
-Communicators& communicators() {
-  static Communicators c;
-  return c;
+// The communicators of each list of GPUs, one per rank (nccl_cliques.h). Never destroyed: a static
+// destructor would call into NCCL after the CUDA runtime's exit teardown (and NCCL's own threads may
+// still run); the process's end frees them. A failed lane aborts and evicts its group's clique.
+CommunicatorCliques& cliques() {
+  static auto* c = new CommunicatorCliques(CommunicatorCliques::Ops{
+      .init =
+          [](const std::vector<int>& ordinals) {
+            std::vector<ncclComm_t> comms(ordinals.size());
+            int current = 0;
+            CUDA_CHECK(cudaGetDevice(&current));
+            library().check(library().comm_init_all(comms.data(), static_cast<int>(ordinals.size()), ordinals.data()),
+                            "ncclCommInitAll");
+            CUDA_CHECK(cudaSetDevice(current));  // ncclCommInitAll visits every GPU of the list
+            return std::vector<CommunicatorCliques::Comm>(comms.begin(), comms.end());
+          },
+      .abort = [](CommunicatorCliques::Comm comm) { library().comm_abort(static_cast<ncclComm_t>(comm)); }});
+  return *c;
 }
 
 ncclDataType_t nccl_type(DType dtype) {
@@ -112,13 +96,18 @@ ncclDataType_t nccl_type(DType dtype) {
 
 const std::string& nccl_unavailable() { return library().unavailable; }
 
-void nccl_all_reduce_sum(const std::vector<int>& ordinals, int rank, const void* in, void* out, std::size_t count,
-                         DType dtype, cudaStream_t stream) {
+void nccl_all_reduce_sum(const std::string& group, const std::vector<int>& ordinals, int rank, const void* in,
+                         void* out, std::size_t count, DType dtype, cudaStream_t stream) {
   if (!nccl_unavailable().empty()) raise<DeviceError>("all_reduce on GPUs: {}", nccl_unavailable());
   const ncclDataType_t type = nccl_type(dtype);
-  library().check(library().all_reduce(in, out, count, type, ncclSum, communicators().get(ordinals, rank), stream),
-                  "ncclAllReduce");
+  const CommunicatorCliques::Lease lease = cliques().acquire(group, ordinals, rank);
+  library().check(
+      library().all_reduce(in, out, count, type, ncclSum, static_cast<ncclComm_t>(lease.comm()), stream),
+      "ncclAllReduce");
 }
+
+void nccl_abort_group(const std::string& group) { cliques().abort(group); }
+void nccl_reset_group(const std::string& group) { cliques().reset(group); }
 
 namespace {
 ncclComm_t g_workers = nullptr;  // the workers' communicator (one per process), never destroyed: NCCL's
@@ -177,9 +166,12 @@ const std::string& nccl_unavailable() {
   return why;
 }
 
-void nccl_all_reduce_sum(const std::vector<int>&, int, const void*, void*, std::size_t, DType, cudaStream_t) {
+void nccl_all_reduce_sum(const std::string&, const std::vector<int>&, int, const void*, void*, std::size_t, DType,
+                         cudaStream_t) {
   raise<DeviceError>("all_reduce on GPUs: {}", nccl_unavailable());
 }
+void nccl_abort_group(const std::string&) {}
+void nccl_reset_group(const std::string&) {}
 std::string nccl_unique_id() { raise<DeviceError>("NCCL across workers: {}", nccl_unavailable()); }
 void nccl_join_workers(const std::string&, int, int, int) {
   raise<DeviceError>("NCCL across workers: {}", nccl_unavailable());

@@ -21,11 +21,17 @@ const std::string& nccl_unavailable();
 std::string nccl_all_reduce_unsupported(const std::vector<Device*>& gpus);
 
 // out = the sum over the ranks of their `in` (count elements of dtype), queued on `stream`, for rank
-// `rank` of the physical GPUs `ordinals` (one per rank, all different). The communicators of one list of
-// GPUs are made together on first use (ncclCommInitAll) and kept for the process's life. Every rank
-// calls this from a thread of its own (its lane), for the same collectives in the same order.
-void nccl_all_reduce_sum(const std::vector<int>& ordinals, int rank, const void* in, void* out, std::size_t count,
-                         DType dtype, cudaStream_t stream);
+// `rank` of the physical GPUs `ordinals` (one per rank, all different), in all_reduce group `group`. The
+// communicators of one list of GPUs are made together on first use (ncclCommInitAll) and kept (never
+// destroyed, not even at exit) until a failed replica aborts them. Every rank calls this from a thread of
+// its own (its lane), for the same collectives in the same order. Error when the group was aborted.
+void nccl_all_reduce_sum(const std::string& group, const std::vector<int>& ordinals, int rank, const void* in,
+                         void* out, std::size_t count, DType dtype, cudaStream_t stream);
+// A replica of `group` failed (core/collective.h's abort_collective): its communicators are aborted
+// (ncclCommAbort), so kernels the other ranks queued end rather than spin forever, and evicted; the group
+// refuses collectives until nccl_reset_group (the next run).
+void nccl_abort_group(const std::string& group);
+void nccl_reset_group(const std::string& group);
 
 // ---- one rank per worker process (parallel::MultiWorkerMirroredStrategy) ----------------------------
 // A new communicator's id (ncclGetUniqueId), made by one process and sent to the others.

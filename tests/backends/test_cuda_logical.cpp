@@ -9,6 +9,7 @@
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tests/support/errors.h"
+#include "tests/support/gpu_skip.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
@@ -16,10 +17,7 @@ using tower::testing::contains;
 using tower::testing::message_of;
 
 int main(int argc, char** argv) {
-  if (device_count(DeviceKind::cuda) == 0) {
-    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
-    return 77;
-  }
+  if (tower::testing::skip_without_gpu()) return 77;
   set_logical_device_configuration(0, {{.memory_limit = std::size_t{256} << 20}, {.memory_limit = std::size_t{256} << 20}});
   doctest::Context context(argc, argv);
   return context.run();

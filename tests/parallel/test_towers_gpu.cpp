@@ -16,6 +16,7 @@
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tests/parallel/tower_test_model.h"
+#include "tests/support/gpu_skip.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"
 
@@ -26,10 +27,7 @@ using tower::testing::tower_test_model;
 using Devices = std::vector<std::string>;
 
 int main(int argc, char** argv) {
-  if (device_count(DeviceKind::cuda) == 0) {
-    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
-    return 77;
-  }
+  if (tower::testing::skip_without_gpu()) return 77;
   set_logical_device_configuration(0, std::vector<LogicalDeviceConfiguration>(3));
   doctest::Context context(argc, argv);
   return context.run();

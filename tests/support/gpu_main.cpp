@@ -3,15 +3,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cstdio>
-
-#include "tower/core/device.h"
+#include "tests/support/gpu_skip.h"
 
 int main(int argc, char** argv) {
-  if (tower::device_count(tower::DeviceKind::cuda) == 0) {
-    std::printf("SKIPPED: no CUDA device is visible (CUDA_VISIBLE_DEVICES, driver); GPU tests need one\n");
-    return 77;
-  }
+  if (tower::testing::skip_without_gpu()) return 77;
   doctest::Context context(argc, argv);
   return context.run();
 }
