@@ -10,15 +10,21 @@ namespace tower::layers {
 
 IntegerLookup::IntegerLookup(const IntegerLookupOptions& options)
     : Layer(options.name, "integer_lookup"), table_(options, "IntegerLookup") {
-  check_output_mode(*this, options.output_mode, {"int", "one_hot", "multi_hot", "count"});
+  check_output_mode(*this, options.output_mode, {"int", "one_hot", "multi_hot", "count", "tf_idf"});
   if (options.invert && options.output_mode != "int")
     raise<ValueError>("{}: invert=True needs output_mode=\"int\"", describe(*this));
+  if (options.salt && options.oov_method != "farmhash")  // Keras's rule for integer tokens
+    raise<ValueError>("{}: salt can only be used with oov_method=\"farmhash\", got oov_method=\"{}\"",
+                      describe(*this), options.oov_method);
 }
 
 void IntegerLookup::adapt(const Tensor& data) {
   if (is_floating(data.dtype()))
     raise<DTypeError>("{}: adapt() takes integer tokens, got {}", describe(*this), dtype_name(data.dtype()));
-  table_.adapt(data.to_vector<std::int64_t>());
+  // For tf_idf's document counts, as Keras: the rows of the first axis are the documents; a 1-D
+  // tensor is one document.
+  const std::int64_t documents = data.shape().rank() >= 2 ? data.shape()[0] : 1;
+  table_.adapt(data.to_vector<std::int64_t>(), documents);
 }
 
 namespace {
@@ -49,6 +55,21 @@ std::vector<SymbolicTensor> IntegerLookup::call(CallContext&, const std::vector<
   // token -> index: which vocabulary entry equals x ((..., V) of 0/1), else the OOV index (or -1).
   const double oov_index = opts.num_oov_indices ? static_cast<double>(table_.oov_index()) : -1.0;
   SymbolicTensor index = ops::add(ops::scale(x, 0.0), scalar(x, oov_index));
+  if (opts.num_oov_indices > 1) {  // the token's bucket among the OOV indices (LookupTable::oov_bucket)
+    const double n = static_cast<double>(opts.num_oov_indices);
+    SymbolicTensor bucket;
+    if (opts.oov_method == "floormod") {  // x - n·trunc(x / n), + n when negative (exact below 2^52)
+      const SymbolicTensor whole = ops::cast(ops::cast(ops::scale(x, 1.0 / n), DType::int64), DType::float64);
+      bucket = ops::subtract(x, ops::scale(whole, n));
+      bucket = ops::add(bucket, ops::scale(ops::less(bucket, scalar(x, 0.0)), n));
+    } else {
+      const auto salt = table_.salt();
+      bucket = ops::cast(ops::hashing_bins(ops::cast(inputs[0], DType::int64), opts.num_oov_indices, false, 0,
+                                           opts.salt.has_value(), salt[0], salt[1]),
+                         DType::float64);
+    }
+    index = ops::add(index, bucket);
+  }
   if (!table_.tokens().empty()) {
     std::vector<double> vocab;
     for (std::int64_t t : table_.tokens()) vocab.push_back(static_cast<double>(t));
@@ -60,11 +81,19 @@ std::vector<SymbolicTensor> IntegerLookup::call(CallContext&, const std::vector<
                                        scalar(x, static_cast<double>(table_.special_tokens())));
     index = ops::add(ops::multiply(found, at), ops::multiply(ops::subtract(one(), found), index));
   }
-  if (opts.mask_token)  // the mask token's index is 0
-    index = ops::multiply(index, ops::subtract(one(), ops::equal(x, scalar(x, static_cast<double>(*opts.mask_token)))));
+  if (opts.mask_token) {  // the mask token's index is 0 in "int"; -1 elsewhere, which the encodings leave out
+    const SymbolicTensor masked = ops::equal(x, scalar(x, static_cast<double>(*opts.mask_token)));
+    index = ops::multiply(index, ops::subtract(one(), masked));
+    if (!table_.mask_indexed()) index = ops::subtract(index, masked);
+  }
   const SymbolicTensor indices = ops::cast(index, DType::int64);
   if (opts.output_mode == "int") return {indices};
-  return {encode_categorical(*this, indices, opts.output_mode, table_.vocabulary_size())};
+  if (opts.output_mode != "tf_idf") return {encode_categorical(*this, indices, opts.output_mode, table_.vocabulary_size())};
+  // tf_idf: the counts times each index's inverse document frequency.
+  const std::vector<float>& idf = table_.idf_weights();
+  const SymbolicTensor weights =
+      x.graph().constant(Tensor::from_vector<float>(Shape{static_cast<std::int64_t>(idf.size())}, idf));
+  return {ops::multiply(encode_categorical(*this, indices, "count", table_.vocabulary_size()), weights)};
 }
 
 nlohmann::json IntegerLookup::get_config() const {
@@ -80,34 +109,18 @@ nlohmann::json IntegerLookup::get_config() const {
                               {"sparse", false},
                               {"pad_to_max_tokens", false},
                               {"vocabulary_dtype", "int64"},
-                              {"idf_weights", nullptr},
+                              {"idf_weights", lookup_idf_config(table_)},
                               {"vocabulary", table_.tokens()},
-                              {"vocabulary_size", table_.vocabulary_size()}});
+                              {"vocabulary_size", table_.vocabulary_size()},
+                              {"oov_method", o.oov_method},
+                              {"salt", o.salt ? nlohmann::json(*o.salt) : nlohmann::json(nullptr)}});
 }
 
 LayerPtr IntegerLookup::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "IntegerLookup");
   r.check_common();
-  r.expect("sparse", false, "sparse outputs");
-  r.expect("pad_to_max_tokens", false, "padding to max_tokens");
-  r.expect("idf_weights", nullptr, "tf_idf weights");
   IntegerLookupOptions options;
-  if (r.has("max_tokens")) options.max_tokens = r.integer("max_tokens");
-  options.num_oov_indices = r.integer("num_oov_indices", 1);
-  if (r.has("mask_token")) options.mask_token = r.integer("mask_token");
-  options.oov_token = r.integer("oov_token", -1);
-  options.invert = r.boolean("invert", false);
-  options.output_mode = r.string("output_mode", "int");
-  options.name = r.name();
-  // Keras 3 writes "vocabulary": null for an adapted layer (its vocabulary is then lost with the
-  // config, as in Keras); a list is the vocabulary without special tokens.
-  if (r.has("vocabulary")) {
-    if (!config["vocabulary"].is_array()) r.fail("field \"vocabulary\" must be a list of integers or null");
-    for (const auto& v : config["vocabulary"]) {
-      if (!v.is_number_integer()) r.fail("field \"vocabulary\" must be a list of integers, got " + v.dump());
-      options.vocabulary.push_back(v.get<std::int64_t>());
-    }
-  }
+  read_lookup_options(r, config, options);
   return r.finish(IntegerLookup(options));
 }
 

@@ -18,9 +18,10 @@ struct IntegerLookupOptions : LookupOptions<std::int64_t> {
 };
 
 // x: integer tokens (batch, ...) -> int64 indices of the same shape ("int"), or float32 encodings of
-// the indices as CategoryEncoding's over vocabulary_size() (inputs of rank 1 or 2). With invert, x holds
-// indices and the layer gives int64 tokens. Tokens are compared as float64: exact up to 2^53.
-// num_oov_indices 0 gives -1 for an unknown token (Keras raises). No weights.
+// the indices as CategoryEncoding's over vocabulary_size() (inputs of rank 1 or 2; "tf_idf": the counts
+// times each index's inverse document frequency). With invert, x holds indices and the layer gives
+// int64 tokens. Tokens are compared as float64: exact up to 2^53. num_oov_indices 0 gives -1 for an
+// unknown token (Keras raises); several spread unknown tokens by oov_method. No weights.
 class IntegerLookup : public Layer {
  public:
   explicit IntegerLookup(const IntegerLookupOptions& options = {});

@@ -48,30 +48,16 @@ nlohmann::json StringLookup::get_config() const {
           {"idf_weights", nullptr},
           {"vocabulary", table_.tokens()},
           {"vocabulary_size", table_.vocabulary_size()},
+          {"oov_method", o.oov_method},
+          {"salt", o.salt ? nlohmann::json(*o.salt) : nlohmann::json(nullptr)},
           {"encoding", "utf-8"}};
 }
 
 StringLookup StringLookup::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "StringLookup");
-  r.expect("sparse", false, "sparse outputs");
-  r.expect("pad_to_max_tokens", false, "padding to max_tokens");
-  r.expect("idf_weights", nullptr, "tf_idf weights");
   r.expect("encoding", "utf-8", "encodings other than UTF-8");
   StringLookupOptions options;
-  if (r.has("max_tokens")) options.max_tokens = r.integer("max_tokens");
-  options.num_oov_indices = r.integer("num_oov_indices", 1);
-  if (r.has("mask_token")) options.mask_token = r.string("mask_token", "");
-  options.oov_token = r.string("oov_token", "[UNK]");
-  options.invert = r.boolean("invert", false);
-  options.output_mode = r.string("output_mode", "int");
-  options.name = r.name();
-  if (r.has("vocabulary")) {
-    if (!config["vocabulary"].is_array()) r.fail("field \"vocabulary\" must be a list of strings or null");
-    for (const auto& v : config["vocabulary"]) {
-      if (!v.is_string()) r.fail("field \"vocabulary\" must be a list of strings, got " + v.dump());
-      options.vocabulary.push_back(v.get<std::string>());
-    }
-  }
+  read_lookup_options(r, config, options);
   return StringLookup(options);
 }
 

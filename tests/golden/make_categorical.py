@@ -82,7 +82,11 @@ def integer_lookup():
     out = {"adapt_data": tolist(data), "query": tolist(query), "cases": []}
     for kwargs in [{}, dict(num_oov_indices=0, mask_token=0), dict(mask_token=0, oov_token=-7),
                    dict(max_tokens=4), dict(output_mode="multi_hot"), dict(output_mode="count"),
-                   dict(output_mode="one_hot")]:
+                   dict(output_mode="one_hot"), dict(num_oov_indices=3),
+                   dict(num_oov_indices=2, mask_token=0, oov_method="farmhash"),
+                   dict(num_oov_indices=3, oov_method="farmhash", salt=[7, 11]),
+                   dict(output_mode="tf_idf"), dict(output_mode="tf_idf", num_oov_indices=2, max_tokens=5),
+                   dict(output_mode="tf_idf", mask_token=0)]:
         layer = keras.layers.IntegerLookup(**kwargs)
         layer.adapt(data)
         q = query if kwargs.get("output_mode") != "one_hot" else query[:, :1]
@@ -98,6 +102,10 @@ def integer_lookup():
     given = keras.layers.IntegerLookup(vocabulary=[7, 3, 12])
     out["given"] = {"vocabulary": [7, 3, 12], "query": [[3, 4, 12, 7]], "output": tolist(given(np.array([[3, 4, 12, 7]]))),
                     "config": given.get_config()}
+    # tf_idf with given weights: the OOV index gets their mean, as Keras pads it.
+    idf = keras.layers.IntegerLookup(vocabulary=[7, 3, 12], idf_weights=[0.5, 1.0, 2.5], output_mode="tf_idf")
+    out["given_idf"] = {"vocabulary": [7, 3, 12], "idf_weights": [0.5, 1.0, 2.5], "query": [[3, 4, 12, 7, 3]],
+                        "output": tolist(idf(np.array([[3, 4, 12, 7, 3]]))), "config": idf.get_config()}
     return out
 
 
@@ -105,7 +113,8 @@ def string_lookup():
     data = [["cat", "dog", "bird"], ["dog", "fish", "cat"], ["dog", "ant", "cat"]]
     query = [["cat", "emu", "dog"], ["", "ant", "fish"]]
     out = {"adapt_data": data, "query": query, "cases": []}
-    for kwargs in [{}, dict(mask_token=""), dict(oov_token="<unk>", max_tokens=4), dict(num_oov_indices=0, mask_token="")]:
+    for kwargs in [{}, dict(mask_token=""), dict(oov_token="<unk>", max_tokens=4), dict(num_oov_indices=0, mask_token=""),
+                   dict(num_oov_indices=3), dict(num_oov_indices=2, mask_token="", salt=[5, 9])]:
         layer = keras.layers.StringLookup(**kwargs)
         layer.adapt(tf.constant(data))
         q = query if kwargs.get("num_oov_indices") != 0 else [["cat", "", "dog"], ["", "ant", "fish"]]

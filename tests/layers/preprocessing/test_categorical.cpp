@@ -2,6 +2,7 @@
 // against Keras 3's numbers (tests/golden/make_categorical.py -> files/categorical.json), configs, errors.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -212,7 +213,15 @@ Options lookup_options(const json& kwargs, Options options) {
   if (kwargs.contains("mask_token")) options.mask_token = kwargs["mask_token"];
   if (kwargs.contains("oov_token")) options.oov_token = kwargs["oov_token"];
   if (kwargs.contains("output_mode")) options.output_mode = kwargs["output_mode"].get<std::string>();
+  if (kwargs.contains("oov_method")) options.oov_method = kwargs["oov_method"].get<std::string>();
+  if (kwargs.contains("salt")) options.salt = kwargs["salt"].get<std::array<std::int64_t, 2>>();
   return options;
+}
+
+// Keras's float32 tf_idf values (an idf's mean in float32 may differ in the last bit); others exactly.
+void check_values(const std::vector<double>& actual, const std::vector<double>& expected) {
+  REQUIRE(actual.size() == expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) CHECK(actual[i] == doctest::Approx(expected[i]).epsilon(1e-6));
 }
 
 std::vector<std::string> strings(const json& rows) {
@@ -234,7 +243,10 @@ TEST_CASE("IntegerLookup: adapt, lookup, encodings and invert as Keras 3") {
     lookup.adapt(data);
     CHECK(json(lookup.get_vocabulary()) == c["vocabulary"]);
     const Tensor y = run1(lookup, int_tensor(c["query"]));
-    CHECK(flat(json(y.to_vector<double>())) == flat(c["output"]));
+    check_values(y.to_vector<double>(), flat(c["output"]));
+    // The config (with the vocabulary, and idf_weights for tf_idf, inline) rebuilds the same lookup.
+    auto rebuilt = layers::layer_from_config(entry(lookup));
+    check_values(run1(*rebuilt, int_tensor(c["query"])).to_vector<double>(), flat(c["output"]));
     if (c.contains("inverted")) {
       auto inverse_options = options;
       inverse_options.max_tokens.reset();
@@ -260,10 +272,24 @@ TEST_CASE("IntegerLookup: adapt, lookup, encodings and invert as Keras 3") {
   // Keras 3's own config of an adapted layer (vocabulary null) loads: the vocabulary is empty, as in Keras.
   auto keras = layers::layer_from_config({{"class_name", "IntegerLookup"}, {"config", g["cases"][0]["config"]}});
   CHECK(dynamic_cast<layers::IntegerLookup&>(*keras).vocabulary_size() == 1);
+  // tf_idf with given weights: the OOV index weighs their mean.
+  const json& idf = g["given_idf"];
+  layers::IntegerLookupOptions idf_options;
+  idf_options.vocabulary = idf["vocabulary"].get<std::vector<std::int64_t>>();
+  idf_options.idf_weights = idf["idf_weights"].get<std::vector<double>>();
+  idf_options.output_mode = "tf_idf";
+  layers::IntegerLookup weighted(idf_options);
+  check_values(run1(weighted, int_tensor(idf["query"])).to_vector<double>(), flat(idf["output"]));
   // Errors.
-  layers::IntegerLookupOptions several;
-  several.num_oov_indices = 2;
-  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{several}; }), "num_oov_indices"));
+  layers::IntegerLookupOptions negative;
+  negative.num_oov_indices = -1;
+  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{negative}; }), "num_oov_indices"));
+  layers::IntegerLookupOptions salted;
+  salted.salt = std::array<std::int64_t, 2>{1, 2};
+  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{salted}; }), "farmhash"));
+  layers::IntegerLookupOptions unweighted = idf_options;
+  unweighted.idf_weights.clear();
+  CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{unweighted}; }), "idf_weights"));
   layers::IntegerLookupOptions small;
   small.max_tokens = 1;
   CHECK(contains(message_of<ValueError>([&] { layers::IntegerLookup{small}; }), "max_tokens"));
