@@ -180,6 +180,12 @@ void translate_keras1(const std::string& class_name, nlohmann::json& config) {
     config.erase("nb_row");
     config.erase("nb_col");
   }
+  // Keras 1's Convolution3D(nb_filter, kernel_dim1, kernel_dim2, kernel_dim3).
+  if (config.contains("kernel_dim1") && config.contains("kernel_dim2") && config.contains("kernel_dim3") &&
+      !config.contains("kernel_size")) {
+    config["kernel_size"] = {config["kernel_dim1"], config["kernel_dim2"], config["kernel_dim3"]};
+    for (const char* key : {"kernel_dim1", "kernel_dim2", "kernel_dim3"}) config.erase(key);
+  }
   rename(config, "border_mode", "padding");
   rename(config, "subsample", "strides");
   if (config.contains("dim_ordering")) {

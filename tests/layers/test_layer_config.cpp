@@ -382,6 +382,21 @@ TEST_CASE("Keras 1 class names and argument names") {
   CHECK(c2.options().kernel_regularizer.l2 == 0.01);
   CHECK(c2.options().kernel_initializer.name() == "he_normal");
 
+  LayerPtr conv3d = layer_from_config(json::parse(R"({"class_name": "Convolution3D", "config": {
+      "name": "convolution3d_1", "trainable": true, "nb_filter": 4, "kernel_dim1": 2, "kernel_dim2": 3,
+      "kernel_dim3": 1, "init": "glorot_uniform", "activation": "linear", "border_mode": "valid",
+      "subsample": [1, 2, 1], "dim_ordering": "tf", "W_regularizer": null, "b_regularizer": null,
+      "activity_regularizer": null, "W_constraint": null, "b_constraint": null, "bias": true}})"));
+  REQUIRE(dynamic_cast<Conv3D*>(conv3d.get()));
+  const auto& c3 = dynamic_cast<Conv3D&>(*conv3d);
+  CHECK(c3.filters() == 4);
+  CHECK(c3.kernel_size() == std::vector<std::int64_t>{2, 3, 1});
+  CHECK(c3.options().strides == std::vector<std::int64_t>{1, 2, 1});
+  CHECK(c3.options().padding == "valid");
+  LayerPtr pool3d = layer_from_config(json::parse(R"({"class_name": "MaxPooling3D", "config": {"name": "maxpooling3d_1",
+      "pool_size": [2, 2, 2], "strides": null, "border_mode": "same", "dim_ordering": "tf", "trainable": true}})"));
+  CHECK(dynamic_cast<MaxPooling3D&>(*pool3d).strides() == std::vector<std::int64_t>{2, 2, 2});
+
   LayerPtr dense = layer_from_config(json::parse(R"({"class_name": "Dense", "config": {"name": "dense_1",
       "output_dim": 7, "init": "glorot_uniform", "activation": "linear", "bias": true, "input_dim": 3,
       "W_regularizer": null, "b_regularizer": null, "activity_regularizer": null, "W_constraint": null,
