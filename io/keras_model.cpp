@@ -286,25 +286,13 @@ const json* multi_gpu_template(const json& config) {
 
 std::string what_of(const char* call, const std::string& path) { return fmt::format("{}(\"{}\")", call, path); }
 
-}  // namespace
-
-// ---- public -------------------------------------------------------------------------------------------
-
-json training_config(const Model& model) {
-  if (!model.compiled()) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
+// compile()'s metrics (metrics= or weighted_metrics=) as Keras writes them, and tower's names beside
+// them: (functions, names). Keras resolves "accuracy" by the loss when it compiles; a
+// file must name the function itself, since tf.keras rebuilds loaded metrics against the model's outputs
+// (and would pick categorical_accuracy for sparse labels) and Keras 3 cannot read tf.keras's
+// MeanMetricWrapper form. tower's own names go beside them, so a round trip reports the same log names.
+std::pair<json, json> metrics_to_config(const Model& model, const MetricsArg& arg) {
   const Model::CompileArgs& d = model.compile_args();
-  json loss;
-  if (d.losses.size() == 1) {
-    loss = loss_to_config(d.losses[0]);
-  } else {
-    loss = json::object();
-    const auto names = model.output_names();
-    for (std::size_t i = 0; i < d.losses.size(); ++i) loss[names.at(i)] = loss_to_config(d.losses[i]);
-  }
-  // Keras resolves "accuracy" by the loss when it compiles; a file must name the function itself,
-  // since tf.keras rebuilds loaded metrics against the model's outputs (and would pick
-  // categorical_accuracy for sparse labels) and Keras 3 cannot read tf.keras's MeanMetricWrapper form.
-  // tower's own names go beside them, so a round trip reports the same log names.
   auto write_metrics = [&](const std::vector<metrics::Metric>& list, const losses::Loss* loss) {
     json functions = json::array(), names = json::array();
     for (const auto& m : list) {
@@ -320,27 +308,61 @@ json training_config(const Model& model) {
     }
     return std::make_pair(functions, names);
   };
-  json metric_functions, metric_names;
-  if (d.metrics_arg.form() == MetricsArg::Form::all) {
-    std::tie(metric_functions, metric_names) = write_metrics(d.metrics, d.losses.size() == 1 ? &d.losses[0] : nullptr);
-  } else {  // Keras's {"output_name": [...]}; tower's names alike, which marks the per-output form
-    metric_functions = json::object();
-    metric_names = json::object();
-    const auto names = model.output_names();
-    const auto lists = d.metrics_arg.for_outputs(names, model.name());
-    for (std::size_t k = 0; k < names.size(); ++k) {
-      if (lists[k].empty()) continue;
-      const losses::Loss* loss = d.losses.size() == 1 ? &d.losses[0] : k < d.losses.size() ? &d.losses[k] : nullptr;
-      std::tie(metric_functions[names[k]], metric_names[names[k]]) = write_metrics(lists[k], loss);
-    }
+  if (arg.form() == MetricsArg::Form::all) return write_metrics(arg.all(), d.losses.size() == 1 ? &d.losses[0] : nullptr);
+  // Keras's {"output_name": [...]}; tower's names alike, which marks the per-output form
+  json functions = json::object(), names_of = json::object();
+  const auto names = model.output_names();
+  const auto lists = arg.for_outputs(names, model.name());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (lists[k].empty()) continue;
+    const losses::Loss* loss = d.losses.size() == 1 ? &d.losses[0] : k < d.losses.size() ? &d.losses[k] : nullptr;
+    std::tie(functions[names[k]], names_of[names[k]]) = write_metrics(lists[k], loss);
   }
+  return {functions, names_of};
+}
+
+// The metrics a training_config names (tower's names beside them when tower wrote it), as compile() takes them.
+MetricsArg metrics_from_config(const json& names_as_reported, const json& written) {
+  if (names_as_reported.is_array()) return tower_metrics(names_as_reported, written);
+  if (names_as_reported.is_object()) {  // per output
+    std::map<std::string, std::vector<metrics::Metric>> by_output;
+    for (const auto& [output, list] : names_as_reported.items())
+      by_output[output] = tower_metrics(list, written.is_object() ? written.value(output, json()) : json());
+    return by_output;
+  }
+  std::vector<metrics::Metric> metric_list;
+  std::vector<std::string> seen;
+  collect_metrics(written, metric_list, seen);
+  return metric_list;
+}
+
+}  // namespace
+
+// ---- public -------------------------------------------------------------------------------------------
+
+json training_config(const Model& model) {
+  if (!model.compiled()) raise<ValueError>("training_config: model \"{}\" is not compiled", model.name());
+  const Model::CompileArgs& d = model.compile_args();
+  json loss;
+  if (d.losses.size() == 1) {
+    loss = loss_to_config(d.losses[0]);
+  } else {
+    loss = json::object();
+    const auto names = model.output_names();
+    for (std::size_t i = 0; i < d.losses.size(); ++i) loss[names.at(i)] = loss_to_config(d.losses[i]);
+  }
+  const auto [metric_functions, metric_names] = metrics_to_config(model, d.metrics_arg);
+  const bool weighted = d.weighted_metrics_arg.form() != MetricsArg::Form::all || !d.weighted_metrics_arg.all().empty();
+  const auto [weighted_functions, weighted_names] =
+      weighted ? metrics_to_config(model, d.weighted_metrics_arg) : std::make_pair(json(), json());
   // tf.keras 2.11+'s spelling; Keras 3 reads it too, whereas it rejects is_legacy_optimizer under "Adam".
   json optimizer = optimizers::to_config(*d.optimizer);
   optimizer["class_name"] = "Custom>" + optimizer["class_name"].get<std::string>();
   return {{"loss", loss},
           {"metrics", metric_functions},
           {"tower_metric_names", metric_names},
-          {"weighted_metrics", nullptr},
+          {"weighted_metrics", weighted_functions},
+          {"tower_weighted_metric_names", weighted_names},
           {"loss_weights", d.loss_weights.empty() ? json() : json(d.loss_weights)},
           {"optimizer_config", optimizer}};
 }
@@ -363,22 +385,8 @@ void compile_from_config(Model& model, const json& config) {
   } else {
     per_output.push_back(loss_from_config(loss));
   }
-  MetricsArg metric_arg;
-  const json& names_as_reported = config.value("tower_metric_names", json());  // tower's files (see training_config)
-  const json& written = config.value("metrics", json());
-  if (names_as_reported.is_array()) {
-    metric_arg = tower_metrics(names_as_reported, written);
-  } else if (names_as_reported.is_object()) {  // per output
-    std::map<std::string, std::vector<metrics::Metric>> by_output;
-    for (const auto& [output, list] : names_as_reported.items())
-      by_output[output] = tower_metrics(list, written.is_object() ? written.value(output, json()) : json());
-    metric_arg = by_output;
-  } else {
-    std::vector<metrics::Metric> metric_list;
-    std::vector<std::string> seen;
-    collect_metrics(written, metric_list, seen);
-    metric_arg = metric_list;
-  }
+  const MetricsArg metric_arg =
+      metrics_from_config(config.value("tower_metric_names", json()), config.value("metrics", json()));
   CompileOptions options;
   const json& weights = config.value("loss_weights", json());
   if (weights.is_array()) {
@@ -386,6 +394,8 @@ void compile_from_config(Model& model, const json& config) {
   } else if (weights.is_object()) {
     for (const auto& n : names) options.loss_weights.push_back(weights.value(n, 1.0));
   }
+  options.weighted_metrics = metrics_from_config(config.value("tower_weighted_metric_names", json()),
+                                                 config.value("weighted_metrics", json()));
   model.compile(optimizer, per_output, metric_arg, options);
 }
 

@@ -64,7 +64,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
   // and step count belong to the shared variables, so a loaded model continues where it was).
   if (inner->compiled()) {
     const auto& args = inner->compile_args();
-    wrapper.compile(args.optimizer, args.losses, args.metrics_arg, {.loss_weights = args.loss_weights});
+    wrapper.compile(args.optimizer, args.losses, args.metrics_arg, {.loss_weights = args.loss_weights, .weighted_metrics = args.weighted_metrics_arg});
   }
   towers->mirror(inner->weights());
   wrapper.set_replication(towers);  // last: made or compiled under a strategy's scope, it would take that

@@ -64,7 +64,21 @@ std::vector<Tensor> prepare_labels(const std::vector<Tensor>& y) {
   return out;
 }
 
+void check_sample_weight(const Tensor& weights, std::int64_t n, const std::vector<Tensor>& y, const std::string& where) {
+  const Shape& s = weights.shape();
+  if (s == Shape{n}) return;
+  bool temporal = s.rank() == 2 && s[0] == n;
+  for (const auto& labels : y) temporal = temporal && labels.shape().rank() >= 2 && labels.shape()[1] == s[1];
+  if (!temporal)
+    raise<ShapeError>("{}: sample_weight must have shape ({},) (one weight per sample), or ({}, time) (one per time "
+                      "step) for labels of shape ({}, time, ...); got {} for labels {}", where, n, n, n, s.to_string(),
+                      y.empty() ? std::string("none") : y[0].shape().to_string());
+}
+
 void apply_class_weight(const std::map<std::int64_t, double>& class_weight, const Tensor& y, Tensor& weights) {
+  if (weights.shape().rank() != 1)
+    raise<ValueError>("class_weight together with per-time-step sample weights (shape {}) is not supported; multiply "
+                      "the class weights into sample_weight instead", weights.shape().to_string());
   const std::int64_t n = weights.shape()[0];
   auto labels = to_dtype(y, DType::float64);
   const std::int64_t per = labels.shape().rank() > 1 && n ? labels.num_elements() / n : 1;
@@ -114,9 +128,7 @@ StepBatch StepBatches::make(const DataElement& e) {
   if (!labels_) return b;
   if (e.sample_weight) {
     b.sample_weight = to_dtype(*e.sample_weight, DType::float32);
-    if (b.sample_weight.shape() != Shape{b.size})
-      raise<ShapeError>("{}: a batch of {} samples has sample weights of shape {}; expected ({},)", where_, b.size,
-                        b.sample_weight.shape().to_string(), b.size);
+    check_sample_weight(b.sample_weight, b.size, b.y, where_ + ": a batch's");
   }
   if (class_weight_ && !class_weight_->empty()) {
     if (b.y.size() != 1) raise<ValueError>("{}: class_weight needs a model with one output, got {}", where_, b.y.size());

@@ -26,6 +26,9 @@ Tensor to_dtype(const Tensor& t, DType dtype);
 // class ids become int32).
 std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& x, const std::vector<KerasTensor>& inputs);
 std::vector<Tensor> prepare_labels(const std::vector<Tensor>& y);
+// Sample weights for n samples with labels y: (n,), or one per time step (n, time) when every label
+// array is (n, time, ...). Throws ShapeError prefixed with `where` otherwise.
+void check_sample_weight(const Tensor& weights, std::int64_t n, const std::vector<Tensor>& y, const std::string& where);
 // Multiplies each sample's weight by the class_weight of its label (class ids, or the argmax of
 // one-hot rows). weights: (n,) float32, changed in place; labels: (n,) or (n, classes).
 void apply_class_weight(const std::map<std::int64_t, double>& class_weight, const Tensor& y, Tensor& weights);

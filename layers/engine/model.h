@@ -50,10 +50,6 @@ class LossArg {
   std::vector<losses::Loss> per_output_;
 };
 
-struct CompileOptions {
-  std::vector<double> loss_weights;  // one per output; empty = all 1
-};
-
 // compile()'s metrics, as Keras's metrics=: one list for every output ({"accuracy", metrics::AUC()};
 // with several outputs each is reported as "<output>_<metric>"), one list per output in output order
 // (std::vector<std::vector<metrics::Metric>>), or a map from output name to its list (outputs left out
@@ -85,6 +81,14 @@ class MetricsArg {
   Form form_ = Form::all;
 };
 
+struct CompileOptions {
+  std::vector<double> loss_weights;  // one per output; empty = all 1
+  // Keras's weighted_metrics=: metrics weighted by fit's and evaluate's sample_weight (the metrics= ones
+  // are not, as in Keras), in the same forms as metrics=. Reported under their names, or as
+  // "weighted_<name>" when a metric of metrics= has that name.
+  MetricsArg weighted_metrics;
+};
+
 // Arrays by name, as Keras's dicts: Input layer name -> x array, or output layer name -> y array.
 // A std::map without map's iterator-pair constructor, so that fit({x1, x2}, ...) stays the vector call.
 class TensorMap : public std::map<std::string, Tensor> {
@@ -112,7 +116,9 @@ struct FitOptions {
   // class id -> weight of its samples in the loss (classes not given weigh 1). The keys must be classes
   // of the model (0 to its output's width - 1) and the weights finite and >= 0, else ValueError.
   std::map<std::int64_t, double> class_weight;
-  std::optional<Tensor> sample_weight;          // (samples,) weights in the loss
+  // Weights in the loss and the weighted_metrics: one per sample (samples,), or one per time step
+  // (samples, time) for outputs of shape (samples, time, ...) (Keras's temporal sample weights).
+  std::optional<Tensor> sample_weight;
   int initial_epoch = 0;
   std::int64_t validation_batch_size = 0;  // 0 = batch_size
   std::uint64_t seed = 0;                   // shuffling; 0 = next_seed() when fit starts
@@ -122,7 +128,7 @@ struct EvaluateOptions {
   std::int64_t batch_size = 32;
   int verbose = 1;
   std::vector<CallbackPtr> callbacks;
-  std::optional<Tensor> sample_weight;
+  std::optional<Tensor> sample_weight;  // as FitOptions::sample_weight
 };
 
 struct PredictOptions {
@@ -264,6 +270,7 @@ class Model : public Layer {
     std::vector<metrics::Metric> metrics;  // for every output (metrics_arg.all())
     std::vector<double> loss_weights;  // one per output; empty = all 1
     MetricsArg metrics_arg;            // as given: for every output, per output, or by output name
+    MetricsArg weighted_metrics_arg;   // CompileOptions::weighted_metrics
   };
   const CompileArgs& compile_args() const;
 
@@ -307,10 +314,10 @@ class Model : public Layer {
   struct Arrays;    // x, y and sample weights checked and converted (layers/engine/training.cpp)
   Arrays prepare_arrays(const std::vector<Tensor>& x, const std::vector<Tensor>* y, const std::optional<Tensor>& sample_weight,
                         std::int64_t batch_size, const char* where);
-  // The engine graph of `mode`, built (or rebuilt when the labels' layout changes) from the model:
-  // y null for predict (layers/engine/model_functions.cpp).
-  Function& function(Mode mode, const std::vector<Tensor>* y);
-  void build_function(Function& f, const std::vector<Tensor>* y, bool training);
+  // The engine graph of `mode`, built (or rebuilt when the labels' layout or the sample weights' rank
+  // changes) from the model: y null for predict (layers/engine/model_functions.cpp).
+  Function& function(Mode mode, const std::vector<Tensor>* y, int sample_weight_rank = 1);
+  void build_function(Function& f, const std::vector<Tensor>* y, bool training, int sample_weight_rank);
   void check_inputs(const std::vector<Tensor>& x, const char* where) const;
   // options with validation_data_by_name turned into validation_data (layers/engine/named_data.cpp).
   FitOptions with_positional_validation(const FitOptions& options) const;

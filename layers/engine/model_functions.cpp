@@ -55,8 +55,11 @@ void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const Me
   if (current_strategy()) set_replication(current_strategy());
   if (metrics.form() != MetricsArg::Form::all && has_graph())
     metrics.for_outputs(output_names(), name());  // the lists or names checked now, as Keras does
+  if (options.weighted_metrics.form() != MetricsArg::Form::all && has_graph())
+    options.weighted_metrics.for_outputs(output_names(), name());
   d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics.all(),
-                    .loss_weights = options.loss_weights, .metrics_arg = metrics};
+                    .loss_weights = options.loss_weights, .metrics_arg = metrics,
+                    .weighted_metrics_arg = options.weighted_metrics};
   d.compiled = true;
   d.stop_training = false;
   reset_functions();
@@ -109,7 +112,25 @@ SymbolicTensor batch_placeholder(Graph& graph, const Shape& like, DType dtype, c
 
 }  // namespace
 
-void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training) {
+namespace {
+// The step's logs as one fetch: every value as float64 in one vector, so that a step reads them with one
+// copy and one synchronisation (on a GPU, a copy and a wait per value would stall every step). Values
+// of a shape known only at run time leave the fetches as they are.
+void pack_fetches(Model::Function& f) {
+  std::vector<SymbolicTensor> parts;
+  for (const auto& v : f.fetches) {
+    if (!v.shape().is_fully_known()) {
+      f.packed_shapes.clear();
+      return;
+    }
+    f.packed_shapes.push_back(v.shape());
+    parts.push_back(ops::reshape(v.dtype() == DType::float64 ? v : ops::cast(v, DType::float64), {v.shape().num_elements()}));
+  }
+  f.packed = parts.size() == 1 ? parts[0] : ops::concat(parts, 0);
+}
+}  // namespace
+
+void Model::build_function(Function& f, const std::vector<Tensor>* y, bool training, int sample_weight_rank) {
   auto& d = *data_;
   for (const auto& input : d.inputs) f.x.push_back(batch_placeholder(f.graph, input.shape(), input.dtype(), input.layer().name()));
   std::vector<Node*> updates;
@@ -140,7 +161,9 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   if (weights.size() != n_out)
     raise<ValueError>("Model \"{}\": compile() got {} loss_weights for {} outputs", name(), weights.size(), n_out);
 
-  f.sample_weight = f.graph.placeholder({-1}, DType::float32, "sample_weight");
+  // (batch,) or, for temporal weights, (batch, time) with time any length (checked against the losses).
+  f.sample_weight = f.graph.placeholder(Shape(std::vector<std::int64_t>(static_cast<std::size_t>(sample_weight_rank), -1)),
+                                        DType::float32, "sample_weight");
   auto names = output_names();
   for (std::size_t k = 0; k < n_out; ++k) {
     f.y.push_back(batch_placeholder(f.graph, (*y)[k].shape(), (*y)[k].dtype(), names[k] + "_target"));
@@ -158,32 +181,35 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
   std::vector<std::string> metric_names;
   std::map<std::size_t, metrics::Metric> stateful;  // by position in metric_values
   const auto output_metrics = d.compile_args.metrics_arg.for_outputs(names, name());
+  const auto output_weighted = d.compile_args.weighted_metrics_arg.for_outputs(names, name());
+  // A stateful metric's batch statistics (metrics= unweighted, weighted_metrics= with the sample weights,
+  // as Keras), summed over the replicas; the loops accumulate them.
+  auto add_statistics = [&](std::size_t k, const metrics::Metric& metric, bool weighted, std::string log_name) {
+    if (!metric.scalar_result())
+      raise<ValueError>("Model \"{}\": metric \"{}\" ({}) gives several values (one per threshold or class), "
+                        "which logs cannot hold; compile it with one threshold, or an F-score with average "
+                        "\"micro\", \"macro\" or \"weighted\" (or use it standalone: update_state, result_values)",
+                        name(), metric.name(), metric.class_name());
+    stateful.emplace(metric_values.size(), metric);
+    metric_values.push_back(f.replicas->batch_sum(
+        k, f.y[k], f.sample_weight,
+        [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
+          return metric.statistics(y_k, out, weighted ? sw : SymbolicTensor());
+        }));
+    metric_names.push_back(std::move(log_name));
+  };
   for (std::size_t k = 0; k < n_out; ++k) {
     auto loss_k = f.replicas->batch_mean(k, f.y[k], f.sample_weight,
                                          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
-                                           auto per_sample = losses[k](y_k, out, mask_of(out));  // (batch,)
-                                           return ops::multiply(per_sample, per_sample.dtype() == DType::float32
-                                                                                ? sw
-                                                                                : ops::cast(sw, per_sample.dtype()));
+                                           return losses[k](y_k, out, mask_of(out), sw);  // (batch,)
                                          });
     output_losses.push_back(loss_k);
     auto weighted = weights[k] == 1.0 ? loss_k : ops::scale(loss_k, weights[k]);
     total = total.defined() ? ops::add(total, weighted) : weighted;
     const std::string prefix = n_out > 1 ? names[k] + "_" : "";
     for (const auto& metric : output_metrics[k]) {
-      if (metric.stateful()) {  // its batch's statistics, summed over the replicas; the loops accumulate them
-        if (!metric.scalar_result())
-          raise<ValueError>("Model \"{}\": metric \"{}\" ({}) gives several values (one per threshold or class), "
-                            "which logs cannot hold; compile it with one threshold, or an F-score with average "
-                            "\"micro\", \"macro\" or \"weighted\" (or use it standalone: update_state, result_values)",
-                            name(), metric.name(), metric.class_name());
-        stateful.emplace(metric_values.size(), metric);
-        metric_values.push_back(f.replicas->batch_sum(
-            k, f.y[k], f.sample_weight,
-            [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
-              return metric.statistics(y_k, out, sw);
-            }));
-        metric_names.push_back(prefix + metric.name());
+      if (metric.stateful()) {
+        add_statistics(k, metric, /*weighted=*/false, prefix + metric.name());
         continue;
       }
       auto resolved = metric.resolve((*y)[k].shape(), outputs[k].shape());
@@ -193,6 +219,20 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
             return resolved(y_k, out, mask_of(out));
           }));
       metric_names.push_back(prefix + metric.name());
+    }
+  }
+  // weighted_metrics=, after the others as Keras lists them; a name taken by metrics= gets "weighted_".
+  for (std::size_t k = 0; k < n_out; ++k) {
+    const std::string prefix = n_out > 1 ? names[k] + "_" : "";
+    for (const auto& metric : output_weighted[k]) {
+      if (mask_of(outputs[k]).defined())
+        raise<ValueError>("Model \"{}\": weighted_metrics on the masked output \"{}\" are not supported; fold the "
+                          "mask into sample_weight (zeros at masked steps) and unmask the output, or use metrics=",
+                          name(), names[k]);
+      std::string log_name = prefix + metric.name();
+      if (std::find(metric_names.begin(), metric_names.end(), log_name) != metric_names.end())
+        log_name = prefix + "weighted_" + metric.name();
+      add_statistics(k, metric.resolve((*y)[k].shape(), outputs[k].shape()), /*weighted=*/true, log_name);
     }
   }
   if (f.replicas->adds_weight_losses())
@@ -211,6 +251,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     f.fetches.push_back(metric_values[i]);
     f.names.push_back(metric_names[i]);
   }
+  pack_fetches(f);
   if (!training) return;
 
   auto variables = trainable_weights();
@@ -244,12 +285,12 @@ bool takes_labels(const Model::Function& f, const std::vector<Tensor>& y) {
 }
 }  // namespace
 
-Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
+Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y, int sample_weight_rank) {
   auto& slot = data_->slot(mode);
-  if (!slot || (y && !takes_labels(*slot, *y))) {
+  if (!slot || (y && (!takes_labels(*slot, *y) || slot->sample_weight.rank() != sample_weight_rank))) {
     slot.reset();
     auto f = std::make_unique<Function>();
-    build_function(*f, y, mode == Mode::train);
+    build_function(*f, y, mode == Mode::train, sample_weight_rank);
     slot = std::move(f);
   }
   return *slot;
@@ -259,7 +300,18 @@ Model::Function& Model::function(Mode mode, const std::vector<Tensor>* y) {
 
 std::vector<Tensor> Model::Function::run(const FeedMap& feeds, const std::vector<Node*>* step_targets) {
   replicas->before_step();
-  auto values = executor->run(feeds, fetches, step_targets ? *step_targets : targets);
+  std::vector<Tensor> values;
+  if (packed.defined()) {  // the logs in one vector: one copy to the host, unpacked there
+    const Tensor all = executor->run(feeds, {packed}, step_targets ? *step_targets : targets)[0].to(cpu_device());
+    const double* at = all.data<double>();
+    for (const Shape& shape : packed_shapes) {
+      const std::int64_t n = shape.num_elements();
+      values.push_back(Tensor::from_vector<double>(shape, std::vector<double>(at, at + n)));
+      at += n;
+    }
+  } else {
+    values = executor->run(feeds, fetches, step_targets ? *step_targets : targets);
+  }
   replicas->after_step();
   replicas->combine(values, /*outputs=*/y.empty() && !sample_weight.defined());
   // A stateful metric's statistics go to `statistics`; its place among the values holds 0.

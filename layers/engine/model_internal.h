@@ -20,11 +20,15 @@ struct Model::Function {
   std::vector<SymbolicTensor> x;        // placeholders (batch, ...) per model input
   std::vector<SymbolicTensor> y;        // placeholders per output (train/test only)
   std::vector<std::int64_t> classes;    // per output: the class count when y holds sparse class ids, else 0
-  SymbolicTensor sample_weight;         // (batch,)
+  SymbolicTensor sample_weight;         // (batch,), or (batch, time): temporal sample weights
   SymbolicTensor learning_rate;         // scalar (train only)
   SymbolicTensor iteration;             // scalar, 1-based step number (train only)
   std::vector<SymbolicTensor> fetches;  // predict: the outputs; else batch means named by `names`
   std::vector<std::string> names;       // "loss", "dense_1_loss", "accuracy", ...
+  // train/test: the fetches cast to float64 and concatenated, read in one copy per step (undefined
+  // for predict, or when a fetch's shape is known only at run time), and each fetch's shape.
+  SymbolicTensor packed;
+  std::vector<Shape> packed_shapes;
   // Stateful metrics (AUC, Precision, ...) by position in fetches: their fetch is the batch's statistics
   // (float64 sums over the replicas), which run() moves to `statistics` (leaving 0 among the values).
   std::map<std::size_t, metrics::Metric> stateful;

@@ -121,7 +121,7 @@ void check_class_weight_for(const Model& model, const std::map<std::int64_t, dou
 // x, y and sample weights of an array call (fit, evaluate, predict, *_on_batch), checked and converted.
 struct Model::Arrays {
   std::vector<Tensor> x, y;
-  Tensor sample_weight;  // (n,) float32: the given weights, or ones; undefined without labels
+  Tensor sample_weight;  // (n,) or (n, time) float32: the given weights, or ones; undefined without labels
   std::int64_t n = 0;
 };
 
@@ -140,8 +140,7 @@ Model::Arrays Model::prepare_arrays(const std::vector<Tensor>& x, const std::vec
                       x[0].shape().to_string());
   if (!y) return a;
   a.sample_weight = sample_weight ? to_dtype(*sample_weight, DType::float32) : Tensor::full({a.n}, 1.0);
-  if (a.sample_weight.shape() != Shape{a.n})
-    raise<ShapeError>("{}: sample_weight must have shape ({},), got {}", where, a.n, a.sample_weight.shape().to_string());
+  engine::check_sample_weight(a.sample_weight, a.n, a.y, where);
   return a;
 }
 
@@ -279,7 +278,7 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
         check_inputs(element.x, "fit");
       }
       auto batch = batches.make(element);
-      Function& f = function(Mode::train, &batch.y);
+      Function& f = function(Mode::train, &batch.y, batch.sample_weight.shape().rank());
       callbacks.each([&](Callback& cb) { cb.on_train_batch_begin(step, {}); });
       auto values =
           f.train_step(*d.compile_args.optimizer, batch.x, batch.y, batch.sample_weight, train.own_batches());
@@ -345,7 +344,7 @@ Logs Model::run_test(DataAdapter& data, int verbose, const std::vector<CallbackP
       check_inputs(element.x, where);
     }
     auto batch = batches.make(element);
-    Function& f = function(Mode::test, &batch.y);
+    Function& f = function(Mode::test, &batch.y, batch.sample_weight.shape().rank());
     callbacks.each([&](Callback& cb) { cb.on_test_batch_begin(step, {}); });
     auto values = f.test_step(batch.x, batch.y, batch.sample_weight, data.own_batches());
     averages.add(f, values);
@@ -455,7 +454,7 @@ std::vector<Tensor> Model::run_predict(DataAdapter& data, const PredictOptions& 
 Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                            const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "train_on_batch");
-  Function& f = function(Mode::train, &a.y);
+  Function& f = function(Mode::train, &a.y, a.sample_weight.shape().rank());
   auto values = f.train_step(*data_->compile_args.optimizer, a.x, a.y, a.sample_weight);
   return batch_logs(f, values);
 }
@@ -463,7 +462,7 @@ Logs Model::train_on_batch(const std::vector<Tensor>& x, const std::vector<Tenso
 Logs Model::test_on_batch(const std::vector<Tensor>& x, const std::vector<Tensor>& y,
                           const std::optional<Tensor>& sample_weight) {
   auto a = prepare_arrays(x, &y, sample_weight, 1, "test_on_batch");
-  Function& f = function(Mode::test, &a.y);
+  Function& f = function(Mode::test, &a.y, a.sample_weight.shape().rank());
   auto values = f.test_step(a.x, a.y, a.sample_weight);
   return batch_logs(f, values);
 }

@@ -59,7 +59,22 @@ SymbolicTensor per_sample(const SymbolicTensor& values) {
   return ops::reduce_mean(values, axes);
 }
 
-SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& mask) {
+namespace {
+// Keras's squeeze_or_expand_to_same_rank for sample weights: (batch,) -> (batch, 1, ...) against values of
+// higher rank; a trailing 1 dropped; any other rank than the values' is an error.
+SymbolicTensor weights_like(const SymbolicTensor& values, const SymbolicTensor& sample_weight) {
+  SymbolicTensor w = as_dtype(sample_weight, values.dtype());
+  if (w.rank() == values.rank() + 1 && w.shape().dim(-1) == 1) w = squeeze_last(w);
+  if (w.rank() > values.rank() || w.rank() == 0)
+    raise<ShapeError>("sample_weight of shape {} does not fit the loss values of shape {}: give one weight per sample "
+                      "(batch,), or one per time step (batch, time) for an output of shape (batch, time, ...)",
+                      sample_weight.shape().to_string(), values.shape().to_string());
+  while (w.rank() < values.rank()) w = expand_last(w);
+  return w;
+}
+}  // namespace
+
+SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& mask, const SymbolicTensor& sample_weight) {
   if (mask.defined() && mask.rank() == values.rank()) {
     // values · mask · (steps / unmasked steps): their mean over everything is the unmasked steps' mean.
     const SymbolicTensor m = mask.dtype() == values.dtype() ? mask : ops::cast(mask, values.dtype());
@@ -67,6 +82,7 @@ SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& ma
     const SymbolicTensor kept = ops::maximum(ops::reduce_sum(m), ops::ones_like(count));
     values = ops::multiply(values, ops::multiply(m, ops::divide(count, kept)));
   }
+  if (sample_weight.defined()) values = ops::multiply(values, weights_like(values, sample_weight));
   return per_sample(values);
 }
 
@@ -493,8 +509,8 @@ Loss::Loss(Function function, std::string name) : name_(std::move(name)), functi
   if (!function_) raise<ValueError>("Loss \"{}\": the function is empty", name_);
 }
 
-SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
-                                const SymbolicTensor& mask) const {
+SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred, const SymbolicTensor& mask,
+                                const SymbolicTensor& sample_weight) const {
   if (!y_true.defined() || !y_pred.defined()) raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
   if (!is_floating(y_pred.dtype()))
     raise<DTypeError>("{}: y_pred must be float, got {} of shape {}", name_, dtype_name(y_pred.dtype()),
@@ -503,9 +519,10 @@ SymbolicTensor Loss::operator()(const SymbolicTensor& y_true, const SymbolicTens
   // A function that already averaged over the batch (a scalar) counts for every sample, as in Keras.
   if (values.rank() == 0) {
     const SymbolicTensor ones = ops::ones_like(per_sample(y_pred));  // (batch,)
-    return ops::multiply(ones.dtype() == values.dtype() ? ones : ops::cast(ones, values.dtype()), values);
+    values = ops::multiply(ones.dtype() == values.dtype() ? ones : ops::cast(ones, values.dtype()), values);
+    return internal::masked_per_sample(values, {}, sample_weight);
   }
-  return internal::masked_per_sample(values, mask);
+  return internal::masked_per_sample(values, mask, sample_weight);
 }
 
 }  // namespace tower::losses

@@ -43,9 +43,11 @@ class Loss {
   // y_true: (batch, ...) of any numeric dtype (integer class ids for the sparse loss);
   // y_pred: (batch, ...) float. Checks shapes and names the loss in the error. mask: y_pred's Keras
   // mask (batch, time), or undefined: the masked steps' losses are left out, and the others weighted
-  // so that the mean over the batch is their mean, as Keras's losses honour masks.
+  // so that the mean over the batch is their mean, as Keras's losses honour masks. sample_weight:
+  // undefined, (batch,), or one weight per time step (batch, time) for a loss of a sequence output
+  // (Keras's temporal sample weights), multiplied into the per-step losses before their mean.
   SymbolicTensor operator()(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
-                            const SymbolicTensor& mask = {}) const;
+                            const SymbolicTensor& mask = {}, const SymbolicTensor& sample_weight = {}) const;
 
  private:
   std::string name_;

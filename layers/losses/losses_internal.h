@@ -18,8 +18,11 @@ void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred);
 SymbolicTensor per_sample(const SymbolicTensor& values);
 // per_sample of values whose masked steps are left out (Keras's apply_mask): with mask (batch, time)
 // of values' rank, values · mask · (steps / unmasked steps), so that the batch mean of the result is
-// the unmasked steps' mean. Without a mask of that rank, per_sample(values).
-SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& mask);
+// the unmasked steps' mean. Without a mask of that rank, per_sample(values). sample_weight: undefined,
+// one weight per sample (batch,), or one per step of the values ((batch, time) for values (batch, time)),
+// multiplied in before the mean, so that the batch mean is Keras's sum(values · weights) / values' size.
+SymbolicTensor masked_per_sample(SymbolicTensor values, const SymbolicTensor& mask,
+                                 const SymbolicTensor& sample_weight = {});
 // True when the shapes have the same rank and agree wherever both dimensions are known.
 bool same_shape(const Shape& a, const Shape& b);
 // True when `name` (any spelling Loss accepts) is one of tower's own losses, not a user's.

@@ -240,6 +240,13 @@ SymbolicTensor Metric::operator()(const SymbolicTensor& y_true, const SymbolicTe
   return as_dtype(masked_per_sample(values, mask), y_pred.dtype());
 }
 
+SymbolicTensor Metric::weighted_per_sample(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                                           const SymbolicTensor& sample_weight) const {
+  check_float(name_, y_pred);
+  if (loss_) return (*loss_)(y_true, y_pred, {}, sample_weight);
+  return masked_per_sample(function_(y_true, y_pred), {}, sample_weight);
+}
+
 // ---- stateful metrics and Keras's classes ----------------------------------------------------------------
 
 Metric::Metric(std::shared_ptr<const internal::Stateful> stateful, std::string name)
@@ -260,10 +267,17 @@ SymbolicTensor Metric::statistics(const SymbolicTensor& y_true, const SymbolicTe
   if (!y_pred.defined() || (!y_true.defined() && !(stateful_ && stateful_->takes_values())))
     raise<ValueError>("{}: y_true and y_pred must be defined tensors", name_);
   if (stateful_) return stateful_->statistics(name_, y_true, y_pred, sample_weight);
-  // Keras's MeanMetricWrapper: the weighted sum of the per-sample values and the sum of the weights.
-  auto values = ops::cast((*this)(y_true, y_pred), DType::float64);  // (batch,)
-  auto w = sample_weight.defined() ? ops::cast(sample_weight, DType::float64) : ops::ones_like(values);
-  return ops::concat({ops::reshape(ops::reduce_sum(ops::multiply(values, w)), {1}), ops::reshape(ops::reduce_sum(w), {1})}, 0);
+  if (kind_ == "accuracy") return resolve(y_true.shape(), y_pred.shape()).statistics(y_true, y_pred, sample_weight);
+  // Keras's MeanMetricWrapper: the weighted sum of the values and the sum of the weights. With one weight
+  // per time step (batch, time), the per-sample values are the means of the weighted steps, so their sum
+  // is the weighted sum divided by the steps per sample.
+  auto w = sample_weight.defined() ? ops::cast(sample_weight, DType::float64) : SymbolicTensor();
+  auto values = ops::cast(w.defined() && w.rank() > 1 ? weighted_per_sample(y_true, y_pred, w)
+                                                      : (*this)(y_true, y_pred), DType::float64);  // (batch,)
+  if (!w.defined()) w = ops::ones_like(values);
+  SymbolicTensor sum = ops::reduce_sum(w.rank() > 1 ? values : ops::multiply(values, w));
+  if (w.rank() > 1) sum = ops::multiply(sum, ops::divide(ops::reduce_sum(ops::ones_like(w)), ops::reduce_sum(ops::ones_like(values))));
+  return ops::concat({ops::reshape(sum, {1}), ops::reshape(ops::reduce_sum(w), {1})}, 0);
 }
 
 std::vector<double> Metric::result_of(const std::vector<double>& state) const {

@@ -66,7 +66,8 @@ class Metric {
   // True for AUC, Precision, ...: their values are not means of per-sample values.
   bool stateful() const { return stateful_ != nullptr; }
   // A batch's statistics: a 1-D float64 tensor of sums (so batches and towers add them). y_true and
-  // y_pred (batch, ...); sample_weight (batch,) or undefined (ones). For a metric that is not stateful:
+  // y_pred (batch, ...); sample_weight (batch,), per time step (batch, time) for a metric that is not
+  // stateful, or undefined (ones). For a metric that is not stateful:
   // {sum of weighted per-sample values, sum of weights} (Keras's MeanMetricWrapper). Mean and Sum take
   // their values as y_pred and ignore y_true.
   SymbolicTensor statistics(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
@@ -105,6 +106,11 @@ class Metric {
   std::optional<losses::Loss> loss_;  // a loss as a metric ("mse"): it applies the mask itself
   std::shared_ptr<const internal::Stateful> stateful_;  // AUC, Precision, ...: else null
   std::vector<double> state_;                           // update_state's sums (standalone use only)
+
+  // Per-sample means of the values times per-step weights (batch, time): statistics() with Keras's
+  // temporal sample weights.
+  SymbolicTensor weighted_per_sample(const SymbolicTensor& y_true, const SymbolicTensor& y_pred,
+                                     const SymbolicTensor& sample_weight) const;
 };
 
 // ---- Keras's metric objects (keras.metrics.X(...)); names and defaults as Keras 3 ----

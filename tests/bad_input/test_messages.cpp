@@ -497,8 +497,15 @@ TEST_CASE("x and y with different sample counts: a ShapeError with both counts")
                  "fit(x, y): all arrays must have the same number of samples, got 6, 5"));
   CHECK(contains(message_of<ShapeError>([&] { s.model.evaluate(s.x, five, {.verbose = 0}); }),
                  "evaluate(x, y): all arrays must have the same number of samples, got 6, 5"));
-  CHECK(contains(message_of<ShapeError>([&] { s.model.fit(s.x, s.y, {.verbose = 0, .sample_weight = Tensor::full({4}, 1.0)}); }),
-                 "fit: sample_weight must have shape (6,), got (4,)"));
+  const std::string weights =
+      message_of<ShapeError>([&] { s.model.fit(s.x, s.y, {.verbose = 0, .sample_weight = Tensor::full({4}, 1.0)}); });
+  CHECK(contains(weights, "fit: sample_weight must have shape (6,) (one weight per sample)"));
+  CHECK(contains(weights, "got (4,)"));
+  // Per-time-step weights need labels with a time axis of that length.
+  CHECK(contains(message_of<ShapeError>([&] {
+                   s.model.fit(s.x, s.y, {.verbose = 0, .sample_weight = Tensor::full({6, 3}, 1.0)});
+                 }),
+                 "or (6, time) (one per time step)"));
 }
 
 TEST_CASE("labels of the wrong type: fractional class ids, one-hot rows for class ids, class ids for one-hot") {

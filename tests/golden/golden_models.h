@@ -133,6 +133,26 @@ inline ModelPtr lstm() {
       "lstm");
 }
 
+inline ModelPtr temporal_weights() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({5, 3}, {.name = "in"}),
+          L::LSTM(4, {.return_sequences = true, .name = "lstm"}),
+          L::Dense(3, {.activation = "softmax", .name = "out"}),
+      },
+      "temporal_weights");
+}
+
+inline ModelPtr sample_weights() {
+  return std::make_shared<Sequential>(
+      std::vector<LayerRef>{
+          L::Input({6}, {.name = "in"}),
+          L::Dense(5, {.activation = "tanh", .name = "d1"}),
+          L::Dense(1, {.activation = "sigmoid", .name = "out"}),
+      },
+      "sample_weights");
+}
+
 inline ModelPtr gru() {
   return std::make_shared<Sequential>(
       std::vector<LayerRef>{

@@ -24,6 +24,8 @@ object): they are the concatenation of the row-major flattened weights in the or
                                 of Keras's evaluate()/train_on_batch() lists
     /weights/<w>              each weight's value (shape as in Keras) before anything runs
     /x/<i>, /y/<i>            inputs and targets (one batch)
+    /sample_weight            only in cases with sample weights: (batch,) or (batch, time), given to
+                              evaluate, the training loss and train_on_batch (weighted_metrics too)
     /predict/<i>              model.predict(x): inference mode
     /evaluate                 model.evaluate(x, y) as Keras's list, in log_names order (inference mode;
                               the loss includes the regularization penalties)
@@ -784,6 +786,41 @@ def case_channels_first():
                             "Dense; mean_squared_error")
 
 
+def case_temporal_weights():
+    rng = rng_for("temporal_weights")
+    model = keras.Sequential([
+        keras.Input((5, 3), name="in"),
+        L.LSTM(4, return_sequences=True, name="lstm"),
+        L.Dense(3, activation="softmax", name="out"),  # per time step
+    ], name="temporal_weights")
+    steps = rng.uniform(0.0, 2.0, (BATCH, 5)).astype(np.float32)
+    steps[0, 3:] = 0.0  # the padding of a shorter sequence
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 5, 3))],
+                y=[rng.integers(0, 3, (BATCH, 5)).astype(np.float32)], sample_weight=steps,
+                loss=keras.losses.SparseCategoricalCrossentropy(), metrics=lambda: ["accuracy"],
+                weighted_metrics=lambda: ["accuracy", "sparse_categorical_crossentropy"],
+                train=True, optimizers=["sgd", "adam"],
+                description="per-time-step sample weights (batch, time) on a sequence output; metrics unweighted, "
+                            "weighted_metrics weighted (accuracy -> weighted_accuracy)")
+
+
+def case_sample_weights():
+    rng = rng_for("sample_weights")
+    model = keras.Sequential([
+        keras.Input((6,), name="in"),
+        L.Dense(5, activation="tanh", name="d1"),
+        L.Dense(1, activation="sigmoid", name="out"),
+    ], name="sample_weights")
+    return dict(model=model, rng=rng, x=[normal(rng, (BATCH, 6))],
+                y=[np.array([[1], [0], [1], [0]], np.float32)],
+                sample_weight=np.array([0.5, 2.0, 0.25, 1.5], np.float32),
+                loss=keras.losses.BinaryCrossentropy(), metrics=lambda: ["accuracy", keras.metrics.AUC(name="auc")],
+                weighted_metrics=lambda: ["mse", keras.metrics.AUC(name="weighted_auc")],
+                train=True, optimizers=["sgd", "adam"],
+                description="per-sample weights: in the loss and weighted_metrics (mse, AUC), not in metrics "
+                            "(accuracy, AUC), as Keras")
+
+
 CASES = {
     "mlp": case_mlp, "cnn": case_cnn, "pooling": case_pooling, "merge": case_merge,
     "activations": case_activations, "embedding": case_embedding, "regression": case_regression,
@@ -793,6 +830,7 @@ CASES = {
     "attention": case_attention, "attention_masks": case_attention_masks, "others": case_others,
     "conv_family": case_conv_family, "conv3d_family": case_conv3d_family, "preprocessing": case_preprocessing, "resizing_pad": case_resizing_pad,
     "channels_first": case_channels_first,
+    "temporal_weights": case_temporal_weights, "sample_weights": case_sample_weights,
     "noise_layers": case_noise_layers, "activity_regularization": case_activity_regularization,
 }
 
@@ -896,14 +934,14 @@ def log_names(model, logs):
     names = []
     for metric in model.metrics:
         names += [m.name for m in metric.metrics] if isinstance(metric, CompileMetrics) else [metric.name]
-    names = [n for n in names if n in logs]
+    names = [n for n in dict.fromkeys(names) if n in logs]  # a weighted metric may share a metric's name
     return names + [k for k in sorted(logs) if k not in names]
 
 
-def training_loss_and_grads(model, loss_fn, x, y):
+def training_loss_and_grads(model, loss_fn, x, y, sample_weight=None):
     with tf.GradientTape() as tape:
         y_pred = model(x if len(x) > 1 else x[0], training=True)
-        loss = loss_fn(y[0], y_pred)
+        loss = loss_fn(y[0], y_pred, sample_weight=sample_weight)
         if model.losses:
             loss = loss + tf.add_n(model.losses)
     grads = tape.gradient(loss, model.trainable_weights)
@@ -954,14 +992,18 @@ def write_case_in_floatx(name, build):
             put(f, f"y/{i}", v)
         for i, v in enumerate(pred if isinstance(pred, list) else [pred]):
             put(f, f"predict/{i}", v)
-        model.compile(optimizer="sgd", loss=c["loss"], metrics=c["metrics"]())
-        logs = model.evaluate(xin, y[0], batch_size=BATCH, verbose=0, return_dict=True)
+        sw = c.get("sample_weight")
+        if sw is not None:
+            put(f, "sample_weight", sw)
+        weighted = c.get("weighted_metrics", lambda: None)
+        model.compile(optimizer="sgd", loss=c["loss"], metrics=c["metrics"](), weighted_metrics=weighted())
+        logs = model.evaluate(xin, y[0], batch_size=BATCH, verbose=0, return_dict=True, sample_weight=sw)
         names = log_names(model, logs)
         put_names(f, "log_names", names)
         put(f, "evaluate", flat([logs[n] for n in names]))
         if not c["train"]:
             return path
-        y_pred, loss, grads = training_loss_and_grads(model, c["loss"], x, y)
+        y_pred, loss, grads = training_loss_and_grads(model, c["loss"], x, y, sw)
         put(f, "train_predict/0", y_pred.numpy())
         put(f, "train_loss", np.float32(loss))
         put(f, "grads", flat(grads))
@@ -973,9 +1015,10 @@ def write_case_in_floatx(name, build):
                 config = keras.optimizers.serialize(opt)["config"]
                 config.pop("name")  # "adam_3": counts the optimizers made before
                 g.attrs["config"] = json.dumps(config, default=str)
-                model.compile(optimizer=opt, loss=c["loss"], metrics=c["metrics"]())  # fresh metric objects
+                model.compile(optimizer=opt, loss=c["loss"], metrics=c["metrics"](),  # fresh metric objects
+                              weighted_metrics=weighted())
                 for step in range(steps):
-                    logs = model.train_on_batch(xin, y[0], return_dict=True)
+                    logs = model.train_on_batch(xin, y[0], return_dict=True, sample_weight=sw)
                     if step == 0 and steps == 1:
                         assert log_names(model, logs) == names
                         put(g, "logs1", flat([logs[n] for n in names]))

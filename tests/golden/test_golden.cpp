@@ -222,6 +222,11 @@ struct Case {
   std::function<ModelPtr()> build;
   Loss loss;
   std::function<std::vector<Metric>()> metrics;
+  std::function<std::vector<Metric>()> weighted_metrics = [] { return std::vector<Metric>{}; };
+
+  void compile(Model& model, const OptimizerArg& optimizer) const {
+    model.compile(optimizer, loss, metrics(), {.weighted_metrics = weighted_metrics()});
+  }
 };
 
 const std::vector<Case>& cases() {
@@ -242,6 +247,12 @@ const std::vector<Case>& cases() {
       {"regression", regression, losses::MeanAbsoluteError(), [] { return std::vector<Metric>{"mse"}; }},
       {"dropout", dropout, losses::CategoricalCrossentropy(), [] { return std::vector<Metric>{"accuracy"}; }},
       {"lstm", lstm, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
+      {"temporal_weights", temporal_weights, losses::SparseCategoricalCrossentropy(),
+       [] { return std::vector<Metric>{"accuracy"}; },
+       [] { return std::vector<Metric>{"accuracy", "sparse_categorical_crossentropy"}; }},
+      {"sample_weights", sample_weights, losses::BinaryCrossentropy(),
+       [] { return std::vector<Metric>{"accuracy", metrics::AUC()}; },
+       [] { return std::vector<Metric>{"mse", metrics::AUC({.name = "weighted_auc"})}; }},
       {"gru", gru, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"rnn_states", rnn_states, losses::MeanSquaredError(), [] { return std::vector<Metric>{"mae"}; }},
       {"masking", masking, losses::MeanSquaredError(), [] { return std::vector<Metric>{}; }},
@@ -349,6 +360,7 @@ const std::map<std::string, OptimizerFactory>& optimizer_table() {
 
 struct Data {
   std::vector<Tensor> x, y;
+  std::optional<Tensor> sample_weight;  // when the case has one
 };
 
 Data read_data(const Golden& g) {
@@ -358,6 +370,7 @@ Data read_data(const Golden& g) {
     d.x.push_back(x.dtype() == DType::float32 ? in_dtype(x, floatx()) : x);  // float64 models take float64
   }
   for (int i = 0; g.has("y/" + std::to_string(i)); ++i) d.y.push_back(g.read("y/" + std::to_string(i)));
+  if (g.has("sample_weight")) d.sample_weight = g.read("sample_weight");
   return d;
 }
 
@@ -384,7 +397,12 @@ TrainingPass training_pass(Model& model, const Loss& loss, const Data& d) {
   auto y = graph.placeholder(d.y[0].shape(), d.y[0].dtype());
   feeds.emplace_back(y, d.y[0]);
   auto masks = model.compute_mask(xs, {});  // the output's Keras mask, which the loss honours
-  auto total = ops::reduce_mean(loss(y, outputs[0], masks.empty() ? SymbolicTensor() : masks[0]));
+  SymbolicTensor sample_weight;
+  if (d.sample_weight) {
+    sample_weight = graph.placeholder(d.sample_weight->shape(), DType::float32);
+    feeds.emplace_back(sample_weight, *d.sample_weight);
+  }
+  auto total = ops::reduce_mean(loss(y, outputs[0], masks.empty() ? SymbolicTensor() : masks[0], sample_weight));
   for (const auto& reg : model.regularization_losses(graph)) total = ops::add(total, reg);
   for (const auto& extra : layer_losses) total = ops::add(total, extra);
   std::vector<SymbolicTensor> fetches{outputs[0], total};
@@ -425,8 +443,9 @@ void check_case(const Case& c) {
   REQUIRE(pred.size() == 1);
   expect_close(tag + "predict/0", pred[0], g.read("predict/0"));
 
-  model.compile("sgd", c.loss, c.metrics());
-  check_logs(tag + "evaluate", model.evaluate(d.x, d.y, {.batch_size = 4, .verbose = 0}), g, g.values("evaluate"));
+  c.compile(model, "sgd");
+  check_logs(tag + "evaluate", model.evaluate(d.x, d.y, {.batch_size = 4, .verbose = 0, .sample_weight = d.sample_weight}),
+             g, g.values("evaluate"));
   if (g.int_attr("train") == 0) return;
 
   // Training mode: outputs, loss and gradients (nothing is updated).
@@ -457,9 +476,9 @@ void check_case(const Case& c) {
     const std::string where = tag + "optimizers/" + opt + "/";
     for (int steps : {1, 3}) {
       set_golden_weights(model, g);
-      model.compile(it->second(), c.loss, c.metrics());
+      c.compile(model, it->second());
       for (int s = 0; s < steps; ++s) {
-        auto logs = model.train_on_batch(d.x, d.y);
+        auto logs = model.train_on_batch(d.x, d.y, d.sample_weight);
         if (steps == 1) check_logs(where + "logs1", logs, g, g.values("optimizers/" + opt + "/logs1"));
       }
       const std::string step = "step" + std::to_string(steps);
@@ -522,6 +541,12 @@ TEST_CASE("golden: embedding (Embedding, Reshape; sparse crossentropy from logit
   check_case(find_case("embedding"));
 }
 TEST_CASE("golden: regression (Reshape, Dense on rank 3, Flatten; mae)") { check_case(find_case("regression")); }
+TEST_CASE("golden: temporal_weights (sample weights per time step; metrics unweighted, weighted_metrics weighted)") {
+  check_case(find_case("temporal_weights"));
+}
+TEST_CASE("golden: sample_weights (per sample: the loss and weighted_metrics weighted, metrics not)") {
+  check_case(find_case("sample_weights"));
+}
 TEST_CASE("golden: dropout (inference only)") { check_case(find_case("dropout")); }
 TEST_CASE("golden: lstm (return_sequences, go_backwards, hard_sigmoid gates)") { check_case(find_case("lstm")); }
 TEST_CASE("golden: gru (reset_after both ways, go_backwards, no bias)") { check_case(find_case("gru")); }

@@ -188,14 +188,19 @@ TEST_CASE("stateful metrics in fit: the running value after each batch, reset at
     CHECK(logs.at("true_positives") == tp);
     CHECK(logs.at("auc") == doctest::Approx(auc).epsilon(1e-9));
   }
-  // Sample weights weigh the statistics (Keras passes them to every metric).
+  // Sample weights weigh the weighted_metrics' statistics, not the metrics' (Keras's CompileMetrics).
   std::vector<float> w;
   for (int i = 0; i < 20; ++i) w.push_back(static_cast<float>(1 + i % 3));
   const Tensor weights = floats({20}, w);
   auto weighted = metrics::TruePositives();
   weighted.update_state(y, p, weights);
-  CHECK(model.evaluate(x, y, {.batch_size = 6, .verbose = 0, .sample_weight = weights}).at("true_positives") ==
-        weighted.result());
+  CHECK(weighted.result() != tp);
+  CHECK(model.evaluate(x, y, {.batch_size = 6, .verbose = 0, .sample_weight = weights}).at("true_positives") == tp);
+  model.compile(optimizers::SGD(0.0), "binary_crossentropy", {metrics::TruePositives(), metrics::AUC(), "accuracy"},
+                {.weighted_metrics = {metrics::TruePositives()}});
+  const Logs both = model.evaluate(x, y, {.batch_size = 6, .verbose = 0, .sample_weight = weights});
+  CHECK(both.at("true_positives") == tp);
+  CHECK(both.at("weighted_true_positives") == weighted.result());
   // Validation metrics: the validation data's own, from a fresh state.
   auto h = model.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0, .validation_data = {{{x}, {y}}}, .shuffle = false});
   CHECK(h.history.at("val_true_positives") == std::vector<double>{tp, tp});
