@@ -27,7 +27,9 @@ class CudaDevice final : public Device {
   // On the copy stream, after the compute stream's queued work (dst may be in use) and before its later
   // work (by events), from page-locked memory: pinned_host()'s block src lies in, else a pinned staging
   // block the host fills. The host waits for neither the copy nor the GPU; the pinned block is reused
-  // only once the copy is done. src may be reused when this returns.
+  // only once the copy is done. Pageable src may be reused when this returns; pinned src may be freed
+  // (its block waits for the copy) but not overwritten before synchronize(), as with any asynchronous
+  // copy from pinned memory (io::pinned_memory()'s batches are new tensors, never overwritten).
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
