@@ -27,17 +27,19 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw DeviceError(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
-// cublasSgemm alone on n×n matrices of GPU `ordinal` (cuda:N without logical GPUs): seconds for
-// `repeats` calls, timed with events.
-double cublas_seconds(int ordinal, std::int64_t n, int repeats) {
+// cublasSgemm alone on the n×n matrices host_a, host_b (the data tower multiplies: a GPU runs GEMMs on
+// zeros faster, at lower power, than on random data) on GPU `ordinal` (cuda:N without logical GPUs):
+// seconds for `repeats` calls, timed with events.
+double cublas_seconds(int ordinal, const Tensor& host_a, const Tensor& host_b, int repeats) {
   check(cudaSetDevice(ordinal), "cudaSetDevice");
+  const std::int64_t n = host_a.shape()[0];
   const auto bytes = static_cast<std::size_t>(n * n) * sizeof(float);
   float *a = nullptr, *b = nullptr, *c = nullptr;
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMalloc(&b, bytes), "cudaMalloc");
   check(cudaMalloc(&c, bytes), "cudaMalloc");
-  check(cudaMemset(a, 0, bytes), "cudaMemset");
-  check(cudaMemset(b, 0, bytes), "cudaMemset");
+  check(cudaMemcpy(a, host_a.data<float>(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(b, host_b.data<float>(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
   cublasHandle_t handle = nullptr;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw DeviceError("cublasCreate failed");
   cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
@@ -63,9 +65,10 @@ double cublas_seconds(int ordinal, std::int64_t n, int repeats) {
 
 // tower: C = matmul(A, B) with A, B and C variables on the device (no host copies), `repeats` steps
 // of the Executor, then one synchronisation.
-double tower_seconds(Device& gpu, std::int64_t n, int repeats) {
-  auto a = make_variable("a", random_normal({n, n}, 0, 1, 1).to(gpu), false);
-  auto b = make_variable("b", random_normal({n, n}, 0, 1, 2).to(gpu), false);
+double tower_seconds(Device& gpu, const Tensor& host_a, const Tensor& host_b, int repeats) {
+  const std::int64_t n = host_a.shape()[0];
+  auto a = make_variable("a", host_a.to(gpu), false);
+  auto b = make_variable("b", host_b.to(gpu), false);
   auto c = make_variable("c", Tensor::full({n, n}, 0.0).to(gpu), false);
   Graph g;
   Node* step = nullptr;
@@ -99,8 +102,9 @@ int main(int argc, char** argv) try {
   if (gpu.kind() != DeviceKind::cuda) throw ValueError("--device must be a GPU (cuda:N), got " + device_name);
   std::cout << "n      tower TFLOP/s  cuBLAS TFLOP/s  tower/cuBLAS   (FP32, no TF32, " << gpu.name() << ")\n";
   for (std::int64_t n : sizes) {
-    const double t = tflops(n, repeats, tower_seconds(gpu, n, repeats));
-    const double c = tflops(n, repeats, cublas_seconds(gpu.index(), n, repeats));
+    const Tensor a = random_normal({n, n}, 0, 1, 1), b = random_normal({n, n}, 0, 1, 2);  // float32, on the host
+    const double t = tflops(n, repeats, tower_seconds(gpu, a, b, repeats));
+    const double c = tflops(n, repeats, cublas_seconds(gpu.index(), a, b, repeats));
     std::cout << n << "  " << t << "  " << c << "  " << t / c << "\n";
   }
   return 0;

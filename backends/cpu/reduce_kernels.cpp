@@ -114,7 +114,10 @@ void reduce_max_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   if (x.num_elements() == 0) raise<ValueError>("reduce_max of an empty tensor of shape {}", x.shape().to_string());
   dispatch_any(x.dtype(), op_names::reduce_max, [&]<typename T>() {
-    reduce<T>(ctx, x, axes_of(ctx, x), ctx.outputs[0], std::numeric_limits<T>::lowest(),
+    // The identity of max: -inf for floats (a row of -inf reduces to -inf, not -FLT_MAX), else lowest().
+    constexpr T identity = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                                : std::numeric_limits<T>::lowest();
+    reduce<T>(ctx, x, axes_of(ctx, x), ctx.outputs[0], identity,
               [](T a, T b) { return b > a ? b : a; });
   });
 }

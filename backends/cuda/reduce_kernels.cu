@@ -34,7 +34,9 @@ template <ReduceOp op, typename T>
 __global__ void reduce_kernel(const T* x, T* y, ReduceAxes axes) {
   using BlockReduce = cub::BlockReduce<T, kThreads>;
   __shared__ typename BlockReduce::TempStorage temp;
-  const T init = op == ReduceOp::max ? ::cuda::std::numeric_limits<T>::lowest() : T(0);
+  // max starts at -inf for floats (a row of -inf reduces to -inf, not -FLT_MAX), lowest() for integers.
+  using Limits = ::cuda::std::numeric_limits<T>;
+  const T init = op != ReduceOp::max ? T(0) : Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
   for (std::int64_t o = blockIdx.x; o < axes.outputs; o += gridDim.x) {
     const std::int64_t base = kept_offset(o, axes);
     T acc = init;

@@ -9,19 +9,24 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/gpu/unpack.sh
+ls gpu-pack/data/*-ubyte.gz > /dev/null 2>&1 || { echo "bench: no MNIST digits in gpu-pack/data (package.sh packs them)" >&2; exit 2; }
 out="${OUT:-.}/bench.txt"
 epochs="${EPOCHS:-5}"
 {
   date -u
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  gpu-pack/bench_gemm
+  tower_run gpu-pack/bench_gemm
   torch_ok=0
-  python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && torch_ok=1
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else "torch sees no GPU")' 2>"${OUT:-.}/torch.err"; then
+    torch_ok=1
+  else
+    echo "no PyTorch comparison: $(tail -n 1 "${OUT:-.}/torch.err")"
+  fi
   [ $torch_ok = 1 ] && python3 -c 'import torch; print("pytorch", torch.__version__, "cuda", torch.version.cuda)'
   for model in mlp cnn; do
     for batch in 128 1024; do
-      gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data
-      gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data \
+      tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data
+      tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data \
         --input dataset
       if [ $torch_ok = 1 ]; then
         python3 scripts/bench/mnist_torch.py --device cuda --model $model --batch-size $batch --epochs "$epochs" \
@@ -30,17 +35,17 @@ epochs="${EPOCHS:-5}"
     done
   done
   # Towers on one GPU split into N logical GPUs, global batch 384 (shares of 384/N), mirrored variables.
-  gpu-pack/bench_mnist --device cuda:0 --model cnn --batch-size 384 --epochs "$epochs" --data gpu-pack/data
+  tower_run gpu-pack/bench_mnist --device cuda:0 --model cnn --batch-size 384 --epochs "$epochs" --data gpu-pack/data
   for n in 1 2 3; do
     towers=$(seq -s ' ' -f 'cuda:%g' 0 $((n - 1)))
-    gpu-pack/bench_mnist --virtual-gpus $n --device cuda:0 --towers $towers --model cnn --batch-size 384 \
+    tower_run gpu-pack/bench_mnist --virtual-gpus $n --device cuda:0 --towers $towers --model cnn --batch-size 384 \
       --epochs "$epochs" --data gpu-pack/data
   done
-  gpu-pack/bench_gpus --virtual-gpus 3 --gpus 3 --batches 128 --model cnn
+  tower_run gpu-pack/bench_gpus --virtual-gpus 3 --gpus 3 --batches 128 --model cnn
   gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
   if [ "$gpus" -ge 2 ]; then
     for how in all_reduce one_device; do
-      gpu-pack/bench_gpus --gpus "$gpus" --batches 256 --model cnn --cross-device-ops $how
+      tower_run gpu-pack/bench_gpus --gpus "$gpus" --batches 256 --model cnn --cross-device-ops $how
     done
   fi
 } 2>&1 | tee "$out"

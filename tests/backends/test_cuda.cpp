@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -19,6 +20,7 @@
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::check_gemm_parity;
 using tower::testing::check_parity;
 
 TEST_CASE("cuda: tensors round-trip through cuda:0") {
@@ -95,7 +97,7 @@ TEST_CASE("cuda: matmul (cuBLAS) matches the CPU for every transpose, in float32
         const std::int64_t m = 37, k = 129, n = 65;
         Tensor a = testing::random_tensor(ta ? Shape{k, m} : Shape{m, k}, 11, 0.1, 1, false, dtype);
         Tensor b = testing::random_tensor(tb ? Shape{n, k} : Shape{k, n}, 12, 0.1, 1, false, dtype);
-        check_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::matmul(x[0], x[1], ta, tb); });
+        check_gemm_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::matmul(x[0], x[1], ta, tb); }, k);
       }
 }
 
@@ -109,7 +111,7 @@ TEST_CASE("cuda: batch_matmul (strided batched cuBLAS) matches the CPU for every
         const std::int64_t m = 37, k = 129, n = 65;
         Tensor a = testing::random_tensor(ta ? Shape{2, 3, k, m} : Shape{2, 3, m, k}, 13, 0.1, 1, false, dtype);
         Tensor b = testing::random_tensor(tb ? Shape{2, 3, n, k} : Shape{2, 3, k, n}, 14, 0.1, 1, false, dtype);
-        check_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::batch_matmul(x[0], x[1], ta, tb); });
+        check_gemm_parity({a, b}, [&](std::vector<SymbolicTensor> x) { return ops::batch_matmul(x[0], x[1], ta, tb); }, k);
       }
 }
 
@@ -123,12 +125,16 @@ TEST_CASE("cuda: dense (cuBLASLt with bias and ReLU in the epilogue; float64 unf
         Tensor x = testing::random_tensor({m, 129}, 15, 0.1, 1, false, dtype);
         Tensor kernel = testing::random_tensor({129, 65}, 16, 0.1, 1, false, dtype);
         Tensor bias = testing::random_tensor({65}, 17, 0.1, 1, false, dtype);
-        check_parity({x, kernel, bias}, [&](std::vector<SymbolicTensor> v) { return ops::dense(v[0], v[1], v[2], activation); });
+        Tensor dy = testing::random_tensor({m, 65}, 18, 0.1, 1, false, dtype);
+        check_gemm_parity({x, kernel, bias},
+                          [&](std::vector<SymbolicTensor> v) { return ops::dense(v[0], v[1], v[2], activation); }, 129);
+        // The gradients of sum(dense · dy): dy·kernelᵀ (65 terms), xᵀ·dy and dy's column sums (m terms),
+        // each linear in its inputs, so the same bound applies.
         for (int which = 0; which < 3; ++which) {
           CAPTURE(which);
-          check_parity({x, kernel, bias}, [&](std::vector<SymbolicTensor> v) {
-            return gradients(ops::reduce_sum(ops::square(ops::dense(v[0], v[1], v[2], activation))), {v[which]})[0];
-          }, 1e-5, 1e-5);
+          check_gemm_parity({x, kernel, bias, dy}, [&](std::vector<SymbolicTensor> v) {
+            return gradients(ops::reduce_sum(ops::multiply(ops::dense(v[0], v[1], v[2], activation), v[3])), {v[which]})[0];
+          }, which == 0 ? 65 : m);
         }
       }
 }
@@ -208,6 +214,19 @@ TEST_CASE("cuda: reduce_sum, reduce_mean, reduce_max over any axes, and sum_to, 
     }
   Tensor like = testing::random_tensor({5, 1, 3}, 42, 0.1, 2, false, DType::float32);
   check_parity({x, like}, [](std::vector<SymbolicTensor> v) { return ops::sum_to(v[0], v[1]); }, 1e-5, 1e-5);
+  // A row of -inf reduces to -inf on both devices (the identity of max), not to -FLT_MAX.
+  const float inf = std::numeric_limits<float>::infinity();
+  Graph g;
+  auto rows = g.constant(Tensor::from_vector<float>({2, 3}, {-inf, -inf, -inf, 1, -inf, 3}));
+  SymbolicTensor on_gpu;
+  {
+    Graph::DeviceScope scope(g, "cuda:0");
+    on_gpu = ops::reduce_max(rows, {1});
+  }
+  Executor executor;
+  const Tensor max = executor.run({}, {on_gpu})[0].to(cpu_device());
+  CHECK(max.data<float>()[0] == -inf);
+  CHECK(max.data<float>()[1] == 3.0f);
 }
 
 TEST_CASE("cuda: softmax, log_softmax, their gradients and the softmax cross-entropies match the CPU") {
@@ -511,6 +530,40 @@ TEST_CASE("cuda: mean squared and mean absolute error and their gradients match 
       return squared_gradient(ops::mean_absolute_error(v[0], v[1]), v[1]);
     });
   }
+}
+
+// Sizes only large tensors reach: more elements than one launch's grid covers (2^24 + 3: the grid-stride
+// loops), more reduction outputs than a grid dimension allows (70,000 > 65,535), batch norm over 70,000
+// rows (past its 128-part cap). One case per kernel family.
+TEST_CASE("cuda: large tensors (grid-stride loops, > 65,535 outputs, batch norm over 70,000 rows) match the CPU") {
+  const std::int64_t big = (std::int64_t{1} << 24) + 3;
+  Tensor a = testing::random_tensor({big}, 201, 0.1, 1, false, DType::float32);
+  Tensor b = testing::random_tensor({big}, 202, 0.1, 1, false, DType::float32);
+  check_parity({a, b}, [](std::vector<SymbolicTensor> v) { return ops::add(ops::multiply(v[0], v[1]), v[0]); }, 0, 0);
+  check_parity({a}, [](std::vector<SymbolicTensor> v) { return ops::relu(v[0]); }, 0, 0);
+  check_parity({a}, [](std::vector<SymbolicTensor> v) { return ops::dropout(v[0], 0.3, 42)[0]; }, 0, 0);
+  check_parity({a}, [](std::vector<SymbolicTensor> v) {  // a transpose of (2, 2^23 + 1): 2^24 + 2 elements
+    return ops::transpose(ops::reshape(ops::slice(v[0], {0}, {(std::int64_t{1} << 24) + 2}), {2, (std::int64_t{1} << 23) + 1}), {1, 0});
+  }, 0, 0);
+  Tensor rows = testing::random_tensor({70000, 10}, 203, 0.1, 3, false, DType::float32);
+  check_parity({rows}, [](std::vector<SymbolicTensor> v) { return ops::reduce_max(v[0], {1}); }, 0, 0);
+  check_parity({rows}, [](std::vector<SymbolicTensor> v) { return ops::reduce_sum(v[0], {1}); }, 1e-5, 1e-5);
+  check_parity({rows}, [](std::vector<SymbolicTensor> v) { return ops::reduce_sum(v[0], {0}); }, 1e-5, 1e-4);
+  check_parity({rows}, [](std::vector<SymbolicTensor> v) { return ops::softmax(v[0], -1); });
+  check_parity({rows}, [](std::vector<SymbolicTensor> v) { return ops::argmax(v[0], -1); }, 0, 0);
+  Tensor columns = testing::random_tensor({3, 70000}, 204, 0.1, 3, false, DType::float32);
+  check_parity({columns}, [](std::vector<SymbolicTensor> v) { return ops::reduce_sum(v[0], {0}); }, 1e-5, 1e-5);
+  check_parity({columns}, [](std::vector<SymbolicTensor> v) { return ops::bias_add_grad(ops::transpose(v[0], {1, 0})); },
+               1e-5, 1e-3);
+  Tensor bn = testing::random_tensor({70000, 3}, 205, 0.1, 3, false, DType::float32);
+  Tensor gamma = testing::random_tensor({3}, 206, 0.5, 2, false, DType::float32);
+  Tensor beta = testing::random_tensor({3}, 207, 0.1, 1, false, DType::float32);
+  for (std::size_t k = 0; k < 3; ++k)  // y, mean, variance
+    check_parity({bn, gamma, beta},
+                 [&](std::vector<SymbolicTensor> v) { return ops::batch_norm_training(v[0], v[1], v[2], 1e-3)[k]; },
+                 1e-4, 1e-4);
+  Tensor image = testing::random_tensor({64, 256, 256, 4}, 208, 0.1, 1, false, DType::float32);  // 2^24 elements
+  check_parity({image}, [](std::vector<SymbolicTensor> v) { return ops::max_pool2d(v[0]); }, 0, 0);
 }
 
 TEST_CASE("cuda: mnist_cnn trained on cuda:0 gives the CPU's loss sequence, step by step") {

@@ -20,6 +20,7 @@
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::check_gemm_parity;
 using tower::testing::check_parity;
 
 namespace {
@@ -82,17 +83,16 @@ TEST_CASE("cuda: conv2d and its backward ops (cuDNN) match the CPU") {
       const Shape y_shape = ops::conv2d(shapes.placeholder(c.x, dtype, "x"), shapes.placeholder(c.kernel, dtype, "k"), args)
                                 .shape();
       Tensor dy = random(y_shape, 103, dtype);
-      const Tolerance t = tolerance(dtype);
-      check_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv2d(v[0], v[1], args); }, t.rtol,
-                   t.atol);
-      check_parity({dy, kernel, x},
-                   [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_data(v[0], v[1], v[2], args); },
-                   t.rtol, t.atol);
-      // dkernel sums over every output position: a larger absolute slack in float32.
-      const Tolerance tf = tolerance(dtype, 1e-4);
-      check_parity({x, dy, kernel},
-                   [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_filter(v[0], v[1], v[2], args); },
-                   tf.rtol, tf.atol);
+      // Reduction lengths: a window of input channels; a window of one group's filters; every output position.
+      const std::int64_t window = c.kernel[0] * c.kernel[1], groups = args.groups;
+      check_gemm_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv2d(v[0], v[1], args); },
+                        window * c.kernel[2]);
+      check_gemm_parity({dy, kernel, x},
+                        [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_data(v[0], v[1], v[2], args); },
+                        window * c.kernel[3] / groups);
+      check_gemm_parity({x, dy, kernel},
+                        [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_filter(v[0], v[1], v[2], args); },
+                        y_shape.num_elements() / y_shape[3]);
     }
 }
 
@@ -262,16 +262,15 @@ TEST_CASE("cuda: conv3d, its backward ops and conv3d_transpose (cuDNN Nd descrip
       const Shape y_shape =
           ops::conv3d(shapes.placeholder(c.x, dtype, "x"), shapes.placeholder(c.kernel, dtype, "k"), args).shape();
       Tensor dy = random(y_shape, 143, dtype);
-      const Tolerance t = tolerance(dtype);
-      check_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv3d(v[0], v[1], args); }, t.rtol,
-                   t.atol);
-      check_parity({dy, kernel, x},
-                   [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_data(v[0], v[1], v[2], args); },
-                   t.rtol, t.atol);
-      const Tolerance tf = tolerance(dtype, 1e-4);
-      check_parity({x, dy, kernel},
-                   [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_filter(v[0], v[1], v[2], args); },
-                   tf.rtol, tf.atol);
+      const std::int64_t window = c.kernel[0] * c.kernel[1] * c.kernel[2];
+      check_gemm_parity({x, kernel}, [&](std::vector<SymbolicTensor> v) { return ops::conv3d(v[0], v[1], args); },
+                        window * c.kernel[3]);
+      check_gemm_parity({dy, kernel, x},
+                        [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_data(v[0], v[1], v[2], args); },
+                        window * c.kernel[4] / args.groups);
+      check_gemm_parity({x, dy, kernel},
+                        [&](std::vector<SymbolicTensor> v) { return ops::conv3d_backward_filter(v[0], v[1], v[2], args); },
+                        y_shape.num_elements() / y_shape[4]);
     }
   for (DType dtype : {DType::float32, DType::float64}) {
     const Tolerance t = tolerance(dtype);

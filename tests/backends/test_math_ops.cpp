@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <vector>
 
 #include "tower/core/ops.h"
+#include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 
 using namespace tower;
@@ -190,4 +193,47 @@ TEST_CASE("math: dense equals matmul, bias_add and relu bit for bit, and its gra
   }
   CHECK_THROWS_AS(ops::dense(x, kernel, bias, "tanh"), ValueError);
   CHECK_THROWS_AS(ops::dense(x, x, bias), ShapeError);
+}
+
+// The bound the GPU suites check GEMM-like ops with (tests/support/gpu_parity.h), tried on the CPU:
+// OpenBLAS's float32 matmul and two hand-written summation orders all fall within it, a fixed rtol of
+// 1e-5 does not hold between two orders, and a result off by more than the bound is caught.
+TEST_CASE("math: the GEMM error bound holds for any summation order, where a fixed tolerance does not") {
+  const std::int64_t m = 37, k = 129, n = 65;
+  int pairs_past_fixed_tolerance = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    Tensor a = testing::random_tensor({m, k}, seed, 0.1, 1, false, DType::float32);
+    Tensor b = testing::random_tensor({k, n}, seed + 100, 0.1, 1, false, DType::float32);
+    Graph g;
+    auto a32 = g.constant(a), b32 = g.constant(b);
+    auto a64 = ops::cast(a32, DType::float64), b64 = ops::cast(b32, DType::float64);
+    auto r = evaluate({ops::matmul(a32, b32), ops::matmul(a64, b64), ops::matmul(ops::abs(a64), ops::abs(b64))});
+    const auto blas = testing::check_gemm_bound(r[0], r[1], r[2], k, DType::float32);
+    CHECK_MESSAGE(blas.ok, blas.describe());
+    // Forward and backward summation in float32: two orders a GPU and a CPU could take.
+    std::vector<float> forward(static_cast<std::size_t>(m * n)), backward(forward.size());
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float f = 0, s = 0;
+        for (std::int64_t p = 0; p < k; ++p) f += pa[i * k + p] * pb[p * n + j];
+        for (std::int64_t p = k - 1; p >= 0; --p) s += pa[i * k + p] * pb[p * n + j];
+        forward[static_cast<std::size_t>(i * n + j)] = f;
+        backward[static_cast<std::size_t>(i * n + j)] = s;
+        pairs_past_fixed_tolerance += std::abs(f - s) > 1e-5 * std::abs(s) + 1e-6;
+      }
+    for (const auto* order : {&forward, &backward}) {
+      const auto check = testing::check_gemm_bound(Tensor::from_vector<float>({m, n}, *order), r[1], r[2], k, DType::float32);
+      CHECK_MESSAGE(check.ok, check.describe());
+    }
+    // One element moved by twice its bound fails.
+    Tensor off = r[0].clone();
+    off.data<float>()[7] += static_cast<float>(2 * testing::gemm_error_bound(k, DType::float32) * r[2].data<double>()[7]);
+    CHECK_FALSE(testing::check_gemm_bound(off, r[1], r[2], k, DType::float32).ok);
+  }
+  CHECK(pairs_past_fixed_tolerance > 0);  // why the GPU suites no longer compare GEMMs with rtol 1e-5
+  MESSAGE("outputs where two float32 summation orders differ by more than 1e-5 relative + 1e-6: "
+          << pairs_past_fixed_tolerance << " of " << 20 * m * n);
 }

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tower/core/ops.h"
@@ -30,6 +32,19 @@ TEST_CASE("reduce: sum, mean and max over axes") {
   check_close(r[3], {2, 12, 102, 112});
   check_close(r[4], {306, 366});  // non-consecutive axes
   check_close(r[5], {102, 112});
+}
+
+TEST_CASE("reduce: max of a row of -inf is -inf (not the lowest finite value); integers start at their lowest") {
+  Graph g;
+  const float inf = std::numeric_limits<float>::infinity();
+  auto f32 = g.constant(Tensor::from_vector<float>({2, 3}, {-inf, -inf, -inf, -inf, 2.0f, -inf}));
+  auto f64 = g.constant(Tensor::from_vector<double>({2}, {-double(inf), -double(inf)}));
+  auto i32 = g.constant(Tensor::from_vector<std::int32_t>({3}, {std::numeric_limits<std::int32_t>::lowest(), -5, -7}));
+  auto r = evaluate({ops::reduce_max(f32, {1}), ops::reduce_max(f64), ops::reduce_max(i32)});
+  CHECK(r[0].data<float>()[0] == -inf);
+  CHECK(r[0].data<float>()[1] == 2.0f);
+  CHECK(r[1].data<double>()[0] == -double(inf));
+  CHECK(r[2].data<std::int32_t>()[0] == -5);
 }
 
 TEST_CASE("reduce: long reductions split across threads") {
