@@ -161,7 +161,8 @@ std::map<std::string, std::vector<std::string>> slot_spellings(const std::string
       {"Nadam", {{"momentum", {"momentum", "m"}}, {"velocity", {"velocity", "v"}}}},
       {"Lion", {{"momentum", {"momentum", "m"}}}},
       {"Ftrl", {{"accumulator", {"accumulator"}}, {"linear", {"linear"}}}},
-      // Keras 3 names Adafactor's r and c after the variable alone: only tf.keras 2.11+'s names are known.
+      // tf.keras 2.11+'s names. Keras 3 writes no Adafactor state to HDF5: it names r and c after the
+      // variable alone ("adafactor/kernel" for every Dense) and h5py refuses the second dataset of a name.
       {"Adafactor", {{"r", {"r"}}, {"c", {"c"}}, {"velocity", {"velocity", "v"}}}},
   };
   auto it = table.find(optimizer == "AdamW" ? "Adam" : optimizer);

@@ -170,6 +170,9 @@ def build(keras, case):
         f = L.Concatenate()([L.Flatten()(a), L.Flatten()(b), L.Flatten()(c)])
         m = keras.Model(inp, L.Dense(2, activation="softmax")(f), name="local_impl23")
         m.compile(keras.optimizers.Adam(0.01), "categorical_crossentropy", metrics=["accuracy"])
+    elif case == "adafactor":  # tf.keras only: Keras 3's model.save fails on its slots' duplicate names
+        m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
+        m.compile(keras.optimizers.Adafactor(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
     elif case == "mlp":
         m = keras.Sequential([keras.Input((5,)), L.Dense(7, activation="relu"), L.Dense(3, activation="softmax")])
         m.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -415,7 +418,7 @@ if __name__ == "__main__":
                 sys.exit(1)
     elif sys.argv[1] == "tf_keras":
         for case in ("mlp", "cnn", "merge", "multi_gpu", "rnn", "rnn_keras2", "vision", "volume", "channels_first",
-                     "local", "local_impl23", "augment"):
+                     "local", "local_impl23", "augment", "adafactor"):
             make("tf_keras", case)
         make_theano()
         make_keras2_2()
@@ -436,6 +439,8 @@ if __name__ == "__main__":
         make("keras3", "rnn")
     elif sys.argv[1] in ("vision_tf_keras", "vision_keras3"):  # only the convolution family's files
         make(sys.argv[1].split("_", 1)[1], "vision")
+    elif sys.argv[1] == "adafactor_tf_keras":
+        make("tf_keras", "adafactor")
     elif sys.argv[1] in ("augment_tf_keras", "augment_keras3"):
         make("tf_keras" if sys.argv[1].endswith("tf_keras") else "keras3", "augment")
     elif sys.argv[1] in ("channels_first_tf_keras", "channels_first_keras3"):

@@ -188,6 +188,10 @@ TEST_CASE("load_model: files written by tf.keras 2.x and Keras 3 continue traini
     }
 }
 
+TEST_CASE("load_model: Adafactor's factored slots (r, c, v) written by tf.keras 2.x continue training exactly") {
+  check_keras_file("adafactor_tf_keras", "adafactor_tf_keras");
+}
+
 TEST_CASE("load_model: the convolution family of tf.keras 2.x and Keras 3 (DepthwiseConv2D, SeparableConv2D, "
           "Conv2DTranspose, UpSampling2D bilinear and nearest, Cropping2D) predicts and continues training exactly") {
   check_keras_file("vision_tf_keras", "vision_tf_keras");
