@@ -92,6 +92,31 @@ void bench_conv(std::vector<Row>& rows, const std::string& model, std::int64_t b
                   time_node(ops::conv2d_backward_filter(x, dy, k, args).node(), feeds), true});
 }
 
+// Forward, backward-data and backward-filter of a valid 3x3x3 Conv3D on (batch, dhw, dhw, dhw, c_in).
+void bench_conv3d(std::vector<Row>& rows, std::int64_t batch, std::int64_t dhw, std::int64_t c_in, std::int64_t c_out) {
+  const std::int64_t out = dhw - 2;
+  const Shape x_shape{batch, dhw, dhw, dhw, c_in}, k_shape{3, 3, 3, c_in, c_out}, dy_shape{batch, out, out, out, c_out};
+  Graph g;
+  auto x = g.placeholder(x_shape), k = g.placeholder(k_shape), dy = g.placeholder(dy_shape);
+  FeedMap feeds{{x, random(x_shape, 9)}, {k, random(k_shape, 10)}, {dy, random(dy_shape, 11)}};
+  const double flops = 2.0 * static_cast<double>(batch * out * out * out * 27 * c_in * c_out);
+  const std::string layer = fmt::format("Conv3D 3x3x3 {}->{} on {}^3, batch {}", c_in, c_out, dhw, batch);
+  ops::Conv3DArgs args;
+  rows.push_back({"volume", layer, "forward", flops, time_node(ops::conv3d(x, k, args).node(), feeds), false});
+  rows.push_back({"volume", layer, "backward data", flops,
+                  time_node(ops::conv3d_backward_data(dy, k, x, args).node(), feeds), false});
+  rows.push_back({"volume", layer, "backward filter", flops,
+                  time_node(ops::conv3d_backward_filter(x, dy, k, args).node(), feeds), false});
+}
+
+void print_rows(const std::vector<Row>& rows, double peak) {
+  for (const Row& r : rows) {
+    const double rate = r.flops / r.seconds / 1e9;
+    fmt::print("| {} | {} | {} | {:.1f} | {:.3f} | {:.1f} | {:.0f}% |\n", r.model, r.layer, r.pass, r.flops / 1e6,
+               r.seconds * 1e3, rate, 100 * rate / peak);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,6 +164,10 @@ int main(int argc, char** argv) {
     bench_conv(rows, "mnist_cnn", batch, 26, 32, 64);
     bench_dense(rows, "mnist_cnn", batch, 9216, 128);
     bench_dense(rows, "mnist_cnn", batch, 128, 10);
+    // Issue 18's 3-D convolutions (im2col + GEMM as conv2d): two shapes of a small volumetric net.
+    std::vector<Row> volume;
+    bench_conv3d(volume, 8, 16, 4, 16);
+    bench_conv3d(volume, 8, 14, 16, 32);
 
     pooled = std::max(pooled, pooled_rate());
     const double peak = pooled;
@@ -176,6 +205,9 @@ int main(int argc, char** argv) {
         "conv2d as trained (without the first layer's backward data): {:.1f} GFLOP/s = {:.0f}% of the sgemm "
         "peak\n",
         train_rate, 100 * train_rate / peak);
+    fmt::print("\n3-D convolutions (issue 18), valid 3x3x3:\n\n| model | layer | pass | MFLOP | ms | GFLOP/s | % of peak |\n"
+               "|---|---|---|---:|---:|---:|---:|\n");
+    print_rows(volume, peak);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_ops: %s\n", e.what());
