@@ -20,7 +20,7 @@ list(FILTER tower_public_headers EXCLUDE REGEX "_internal\\.h$")
 set(tower_public_backend_headers "^backends/cpu/cpu_device\\.h$")
 if(TOWER_WITH_CUDA)
   string(APPEND tower_public_backend_headers
-         "|^backends/cuda/(cuda_backend|cuda_check|cuda_device|cudnn_conv_plan|pinned_host_device)\\.h$")
+         "|^backends/cuda/(cuda_backend|cuda_check|cuda_device|cudnn_conv_plan|event_tagged_blocks|pinned_host_device)\\.h$")
 endif()
 set(tower_backend_headers ${tower_public_headers})
 list(FILTER tower_backend_headers INCLUDE REGEX "^backends/")
