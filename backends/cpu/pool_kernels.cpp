@@ -68,6 +68,19 @@ void max_pool2d_kernel(KernelContext& ctx) {
   });
 }
 
+// One window position of max_pool2d_grad over its c channels: where `in` equals the window's max and
+// no earlier position did (`done`), dy goes to dx. Branch-free, on unaliased pointers, so it vectorizes.
+template <typename T>
+void route_max(const T* __restrict in, const T* __restrict max, const T* __restrict grad, T* __restrict out,
+               T* __restrict done, std::int64_t c) {
+  for (std::int64_t e = 0; e < c; ++e) {
+    const T g = grad[e], before = done[e];  // loaded unconditionally, so that the selects if-convert
+    const T hit = in[e] == max[e] ? T(1) - before : T(0);
+    out[e] += hit != T(0) ? g : T(0);  // a select: an infinite dy of another window stays out
+    done[e] = before + hit;
+  }
+}
+
 // (dy, x, y) -> dx: each dy goes to the first position of its window (row-major) holding the max,
 // as TF routes it.
 void max_pool2d_grad_kernel(KernelContext& ctx) {
@@ -84,23 +97,20 @@ void max_pool2d_grad_kernel(KernelContext& ctx) {
     const std::int64_t c = w.channels, image = w.in_h * w.in_w * c;
     parallel_for(ctx, w.batch, image_grain(w), [&](std::int64_t n0, std::int64_t n1) {
       std::fill(pdx + n0 * image, pdx + n1 * image, T(0));
-      std::vector<char> pending(static_cast<std::size_t>(c));  // (c,): channels whose max is not found yet
+      std::vector<T> found(static_cast<std::size_t>(c));  // (c,): 1 where the window's max was routed already
+      T* done = found.data();
       for (std::int64_t n = n0; n < n1; ++n)
         for (std::int64_t oy = 0; oy < w.out_h; ++oy)
           for (std::int64_t ox = 0; ox < w.out_w; ++ox) {
             const std::int64_t o = ((n * w.out_h + oy) * w.out_w + ox) * c;
-            std::fill(pending.begin(), pending.end(), char(1));
-            std::int64_t left = c;
+            const T* max = py + o;
+            const T* grad = pdy + o;
+            std::fill(done, done + c, T(0));
             const Span s = window_span(w, oy, ox);
-            for (std::int64_t iy = s.y0; iy < s.y1 && left > 0; ++iy)
-              for (std::int64_t ix = s.x0; ix < s.x1 && left > 0; ++ix) {
+            for (std::int64_t iy = s.y0; iy < s.y1; ++iy)
+              for (std::int64_t ix = s.x0; ix < s.x1; ++ix) {
                 const std::int64_t i = n * image + (iy * w.in_w + ix) * c;
-                for (std::int64_t e = 0; e < c; ++e)
-                  if (pending[e] && px[i + e] == py[o + e]) {
-                    pdx[i + e] += pdy[o + e];
-                    pending[e] = 0;
-                    --left;
-                  }
+                route_max(px + i, max, grad, pdx + i, done, c);
               }
           }
     });
