@@ -99,19 +99,12 @@ void max_pool3d_grad_kernel(KernelContext& ctx) {
     const std::int64_t c = w.channels, image = image_size(w);
     parallel_for(ctx, w.batch, image_grain(w), [&](std::int64_t n0, std::int64_t n1) {
       std::fill(pdx + n0 * image, pdx + n1 * image, T(0));
-      std::vector<char> pending(static_cast<std::size_t>(c));  // (c,): channels whose max is not found yet
+      std::vector<T> done(static_cast<std::size_t>(c));  // (c,): 1 where the window's max was routed already
       for_each_output(w, n0, n1, [&](std::int64_t n, std::int64_t o, const Box& b) {
-        std::fill(pending.begin(), pending.end(), char(1));
-        std::int64_t left = c;
+        std::fill(done.begin(), done.end(), T(0));
         for_each_voxel(w, b, [&](std::int64_t at) {
-          const std::int64_t i = n * image + at;
-          for (std::int64_t e = 0; e < c; ++e)
-            if (pending[e] && px[i + e] == py[o * c + e]) {
-              pdx[i + e] += pdy[o * c + e];
-              pending[e] = 0;
-              --left;
-            }
-          return left > 0;
+          route_max(px + n * image + at, py + o * c, pdy + o * c, pdx + n * image + at, done.data(), c);
+          return true;
         });
       });
     });

@@ -68,19 +68,6 @@ void max_pool2d_kernel(KernelContext& ctx) {
   });
 }
 
-// One window position of max_pool2d_grad over its c channels: where `in` equals the window's max and
-// no earlier position did (`done`), dy goes to dx. Branch-free, on unaliased pointers, so it vectorizes.
-template <typename T>
-void route_max(const T* __restrict in, const T* __restrict max, const T* __restrict grad, T* __restrict out,
-               T* __restrict done, std::int64_t c) {
-  for (std::int64_t e = 0; e < c; ++e) {
-    const T g = grad[e], before = done[e];  // loaded unconditionally, so that the selects if-convert
-    const T hit = in[e] == max[e] ? T(1) - before : T(0);
-    out[e] += hit != T(0) ? g : T(0);  // a select: an infinite dy of another window stays out
-    done[e] = before + hit;
-  }
-}
-
 // (dy, x, y) -> dx: each dy goes to the first position of its window (row-major) holding the max,
 // as TF routes it.
 void max_pool2d_grad_kernel(KernelContext& ctx) {
