@@ -99,8 +99,9 @@ SymbolicTensor batch_matmul(const SymbolicTensor& a, const SymbolicTensor& b, bo
 // cuBLASLt call with the bias and ReLU in its epilogue.
 SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
                      const std::string& activation = "linear");
-// x: (..., c), bias: (c,) -> x + bias.
-SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias);
+// x: (..., c), bias: (c,) -> activation(x + bias), activation "linear" or "relu": a convolution layer's
+// bias and ReLU in one pass over its output (the same numbers as bias_add, then relu).
+SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias, const std::string& activation = "linear");
 // dy: (..., c) -> (c,): sum over every axis but the last.
 SymbolicTensor bias_add_grad(const SymbolicTensor& dy);
 

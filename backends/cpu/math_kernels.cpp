@@ -253,6 +253,7 @@ void bias_add_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   const Tensor& bias = ctx.inputs[1];
   Tensor& y = ctx.outputs[0];
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
   dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
     const T* px = x.data<T>();
     const T* pb = bias.data<T>();
@@ -261,7 +262,10 @@ void bias_add_kernel(KernelContext& ctx) {
     parallel_for(ctx, rows, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(c, 1)),
                  [&](std::int64_t lo, std::int64_t hi) {
                    for (auto r = lo; r < hi; ++r)
-                     for (std::int64_t j = 0; j < c; ++j) py[r * c + j] = px[r * c + j] + pb[j];
+                     for (std::int64_t j = 0; j < c; ++j) {
+                       const T v = px[r * c + j] + pb[j];
+                       py[r * c + j] = relu && v < T(0) ? T(0) : v;  // as the relu op
+                     }
                  });
   });
 }

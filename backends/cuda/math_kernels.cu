@@ -9,9 +9,11 @@ namespace tower::cuda {
 namespace {
 
 template <typename T>
-__global__ void bias_add_kernel(const T* x, const T* bias, T* y, std::int64_t n, std::int64_t c) {
-  TOWER_GRID_STRIDE(i, n)
-    y[i] = x[i] + bias[i % c];
+__global__ void bias_add_kernel(const T* x, const T* bias, T* y, std::int64_t n, std::int64_t c, bool relu) {
+  TOWER_GRID_STRIDE(i, n) {
+    const T v = x[i] + bias[i % c];
+    y[i] = relu && v < T(0) ? T(0) : v;  // as the relu kernel
+  }
 }
 
 // One block per column: its threads sum strided rows, then a shared-memory tree adds the partial
@@ -36,10 +38,11 @@ __global__ void column_sum_kernel(const T* dy, T* db, std::int64_t rows, std::in
 }  // namespace
 
 template <typename T>
-cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, cudaStream_t stream) {
+cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, bool relu,
+                            cudaStream_t stream) {
   const std::int64_t n = rows * c;
   if (n == 0) return cudaSuccess;
-  bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, bias, y, n, c);
+  bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(x, bias, y, n, c, relu);
   return cudaGetLastError();
 }
 
@@ -51,9 +54,9 @@ cudaError_t launch_bias_add_grad(const T* dy, T* db, std::int64_t rows, std::int
   return cudaGetLastError();
 }
 
-template cudaError_t launch_bias_add<float>(const float*, const float*, float*, std::int64_t, std::int64_t,
+template cudaError_t launch_bias_add<float>(const float*, const float*, float*, std::int64_t, std::int64_t, bool,
                                             cudaStream_t);
-template cudaError_t launch_bias_add<double>(const double*, const double*, double*, std::int64_t, std::int64_t,
+template cudaError_t launch_bias_add<double>(const double*, const double*, double*, std::int64_t, std::int64_t, bool,
                                              cudaStream_t);
 template cudaError_t launch_bias_add_grad<float>(const float*, float*, std::int64_t, std::int64_t, cudaStream_t);
 template cudaError_t launch_bias_add_grad<double>(const double*, double*, std::int64_t, std::int64_t, cudaStream_t);

@@ -8,9 +8,10 @@
 
 namespace tower::cuda {
 
-// y (rows, c) = x (rows, c) + bias (c,)
+// y (rows, c) = x (rows, c) + bias (c,), then max(0, ·) with relu
 template <typename T>
-cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, cudaStream_t stream);
+cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, bool relu,
+                            cudaStream_t stream);
 // db (c,) = the sum of dy (rows, c) over its rows
 template <typename T>
 cudaError_t launch_bias_add_grad(const T* dy, T* db, std::int64_t rows, std::int64_t c, cudaStream_t stream);

@@ -7,7 +7,6 @@
 #include <mutex>
 #include <string>
 
-#include "tower/backends/cuda/activation_launchers.h"
 #include "tower/backends/cuda/cublaslt_plan.h"
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/kernel_context.h"
@@ -207,9 +206,7 @@ void dense_kernel(KernelContext& ctx) {
   // (and ReLU) in place.
   gemm(gpu, x, kernel, y, false, false);
   dispatch_floating(y.dtype(), op_names::dense, [&]<typename T>() {
-    CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, gpu.stream()));
-    if (relu)
-      CUDA_CHECK(launch_unary<T>(UnaryOp::relu, y.data<T>(), y.data<T>(), y.num_elements(), T(0), gpu.stream()));
+    CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, relu, gpu.stream()));
   });
 }
 
@@ -219,8 +216,9 @@ void bias_add_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const std::int64_t c = bias.num_elements(), rows = c == 0 ? 0 : x.num_elements() / c;
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
   dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
-    CUDA_CHECK(launch_bias_add<T>(x.data<T>(), bias.data<T>(), y.data<T>(), rows, c, gpu.stream()));
+    CUDA_CHECK(launch_bias_add<T>(x.data<T>(), bias.data<T>(), y.data<T>(), rows, c, relu, gpu.stream()));
   });
 }
 

@@ -48,8 +48,11 @@ SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, cons
   return x.graph().add1(op_names::dense, {x, kernel, bias}, {{"activation", activation}});
 }
 
-SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias) {
-  return x.graph().add1(op_names::bias_add, {x, bias});
+SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias, const std::string& activation) {
+  if (activation != "linear" && activation != "relu")
+    raise<ValueError>("bias_add: activation must be \"linear\" or \"relu\", got \"{}\"; apply others after it",
+                      activation);
+  return x.graph().add1(op_names::bias_add, {x, bias}, {{"activation", activation}});
 }
 SymbolicTensor bias_add_grad(const SymbolicTensor& dy) { return dy.graph().add1(op_names::bias_add_grad, {dy}); }
 
@@ -253,8 +256,10 @@ void register_math_ops() {
                                          in[0].shape.dim(-1));
                      return std::vector{in[0]};
                    },
-               .grad = [](Node&, const Grads& dy) -> Grads {
-                 return {dy[0], ops::bias_add_grad(dy[0])};
+               .grad = [](Node& node, const Grads& dy) -> Grads {
+                 const SymbolicTensor dz =
+                     node.attrs().get_string("activation") == "relu" ? ops::relu_grad(dy[0], node.output(0)) : dy[0];
+                 return {dz, ops::bias_add_grad(dz)};
                }});
   register_op({.name = op_names::bias_add_grad, .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
                  expect_num_inputs(in, 1);

@@ -81,6 +81,12 @@ const Activation& lookup(const std::string& name) {
 
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x) { return lookup(name)(x); }
 
+SymbolicTensor apply_bias_and_activation(const std::string& name, const SymbolicTensor& x, const SymbolicTensor& bias) {
+  if (!bias.defined()) return apply_activation(name, x);
+  if (name == "relu") return ops::bias_add(x, bias, "relu");
+  return apply_activation(name, ops::bias_add(x, bias));
+}
+
 void check_activation_name(const std::string& name) { lookup(name); }
 
 std::string activation_from_config(const nlohmann::json& value) {

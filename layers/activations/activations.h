@@ -16,6 +16,9 @@ namespace tower {
 // "hard_sigmoid": ConfigReader::activation maps it), "hard_silu"/"hard_swish" (x hard_sigmoid_keras3(x),
 // Keras 3 only), "gelu" (exact, Keras's default). An unknown name throws ValueError listing the known ones.
 SymbolicTensor apply_activation(const std::string& name, const SymbolicTensor& x);
+// A layer's bias (undefined: none) and activation on x (..., units): bias_add then apply_activation,
+// with "relu" fused into the bias_add (one pass over x instead of two; the same numbers).
+SymbolicTensor apply_bias_and_activation(const std::string& name, const SymbolicTensor& x, const SymbolicTensor& bias);
 // Throws the same ValueError now (layers call it in their constructor to fail early).
 void check_activation_name(const std::string& name);
 

@@ -94,8 +94,7 @@ std::vector<SymbolicTensor> Conv1D::call(CallContext& ctx, const std::vector<Sym
                                   .dilation_rate = {1, options_.dilation_rate},
                                   .groups = options_.groups});  // (batch, 1, out, filters)
   y = ops::reshape(y, {-1, y.shape().dim(2), filters_});                           // (batch, out, filters)
-  if (bias) y = ops::bias_add(y, read(ctx, bias));
-  return {apply_activation(options_.activation, y)};
+  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
 }
 
 nlohmann::json Conv1D::get_config() const {

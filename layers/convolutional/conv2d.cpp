@@ -47,8 +47,8 @@ std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<Sym
                       x.shape().to_string());
   auto y = ops::conv2d(x, read(ctx, kernel),
                        {options_.strides, options_.padding, options_.dilation_rate, options_.groups});
-  if (bias) y = ops::bias_add(y, read(ctx, bias));  // (batch, out_h, out_w, filters)
-  return {apply_activation(options_.activation, y)};
+  // (batch, out_h, out_w, filters)
+  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
 }
 
 nlohmann::json Conv2D::get_config() const {

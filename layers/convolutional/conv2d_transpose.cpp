@@ -49,8 +49,7 @@ std::vector<SymbolicTensor> Conv2DTranspose::call(CallContext& ctx, const std::v
                       x.shape().to_string());
   auto y = ops::conv2d_transpose(x, read(ctx, kernel), {options_.strides, options_.padding, options_.dilation_rate},
                                  options_.output_padding);  // (batch, out_h, out_w, filters)
-  if (bias) y = ops::bias_add(y, read(ctx, bias));
-  return {apply_activation(options_.activation, y)};
+  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
 }
 
 nlohmann::json Conv2DTranspose::get_config() const {

@@ -42,8 +42,7 @@ std::vector<SymbolicTensor> DepthwiseConv2D::call(CallContext& ctx, const std::v
                       x.shape().to_string());
   auto y = ops::depthwise_conv2d(x, read(ctx, kernel),
                                  {options_.strides, options_.padding, options_.dilation_rate});  // (.., c·m)
-  if (bias) y = ops::bias_add(y, read(ctx, bias));
-  return {apply_activation(options_.activation, y)};
+  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
 }
 
 nlohmann::json DepthwiseConv2D::get_config() const {

@@ -50,8 +50,7 @@ std::vector<SymbolicTensor> SeparableConv2D::call(CallContext& ctx, const std::v
   auto y = ops::depthwise_conv2d(x, read(ctx, depthwise),
                                  {options_.strides, options_.padding, options_.dilation_rate});  // (.., c·m)
   y = ops::conv2d(y, read(ctx, pointwise));                                                    // (.., filters)
-  if (bias) y = ops::bias_add(y, read(ctx, bias));
-  return {apply_activation(options_.activation, y)};
+  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
 }
 
 nlohmann::json SeparableConv2D::get_config() const {

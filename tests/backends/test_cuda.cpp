@@ -143,6 +143,7 @@ TEST_CASE("cuda: bias_add and bias_add_grad match the CPU") {
   Tensor x = testing::random_tensor({300, 7, 33}, 13, 0.1, 1, false, DType::float32);
   Tensor bias = testing::random_tensor({33}, 14, 0.1, 1, false, DType::float32);
   check_parity({x, bias}, [](std::vector<SymbolicTensor> v) { return ops::bias_add(v[0], v[1]); });
+  check_parity({x, bias}, [](std::vector<SymbolicTensor> v) { return ops::bias_add(v[0], v[1], "relu"); }, 0, 0);
   check_parity({x}, [](std::vector<SymbolicTensor> v) { return ops::bias_add_grad(v[0]); }, 1e-5, 1e-4);
 }
 

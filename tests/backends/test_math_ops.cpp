@@ -176,6 +176,16 @@ TEST_CASE("math: bias_add and its gradient forward") {
   check_close(r[1], {4, 6});
 }
 
+TEST_CASE("math: bias_add with relu equals bias_add then relu, and its gradients check") {
+  Graph g;
+  auto x = g.constant(testing::random_tensor({5, 4, 6}, 3, 0.1, 1, false, DType::float32));
+  auto b = g.constant(testing::random_tensor({6}, 4, 0.1, 1, false, DType::float32));
+  auto r = evaluate({ops::bias_add(x, b, "relu"), ops::relu(ops::bias_add(x, b))});
+  check_close(r[0], r[1], 0, 0);
+  check_gradients({{2, 3, 4}, {4}}, [](const Inputs& in) -> Inputs { return {ops::bias_add(in[0], in[1], "relu")}; });
+  CHECK_THROWS_AS(ops::bias_add(x, b, "tanh"), ValueError);
+}
+
 TEST_CASE("math: dense equals matmul, bias_add and relu bit for bit, and its gradients check") {
   Graph g;
   auto x = g.constant(testing::random_tensor({37, 19}, 1, 0.1, 1, false, DType::float32));
