@@ -305,9 +305,10 @@ std::vector<Tensor> Model::Function::run(const FeedMap& feeds, const std::vector
     const Tensor all = executor->run(feeds, {packed}, step_targets ? *step_targets : targets)[0].to(cpu_device());
     const double* at = all.data<double>();
     for (const Shape& shape : packed_shapes) {
-      const std::int64_t n = shape.num_elements();
-      values.push_back(Tensor::from_vector<double>(shape, std::vector<double>(at, at + n)));
-      at += n;
+      Tensor value(shape, DType::float64);
+      std::copy(at, at + shape.num_elements(), value.data<double>());
+      at += shape.num_elements();
+      values.push_back(std::move(value));
     }
   } else {
     values = executor->run(feeds, fetches, step_targets ? *step_targets : targets);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -72,15 +73,15 @@ class LookupTable {
   void adapt(const std::vector<T>& data, std::int64_t documents = 1) {
     std::map<T, std::int64_t> counts, in_documents;
     const std::size_t row = documents > 0 ? data.size() / static_cast<std::size_t>(documents) : data.size();
-    for (std::size_t i = 0; i < data.size(); ++i) {
-      const T& t = data[i];
-      if ((options_.mask_token && t == *options_.mask_token) || (options_.num_oov_indices && t == options_.oov_token))
-        continue;
-      ++counts[t];
-      const std::size_t start = row ? i / row * row : 0;
-      if (std::find(data.begin() + static_cast<std::ptrdiff_t>(start), data.begin() + static_cast<std::ptrdiff_t>(i), t) ==
-          data.begin() + static_cast<std::ptrdiff_t>(i))
-        ++in_documents[t];  // its first occurrence in its document
+    for (std::size_t start = 0; start < data.size(); start += std::max<std::size_t>(row, 1)) {
+      std::set<T> seen;  // this document's tokens so far
+      for (std::size_t i = start; i < std::min(data.size(), start + std::max<std::size_t>(row, 1)); ++i) {
+        const T& t = data[i];
+        if ((options_.mask_token && t == *options_.mask_token) || (options_.num_oov_indices && t == options_.oov_token))
+          continue;
+        ++counts[t];
+        if (seen.insert(t).second) ++in_documents[t];
+      }
     }
     std::vector<std::pair<T, std::int64_t>> sorted(counts.begin(), counts.end());
     std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
