@@ -182,14 +182,13 @@ bool Plan::throttled() const {
   return std::any_of(devices_.begin(), devices_.end(), [](const Device* d) { return d->slowdown() > 1.0; });
 }
 
-std::vector<Tensor> Plan::run(const FeedMap& feeds) {
+// Checks the fed shapes and binds each feed: a tensor on the value's device as it is, another copied
+// into the value's arena slot.
+void Plan::bind_feeds(const FeedMap& feeds) {
   for (const auto& [sym, tensor] : feeds) {
     auto it = feed_values_.find(sym.node()->id());
     if (it == feed_values_.end()) continue;  // fed but not needed
     Value* v = it->second;
-    if (tensor.shape() != v->spec.shape || tensor.dtype() != v->spec.dtype)
-      raise<ShapeError>("placeholder \"{}\" was compiled for {}, fed {} {}", sym.node()->name(), v->spec.to_string(),
-                        tensor.shape().to_string(), dtype_name(tensor.dtype()));
     if (&tensor.device() == v->device) {
       v->tensor = tensor;
     } else {
@@ -197,6 +196,9 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
       v->tensor = v->slot;
     }
   }
+}
+
+void Plan::run_steps() {
   if (lanes_.empty()) {
     if (throttled())  // decided once per run: the normal path pays nothing for the throttle
       for (std::size_t i = 0; i < steps_.size();) i += run_step_throttled(i);
@@ -204,6 +206,21 @@ std::vector<Tensor> Plan::run(const FeedMap& feeds) {
       for (std::size_t i = 0; i < steps_.size();) i += run_step(i);
   } else {
     run_lanes();
+  }
+}
+
+std::vector<Tensor> Plan::run(const FeedMap& feeds) {
+  for (const auto& [sym, tensor] : feeds) {
+    auto it = feed_values_.find(sym.node()->id());
+    if (it == feed_values_.end()) continue;  // fed but not needed
+    const Value* v = it->second;
+    if (tensor.shape() != v->spec.shape || tensor.dtype() != v->spec.dtype)
+      raise<ShapeError>("placeholder \"{}\" was compiled for {}, fed {} {}", sym.node()->name(), v->spec.to_string(),
+                        tensor.shape().to_string(), dtype_name(tensor.dtype()));
+  }
+  if (!run_graph_step(feeds)) {  // whole-step graphs (plan_graphs.cpp), or eagerly:
+    bind_feeds(feeds);
+    run_steps();
   }
   for (const auto& v : written_) v->note_written();
   std::vector<Tensor> out;

@@ -54,6 +54,16 @@ class Plan {
   double busy_seconds(const Device& device) const;
   std::string to_string() const;  // the schedule, one step a line
 
+  // Whole-step graphs (docs/engine.md, "Whole-step CUDA graphs"): on a device that records steps (a
+  // GPU), the plan's steps after the first are recorded once per feed slot and then replayed with one
+  // launch. True when the last run launched a recorded step.
+  bool replays_graph() const;
+  // Why the plan runs its steps eagerly on a device that could record them (a step that cannot be
+  // recorded, steps on several devices, a failed recording), or "" (it records, or its devices record
+  // nothing: CPU devices, or graphs switched off by config::enable_cuda_graphs / TOWER_CUDA_GRAPHS=0).
+  std::string graph_fallback_reason() const;
+  int graph_captures() const;  // steps recorded so far (2 in steady state: one per feed slot)
+
  private:
   struct Value;
   struct Step;
@@ -73,6 +83,14 @@ class Plan {
   void run_lanes();
   void run_lane(std::size_t lane);
   void order_after_waits(std::size_t i);
+  // One run's parts: the fed tensors bound (or copied into their slots), and the steps run eagerly.
+  void bind_feeds(const FeedMap& feeds);
+  void run_steps();
+  // Whole-step graphs (plan_graphs.cpp): runs the step through a feed block, recorded or replayed;
+  // false when this run is eager (nothing recorded on this plan's device, or it fell back).
+  bool run_graph_step(const FeedMap& feeds);
+  bool graphs_wanted();
+  void rebind_aliases();
   // Marks the all_reduce steps and refuses a plan whose lanes could not all reach their replicas.
   void check_collectives();
   // Stops the collectives of this plan whose replicas wait on the host for a lane that failed.
@@ -93,6 +111,9 @@ class Plan {
   std::vector<double> lane_busy_;  // seconds per lane in the last run
   struct LaneThreads;
   std::unique_ptr<LaneThreads> lane_threads_;
+  // Last: destroyed first, while the arenas its recorded steps use still exist.
+  struct GraphState;
+  std::unique_ptr<GraphState> graphs_;
 };
 
 // Runs graphs, keeping one Plan per (fetches, targets, feed shapes and dtypes).
