@@ -15,7 +15,8 @@
 // cached per device and geometry with its layout; FFT and Winograd algorithms are left out (their
 // rounding breaks parity with the CPU). TOWER_CUDNN_LOG=1 prints every candidate and the choice once
 // per geometry and pass.
-// Float32 runs with CUDNN_FMA_MATH (no TF32 or tensor-op conversions), so results match the CPU.
+// Float32 runs with CUDNN_FMA_MATH (no TF32 or tensor-op conversions), so results match the CPU, unless
+// config::enable_tensor_float_32_execution(true): then TF32 tensor-op algorithms qualify too.
 #include <cudnn.h>
 
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "tower/backends/cuda/cudnn_descriptors.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/config.h"
 #include "tower/core/op_names.h"
 
 namespace tower::cuda {
@@ -67,7 +69,9 @@ ConvGeometry geometry_of(const KernelContext& ctx, const Shape& x, const Shape& 
 }
 
 // The descriptors of geometry g in `layout`, and a check of cuDNN's output size.
-CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout layout) {
+// math_type: the chosen algorithm's (AlgoChoice::math_type), or -1 while the candidates are queried
+// (the default math). Float32 takes FMA math (no TF32) unless config::enable_tensor_float_32_execution.
+CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout layout, int math_type = -1) {
   const CudnnConvPlan plan = plan_cudnn_conv(g);
   const cudnnDataType_t type = cudnn_data_type(g.dtype, ctx.node.op().c_str());
   std::vector<std::int64_t> kernel_extent{g.kernel_h, g.kernel_w};
@@ -93,7 +97,11 @@ CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout 
         static_cast<int>(g.stride_w), static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
         CUDNN_CROSS_CORRELATION, type));
   }
-  CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH));
+  // (CUDNN_DEFAULT_MATH permits TF32 on Ampere and later: float32 without TF32 is always FMA.)
+  const cudnnMathType_t math = type == CUDNN_DATA_FLOAT && !config::tensor_float_32_execution_enabled() ? CUDNN_FMA_MATH
+                               : math_type >= 0 ? static_cast<cudnnMathType_t>(math_type)
+                                                : CUDNN_DEFAULT_MATH;
+  CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), math));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(c.conv.get(), static_cast<int>(g.groups)));
   int out[5] = {};  // (n, c, [d,] h, w)
   const int rank = g.spatial + 2;
@@ -109,9 +117,11 @@ CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout 
 }
 
 // Tensor-op math would let cuDNN round float32 to TF32: only FMA (or default, with the descriptor's
-// FMA math) algorithms qualify for float32.
-bool math_allowed(cudnnMathType_t math, cudnnDataType_t type) {
-  return type != CUDNN_DATA_FLOAT || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
+// FMA math) algorithms qualify for float32, unless TF32 is enabled (config.h): then tensor-op math too,
+// but never ALLOW_CONVERSION (float32 rounded to float16).
+bool math_allowed(cudnnMathType_t math, cudnnDataType_t type, bool tf32) {
+  if (type != CUDNN_DATA_FLOAT || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH) return true;
+  return tf32 && math == CUDNN_TENSOR_OP_MATH;
 }
 
 // FFT and Winograd algorithms transform the operands and round differently from a direct sum (errors
@@ -158,7 +168,7 @@ std::vector<AlgoCandidate> candidates_of(const std::vector<Perf>& perf, cudnnDat
                             .status = cudnnGetErrorString(p.status),
                             .math_type = static_cast<int>(p.mathType)};
     if (p.status == CUDNN_STATUS_SUCCESS) {  // else the status says why not
-      if (!math_allowed(p.mathType, type))
+      if (!math_allowed(p.mathType, type, config::tensor_float_32_execution_enabled()))
         candidate.status = "left out: tensor-op math (TF32)";
       else if (!direct_sum(p.algo))
         candidate.status = "left out: FFT/Winograd rounding";
@@ -189,7 +199,7 @@ std::vector<AlgoCandidate> query_or_refusal(Query&& query) {
 template <typename Query>
 AlgoChoice algorithm_for(CudaDevice& gpu, const KernelContext& ctx, const ConvGeometry& g, ConvPass pass,
                          Query&& query) {
-  return gpu.conv_algorithms().get_or_choose({g, pass}, [&] {
+  return gpu.conv_algorithms().get_or_choose({g, pass, config::tensor_float_32_execution_enabled()}, [&] {
     std::vector<LayoutCandidates> tried;
     const auto choice = choose_layout_and_algorithm(g.dtype, budget_of(gpu), [&](ConvLayout layout) {
       return query_or_refusal([&] { return query(make_conv(ctx, g, layout)); });
@@ -341,7 +351,7 @@ void conv2d_kernel(KernelContext& ctx) {
   }
   const ConvGeometry g = geometry_of(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
   const AlgoChoice algo = forward_algorithm(gpu, ctx, g);
-  const CudnnConv c = make_conv(ctx, g, algo.layout);
+  const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
   dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
     const Tensor w = to_filter(gpu, c, kernel);
     const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
@@ -368,7 +378,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   }
   const ConvGeometry g = geometry_of(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
   const AlgoChoice algo = backward_data_algorithm(gpu, ctx, g);
-  const CudnnConv c = make_conv(ctx, g, algo.layout);
+  const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
   dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
     const Tensor w = to_filter(gpu, c, kernel);
     const Tensor dy_in = as_layout(gpu, c, dy);
@@ -401,7 +411,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   }
   const ConvGeometry g = geometry_of(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
   const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, g);
-  const CudnnConv c = make_conv(ctx, g, algo.layout);
+  const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
   dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
     const Tensor dy_in = as_layout(gpu, c, dy);

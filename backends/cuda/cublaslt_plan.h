@@ -19,19 +19,22 @@ constexpr std::uint32_t pointer_alignment(std::uintptr_t address) {
 }
 inline std::uint32_t pointer_alignment(const void* p) { return pointer_alignment(reinterpret_cast<std::uintptr_t>(p)); }
 
-// One cuBLASLt dense plan: (gpu, m, n, k, relu) and the alignments of A (the kernel), B (x), C and D
+// One cuBLASLt dense plan: (gpu, m, n, k, relu, TF32) and the alignments of A (the kernel), B (x), C and D
 // (both y), so that a heuristic chosen for aligned buffers is never used on less aligned ones.
 struct LtDenseKey {
   const void* gpu = nullptr;
   int m = 0, n = 0, k = 0;
   bool relu = false;
+  // config::tensor_float_32_execution_enabled(): CUBLAS_COMPUTE_32F_FAST_TF32 instead of CUBLAS_COMPUTE_32F.
+  bool tf32 = false;
   std::uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0;
   auto operator<=>(const LtDenseKey&) const = default;
 };
 
 inline LtDenseKey lt_dense_key(const void* gpu, int m, int n, int k, bool relu, const void* a, const void* b,
-                               const void* c, const void* d) {
-  return {gpu, m, n, k, relu, pointer_alignment(a), pointer_alignment(b), pointer_alignment(c), pointer_alignment(d)};
+                               const void* c, const void* d, bool tf32 = false) {
+  return {gpu,  m, n, k, relu, tf32, pointer_alignment(a), pointer_alignment(b), pointer_alignment(c),
+          pointer_alignment(d)};
 }
 
 }  // namespace tower::cuda

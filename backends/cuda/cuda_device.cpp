@@ -9,9 +9,11 @@
 
 #include "tower/backends/cuda/cuda_backend.h"
 #include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/cuda_graph.h"
 #include "tower/backends/cuda/kernels.h"
 #include "tower/backends/cuda/nccl.h"
 #include "tower/backends/cuda/pinned_host_device.h"
+#include "tower/core/config.h"
 
 namespace tower::cuda {
 
@@ -100,12 +102,24 @@ CudaDevice::~CudaDevice() {
 
 void CudaDevice::make_current() const { CUDA_CHECK(cudaSetDevice(ordinal_)); }
 
+// cuBLAS's own workspace pool would be allocated per captured graph (PyTorch #83461: memory grows with
+// every capture); a workspace of the handle's own, allocated once, is what every GEMM uses, recorded
+// or not. 32 MiB: what cuBLAS asks for on Hopper.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+
 cublasHandle_t CudaDevice::cublas() {
   if (!cublas_) {
     make_current();
     CUBLAS_CHECK(cublasCreate(&cublas_));
-    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-    CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));  // (resets the workspace: set it after)
+    cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+    CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+  }
+  // TF32 or full FP32, as the switch says now (a host-side setting, cheap; cached).
+  const int math = config::tensor_float_32_execution_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  if (math != cublas_math_) {
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, static_cast<cublasMath_t>(math)));
+    cublas_math_ = math;
   }
   return cublas_;
 }
@@ -132,9 +146,58 @@ cudnnHandle_t CudaDevice::cudnn() {
   return cudnn_;
 }
 
-void* CudaDevice::do_allocate(std::size_t bytes) { return allocator_.allocate(bytes); }
+void* CudaDevice::do_allocate(std::size_t bytes) {
+  CapturePool* pool = nullptr;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_pool_ && std::this_thread::get_id() == capture_thread_) pool = capture_pool_;
+  }
+  if (!pool) return allocator_.allocate(bytes);
+  // Recording: the smallest free block of the pool that fits, else a new one from the cache. A cache
+  // miss calls cudaMalloc, which a thread-local capture forbids on this thread; relaxed for that call
+  // only, it is an ordinary allocation outside the graph (as PyTorch's private pools allocate).
+  if (auto it = pool->free.lower_bound(bytes); it != pool->free.end()) {
+    void* p = it->second;
+    pool->free.erase(it);
+    return p;
+  }
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+  void* p = nullptr;
+  try {
+    p = allocator_.allocate(bytes);
+  } catch (...) {
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    throw;
+  }
+  CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+  pool->sizes[p] = bytes;
+  return p;
+}
 
-void CudaDevice::do_deallocate(void* ptr, std::size_t) { allocator_.deallocate(ptr); }
+void CudaDevice::do_deallocate(void* ptr, std::size_t) {
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_pool_ && std::this_thread::get_id() == capture_thread_)
+      if (auto it = capture_pool_->sizes.find(ptr); it != capture_pool_->sizes.end()) {
+        capture_pool_->free.emplace(it->second, ptr);  // stays the graphs' scratch
+        return;
+      }
+  }
+  allocator_.deallocate(ptr);
+}
+
+void CudaDevice::set_capture_pool(CapturePool* pool) {
+  std::lock_guard lock(capture_mutex_);
+  capture_pool_ = pool;
+  capture_thread_ = std::this_thread::get_id();
+}
+
+void CudaDevice::release_capture_pool(CapturePool& pool) {
+  for (const auto& [bytes, p] : pool.free) allocator_.deallocate(p);
+  pool.free.clear();
+  pool.sizes.clear();
+}
 
 namespace {
 
@@ -305,6 +368,10 @@ void register_cuda_backend() {
                                         .unavailable = cuda::gpu_unavailable_reason,
                                         .abort_collective = cuda::nccl_abort_group,
                                         .reset_collective = cuda::nccl_reset_group});
+  register_step_recorder(DeviceKind::cuda, [](Device& device) -> std::unique_ptr<StepRecorder> {
+    auto* gpu = dynamic_cast<cuda::CudaDevice*>(&device);
+    return gpu ? cuda::make_step_recorder(*gpu) : nullptr;
+  });
   cuda::register_basic_kernels();
   cuda::register_math_kernels();
   cuda::register_activation_kernels();

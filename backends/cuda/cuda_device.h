@@ -7,14 +7,25 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "tower/backends/cuda/cudnn_conv_plan.h"
 #include "tower/core/caching_allocator.h"
 #include "tower/core/device.h"
 
 namespace tower::cuda {
+
+// Device memory of one plan's recorded steps (cuda_graph.h): what kernels allocate while a step is
+// recorded. A replay writes it again, so no other allocation may get it while the graphs live; a block
+// freed during a recording stays here for the plan's next recording (its graphs never run at once:
+// one stream), and all of it goes back to the device's cache with the pool (release_capture_pool).
+struct CapturePool {
+  std::multimap<std::size_t, void*> free;  // by size: blocks no recorded kernel holds now
+  std::map<void*, std::size_t> sizes;      // every block the pool took from the cache
+};
 
 class CudaDevice final : public Device {
  public:
@@ -56,8 +67,9 @@ class CudaDevice final : public Device {
   cudaStream_t copy_stream() const { return copy_stream_; }
   // Makes this device's GPU the calling thread's current one (cudaSetDevice): kernels launch there.
   void make_current() const;
-  // This device's cuBLAS handle, bound to its stream (created on first use). FP32 GEMMs run in full
-  // FP32 (no TF32), so results match the CPU within 1e-5.
+  // This device's cuBLAS handle, bound to its stream and to a workspace of its own (created on first
+  // use). FP32 GEMMs run in full FP32, matching the CPU within 1e-5, unless
+  // config::enable_tensor_float_32_execution(true): each call sets the handle's math mode to the switch.
   cublasHandle_t cublas();
   // This device's cuBLASLt handle (created on first use; the stream is given per call).
   cublasLtHandle_t cublas_lt();
@@ -67,6 +79,11 @@ class CudaDevice final : public Device {
   ConvAlgorithmCache& conv_algorithms() { return conv_algorithms_; }
   // The most bytes this device may hold (a logical GPU's share); 0: all the GPU has.
   std::size_t memory_limit() const { return allocator_.budget(); }
+  // While a step is recorded on this thread: what this thread allocates on the device comes from and
+  // returns to `pool` (null: the shared cache again). Other threads keep the shared cache.
+  void set_capture_pool(CapturePool* pool);
+  // Gives the pool's free blocks back to the cache (after the graphs using them are destroyed).
+  void release_capture_pool(CapturePool& pool);
 
  protected:
   void* do_allocate(std::size_t bytes) override;
@@ -88,6 +105,11 @@ class CudaDevice final : public Device {
   cudnnHandle_t cudnn_ = nullptr;
   ConvAlgorithmCache conv_algorithms_;
   CachingAllocator allocator_;
+  void* cublas_workspace_ = nullptr;  // cublasSetWorkspace's: fixed, so recorded GEMMs find it again
+  int cublas_math_ = -1;              // the cublasMath_t set on cublas_ (TF32 or not)
+  std::mutex capture_mutex_;
+  CapturePool* capture_pool_ = nullptr;
+  std::thread::id capture_thread_;
 };
 
 // What cudaGetDeviceCount said: the count, and when it failed with anything but cudaErrorNoDevice (an

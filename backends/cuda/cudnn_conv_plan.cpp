@@ -97,14 +97,15 @@ std::optional<AlgoChoice> choose_algorithm(const std::vector<AlgoCandidate>& can
   for (const auto& c : candidates) {
     if (!c.supported) continue;
     if (c.workspace_bytes <= budget) {
-      if (c.deterministic) return AlgoChoice{c.algo, c.workspace_bytes};
+      if (c.deterministic) return AlgoChoice{c.algo, c.workspace_bytes, ConvLayout::nhwc, c.math_type};
       if (!first_fitting) first_fitting = &c;
     }
     if (!smallest || c.workspace_bytes < smallest->workspace_bytes) smallest = &c;
   }
-  if (first_fitting) return AlgoChoice{first_fitting->algo, first_fitting->workspace_bytes};
+  if (first_fitting)
+    return AlgoChoice{first_fitting->algo, first_fitting->workspace_bytes, ConvLayout::nhwc, first_fitting->math_type};
   if (!smallest) return std::nullopt;
-  return AlgoChoice{smallest->algo, smallest->workspace_bytes};
+  return AlgoChoice{smallest->algo, smallest->workspace_bytes, ConvLayout::nhwc, smallest->math_type};
 }
 
 const char* conv_layout_name(ConvLayout layout) {
@@ -206,7 +207,8 @@ std::size_t ConvKeyHash::operator()(const ConvKey& key) const {
                                  g.stride_w,     g.dilation_h,   g.dilation_w,  g.pad_h.before, g.pad_h.after,
                                  g.pad_w.before, g.pad_w.after,  g.groups, static_cast<std::int64_t>(g.dtype),
                                  static_cast<std::int64_t>(key.pass), g.spatial, g.in_d, g.out_d, g.kernel_d,
-                                 g.stride_d, g.dilation_d, g.pad_d.before, g.pad_d.after};
+                                 g.stride_d, g.dilation_d, g.pad_d.before, g.pad_d.after,
+                                 key.tf32 ? 1 : 0};
   std::size_t h = 0;
   for (std::int64_t f : fields) h = h * 1000003u ^ std::hash<std::int64_t>{}(f);  // order matters
   return h;

@@ -114,6 +114,7 @@ struct AlgoChoice {
   int algo = 0;
   std::size_t workspace_bytes = 0;
   ConvLayout layout = ConvLayout::nhwc;
+  int math_type = 0;  // the candidate's cudnnMathType_t: the descriptor that runs it is set to it
   bool operator==(const AlgoChoice&) const = default;
 };
 
@@ -149,6 +150,9 @@ enum class ConvPass : std::uint8_t { forward, backward_data, backward_filter };
 struct ConvKey {
   ConvGeometry geometry;
   ConvPass pass = ConvPass::forward;
+  // config::tensor_float_32_execution_enabled() when chosen: TF32 admits tensor-op algorithms for
+  // float32, so the same geometry has a choice with and one without.
+  bool tf32 = false;
   bool operator==(const ConvKey&) const = default;
 };
 

@@ -15,7 +15,8 @@ namespace {
 template <typename T>
 __global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, const std::int64_t* row_offset,
                                std::int64_t row_elements, std::int64_t quads, double keep, T scale,
-                               std::uint64_t seed, std::uint64_t counter) {
+                               std::uint64_t seed, std::uint64_t counter, const std::uint64_t* counter_at) {
+  if (counter_at) counter = *counter_at;  // a recorded step's counter, written before each replay
   const std::int64_t first = row_offset ? *row_offset * row_elements : 0, end = first + n;
   TOWER_GRID_STRIDE(j, quads) {
     const std::int64_t q = first / 4 + j;
@@ -34,7 +35,8 @@ __global__ void dropout_kernel(const T* x, T* y, T* mask, std::int64_t n, const 
 template <typename T>
 __global__ void random_kernel(T* y, std::int64_t n, const std::int64_t* row_offset, std::int64_t row_elements,
                               std::int64_t quads, bool normal, double lo, double width, std::uint64_t seed,
-                              std::uint64_t counter) {
+                              std::uint64_t counter, const std::uint64_t* counter_at) {
+  if (counter_at) counter = *counter_at;
   const std::int64_t first = row_offset ? *row_offset * row_elements : 0, end = first + n;
   TOWER_GRID_STRIDE(j, quads) {
     const std::int64_t q = first / 4 + j;
@@ -53,35 +55,35 @@ __global__ void random_kernel(T* y, std::int64_t n, const std::int64_t* row_offs
 template <typename T>
 cudaError_t launch_random(T* y, std::int64_t n, const std::int64_t* row_offset, std::int64_t row_elements,
                           bool normal, double lo, double width, std::uint64_t seed, std::uint64_t counter,
-                          cudaStream_t stream) {
+                          const std::uint64_t* counter_at, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const std::int64_t quads = (n + 3) / 4 + (row_offset ? 1 : 0);
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((quads + kThreads - 1) / kThreads, 65535));
   random_kernel<T><<<blocks, kThreads, 0, stream>>>(y, n, row_offset, row_elements, quads, normal, lo, width, seed,
-                                                    counter);
+                                                    counter, counter_at);
   return cudaGetLastError();
 }
 
 template cudaError_t launch_random<float>(float*, std::int64_t, const std::int64_t*, std::int64_t, bool, double,
-                                          double, std::uint64_t, std::uint64_t, cudaStream_t);
+                                          double, std::uint64_t, std::uint64_t, const std::uint64_t*, cudaStream_t);
 template cudaError_t launch_random<double>(double*, std::int64_t, const std::int64_t*, std::int64_t, bool, double,
-                                           double, std::uint64_t, std::uint64_t, cudaStream_t);
+                                           double, std::uint64_t, std::uint64_t, const std::uint64_t*, cudaStream_t);
 
 template <typename T>
 cudaError_t launch_dropout(const T* x, T* y, T* mask, std::int64_t n, const std::int64_t* row_offset,
                            std::int64_t row_elements, double keep, std::uint64_t seed, std::uint64_t counter,
-                           cudaStream_t stream) {
+                           const std::uint64_t* counter_at, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const std::int64_t quads = (n + 3) / 4 + (row_offset ? 1 : 0);
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((quads + kThreads - 1) / kThreads, 65535));
   dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(x, y, mask, n, row_offset, row_elements, quads, keep,
-                                                     static_cast<T>(1.0 / keep), seed, counter);
+                                                     static_cast<T>(1.0 / keep), seed, counter, counter_at);
   return cudaGetLastError();
 }
 
 template cudaError_t launch_dropout<float>(const float*, float*, float*, std::int64_t, const std::int64_t*,
-                                           std::int64_t, double, std::uint64_t, std::uint64_t, cudaStream_t);
+                                           std::int64_t, double, std::uint64_t, std::uint64_t, const std::uint64_t*, cudaStream_t);
 template cudaError_t launch_dropout<double>(const double*, double*, double*, std::int64_t, const std::int64_t*,
-                                            std::int64_t, double, std::uint64_t, std::uint64_t, cudaStream_t);
+                                            std::int64_t, double, std::uint64_t, std::uint64_t, const std::uint64_t*, cudaStream_t);
 
 }  // namespace tower::cuda

@@ -14,6 +14,7 @@
 #include "tower/backends/cuda/math_launchers.h"
 #include "tower/backends/cuda/strided.h"
 #include "tower/core/checked.h"
+#include "tower/core/config.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
 
@@ -100,7 +101,7 @@ bool epilogue_enabled() {
 // The cuBLASLt descriptors and algorithm of one float32 dense shape and operand alignment on one GPU.
 // As matmul, row-major y (m, n) = x (m, k) kernel (k, n) is column-major y^T (n, m) = kernel^T (n, k)
 // x^T (k, m): the kernel's buffer is A, x's is B, and the bias (n,) runs along C's rows, where
-// cuBLASLt's bias epilogue adds it. FP32 compute: no TF32. The heuristic is told the pointers' real
+// cuBLASLt's bias epilogue adds it. FP32 compute (TF32 when config.h enables it: part of the key). The heuristic is told the pointers' real
 // alignment (cublaslt_plan.h), so it never picks an algorithm that needs more.
 struct LtDense {
   std::mutex mutex;  // the bias pointer is set on the shared descriptor right before each call
@@ -111,7 +112,8 @@ struct LtDense {
 
   LtDense(CudaDevice& gpu, const LtDenseKey& key) {
     const int m = key.m, n = key.n, k = key.k;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // TF32 (config.h) rounds the operands to 10 mantissa bits on tensor cores; else full FP32.
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasLtEpilogue_t epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, n, k, n));
@@ -199,7 +201,7 @@ void dense_kernel(KernelContext& ctx) {
   if (m == 0 || n == 0) return;
   if (y.dtype() == DType::float32 && k > 0 && epilogue_enabled()) {
     LtDense& plan = lt_dense(gpu, lt_dense_key(&gpu, m, n, k, relu, kernel.raw_data(), x.raw_data(), y.raw_data(),
-                                               y.raw_data()));
+                                               y.raw_data(), config::tensor_float_32_execution_enabled()));
     if (plan.found && lt_dense_run(gpu, plan, x, kernel, bias, y, m, n, k)) return;
   }
   // float64, no cuBLASLt algorithm, a failed cuBLASLt call, or the epilogue turned off: GEMM, then bias

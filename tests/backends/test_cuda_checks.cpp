@@ -69,4 +69,9 @@ TEST_CASE("cuBLASLt alignment: the lowest set bit of the address, at most 256; p
   CHECK(key == lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 48, buffer + 32, buffer + 32));  // 64 again
   CHECK(key != lt_dense_key(&gpu, 32, 10, 784, false, buffer, buffer + 16, buffer + 32, buffer + 32));
   CHECK(key < lt_dense_key(&gpu, 33, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32));
+  // TF32 (config::enable_tensor_float_32_execution) is another plan: another compute type.
+  CHECK_FALSE(key.tf32);
+  const auto tf32 = lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32, true);
+  CHECK(tf32.tf32);
+  CHECK(key != tf32);
 }

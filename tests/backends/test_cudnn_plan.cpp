@@ -359,3 +359,20 @@ TEST_CASE("layout permutations: HWIO to KRSC and KCRS and back, NHWC to NCHW and
   CHECK(apply(apply(x, nhwc_to_nchw_perm(2)), nchw_to_nhwc_perm(2)) == x);
   CHECK(apply(apply(x3, nhwc_to_nchw_perm(3)), nchw_to_nhwc_perm(3)) == x3);
 }
+
+TEST_CASE("ConvAlgorithmCache: TF32 on and off are separate choices of one geometry") {
+  // config::enable_tensor_float_32_execution admits tensor-op algorithms for float32: another choice,
+  // and the exact one stays cached for when TF32 is off again.
+  ConvAlgorithmCache cache;
+  const ConvGeometry g =
+      conv_geometry(Shape{2, 6, 7, 3}, Shape{3, 3, 3, 5}, Shape{2, 3, 4, 5}, {2, 2}, {1, 1}, true, DType::float32);
+  CHECK(cache.get_or_choose({g, ConvPass::forward}, [] { return AlgoChoice{1, 64}; }) == AlgoChoice{1, 64});
+  const AlgoChoice tensor_op{.algo = 7, .workspace_bytes = 128, .math_type = 1};  // CUDNN_TENSOR_OP_MATH
+  CHECK(cache.get_or_choose({g, ConvPass::forward, true}, [&] { return tensor_op; }) == tensor_op);
+  CHECK(cache.get_or_choose({g, ConvPass::forward, false}, [] { return AlgoChoice{2, 0}; }) == AlgoChoice{1, 64});
+  CHECK(cache.size() == 2);
+  CHECK_FALSE(ConvKeyHash{}(ConvKey{g, ConvPass::forward, true}) == ConvKeyHash{}(ConvKey{g, ConvPass::forward}));
+  // choose_algorithm hands the candidate's math type on, for the descriptor that runs it.
+  const std::vector<AlgoCandidate> candidates = {{.algo = 4, .supported = true, .workspace_bytes = 0, .math_type = 1}};
+  CHECK(choose_algorithm(candidates, 0)->math_type == 1);
+}
