@@ -69,6 +69,15 @@ std::vector<std::string> ops_with_kernel(DeviceKind kind) {
   return names;  // the map's order: sorted by name
 }
 
+std::vector<std::pair<std::string, KernelFn>> registered_kernels(DeviceKind kind) {
+  auto& t = tables();
+  std::lock_guard lock(t.mutex);
+  std::vector<std::pair<std::string, KernelFn>> out;
+  for (const auto& [key, fn] : t.kernels)
+    if (key.second == kind) out.emplace_back(key.first, fn);
+  return out;
+}
+
 KernelFn find_kernel(std::string_view op, DeviceKind kind) {
   ensure_backends_registered();
   auto& t = tables();

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tower/core/graph.h"
@@ -69,6 +70,9 @@ KernelFn find_kernel(std::string_view op, DeviceKind kind);
 bool has_kernel(std::string_view op, DeviceKind kind);
 // The ops that have a kernel for `kind`, sorted.
 std::vector<std::string> ops_with_kernel(DeviceKind kind);
+// The kernels registered for `kind` so far, by op name, without registering the backends first: for a
+// backend's registration itself, which may wrap its own kernels (the CPU's half-precision widening).
+std::vector<std::pair<std::string, KernelFn>> registered_kernels(DeviceKind kind);
 
 // A kernel that runs several steps of one op in one call: the plan hands it each run of consecutive
 // steps with the same op, device and attrs that have no outputs (the in-place updates of an

@@ -44,7 +44,7 @@ void fill_host(void* dst, std::int64_t n, double value) {
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, Device& device) {
   Tensor host(std::move(shape), dtype, cpu_device());
-  dispatch_any(dtype, "Tensor::full", [&]<typename T>() { fill_host<T>(host.raw_data(), host.num_elements(), value); });
+  dispatch_every(dtype, "Tensor::full", [&]<typename T>() { fill_host<T>(host.raw_data(), host.num_elements(), value); });
   return &device == &cpu_device() ? host : host.to(device);
 }
 
@@ -65,7 +65,7 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values, Device& de
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<T> out(static_cast<std::size_t>(num_elements()));
-  dispatch_any(dtype_, "Tensor::to_vector", [&]<typename S>() {
+  dispatch_every(dtype_, "Tensor::to_vector", [&]<typename S>() {
     std::vector<S> host(out.size());
     copy_between(cpu_device(), host.data(), device(), raw_data(), nbytes());
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(host[i]);
@@ -81,6 +81,8 @@ TOWER_INSTANTIATE(double)
 TOWER_INSTANTIATE(std::int32_t)
 TOWER_INSTANTIATE(std::int64_t)
 TOWER_INSTANTIATE(std::uint8_t)
+TOWER_INSTANTIATE(float16_t)
+TOWER_INSTANTIATE(bfloat16_t)
 #undef TOWER_INSTANTIATE
 
 double Tensor::item() const {

@@ -120,8 +120,19 @@ decltype(auto) dispatch_integer(DType dtype, const char* op, F&& f) {
 // Any dtype with CPU kernels: float32, float64, int32, int64, uint8.
 template <typename F>
 decltype(auto) dispatch_any(DType dtype, const char* op, F&& f) {
-  if (is_floating(dtype)) return dispatch_floating(dtype, op, std::forward<F>(f));
+  if (is_floating(dtype) && !is_half(dtype)) return dispatch_floating(dtype, op, std::forward<F>(f));
   return dispatch_integer(dtype, op, std::forward<F>(f));
+}
+
+// Every dtype, the half ones too (float16_t, bfloat16_t: storage types that convert to and from
+// float, core/half.h): for code that only moves or converts elements (casts, Tensor::full, to_vector).
+template <typename F>
+decltype(auto) dispatch_every(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float16: return f.template operator()<float16_t>();
+    case DType::bfloat16: return f.template operator()<bfloat16_t>();
+    default: return dispatch_any(dtype, op, std::forward<F>(f));
+  }
 }
 
 }  // namespace tower

@@ -1,4 +1,4 @@
-// CPU kernels of the basic ops: identity, fill_like, cast, assign, assign_add.
+// CPU kernels of the basic ops: identity, fill_like, cast (every dtype, half ones too), assign, assign_add.
 #include <cstring>
 
 #include "tower/backends/cpu/kernels.h"
@@ -26,8 +26,11 @@ void fill_like_kernel(KernelContext& ctx) {
 void cast_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
-  dispatch_any(x.dtype(), op_names::cast, [&]<typename S>() {
-    dispatch_any(y.dtype(), op_names::cast, [&]<typename D>() {
+  // Every pair of dtypes, the half ones included: a half value widens to float exactly and a float or
+  // double rounds to half once, to nearest even (core/half.h), so this kernel handles them itself
+  // rather than through half_kernels.cpp's widening (which would round a double twice).
+  dispatch_every(x.dtype(), op_names::cast, [&]<typename S>() {
+    dispatch_every(y.dtype(), op_names::cast, [&]<typename D>() {
       const S* src = x.data<S>();
       D* dst = y.data<D>();
       parallel_for(ctx, x.num_elements(), kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {

@@ -20,6 +20,9 @@ void register_optimizer_kernels();   // optimizer_kernels.cpp
 void register_collective_kernels();  // collective_kernels.cpp: all_reduce
 void register_recurrent_kernels();   // recurrent_kernels.cpp: simple_rnn, lstm, gru and their gradients
 void register_attention_kernels();   // attention_kernels.cpp: dot_product_attention and its gradient
+// half_kernels.cpp: wraps every kernel registered so far so that float16/bfloat16 tensors run through
+// its float32 code (call it last).
+void register_half_support();
 
 // Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through OpenBLAS on the
 // calling thread (math_kernels.cpp). Sizes are the caller's to check against int.
