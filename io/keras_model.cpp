@@ -401,11 +401,25 @@ void compile_from_config(Model& model, const json& config) {
 }
 
 OptimizerState read_optimizer_state(const hdf5::Group& group, const Model& model) {
-  const auto& optimizer = model.optimizer();
+  // Under a LossScaleOptimizer the slots are its inner optimizer's ("sgd/m/...", "SGD/m/..."), and its
+  // own scalars are "<name>/dynamic_scale" and "<name>/step_counter" (Keras 3's, tower's), then tower's
+  // "<name>/inner_iterations".
+  const auto* scaled = dynamic_cast<const optimizers::LossScaleOptimizer*>(&model.optimizer());
+  const auto& optimizer = scaled ? scaled->inner_optimizer() : model.optimizer();
   std::vector<std::string> variables;
   for (const auto& v : model.trainable_weights()) variables.push_back(strip_index(v->name()));
   OptimizerState state;
   for (const auto& name : group.read_string_array_attr("weight_names")) {
+    if (scaled) {
+      const std::string stripped = strip_index(name);
+      bool own = false;
+      for (const char* scalar : {"dynamic_scale", "step_counter", "inner_iterations"})
+        if (stripped.ends_with(std::string("/") + scalar)) {
+          state.slots[fmt::format("LossScaleOptimizer/{}:0", scalar)] = group.dataset(name).read(DType::float32);
+          own = true;
+        }
+      if (own) continue;
+    }
     if (is_iteration(name)) {
       state.iterations = static_cast<std::int64_t>(group.dataset(name).read(DType::float64).data<double>()[0]);
       continue;

@@ -85,7 +85,7 @@ LayerRef::LayerRef(const KerasTensor& input) : layer_(input.node()->layer), inpu
 
 Layer::Layer(const std::string& name, const std::string& default_base) : state_(std::make_shared<State>()) {
   state_->name = name.empty() ? unique_layer_name(default_base) : name;
-  state_->dtype = floatx();
+  state_->policy = mixed_precision::global_policy();
 }
 
 Layer::~Layer() = default;
@@ -108,12 +108,29 @@ std::vector<std::int64_t> channels_to_first(std::int64_t rank) {
 }
 }  // namespace
 
-void Layer::set_dtype(DType dtype) {
-  check_float_dtype(dtype, fmt::format("{} \"{}\": dtype", class_name(), name()));
-  if (state_->built && dtype != state_->dtype)
-    raise<ValueError>("{} \"{}\": its dtype cannot change after it was built", class_name(), name());
-  state_->dtype = dtype;
+void Layer::set_dtype_policy(const DTypePolicy& policy) {
+  if (state_->built && !(policy == state_->policy))
+    raise<ValueError>("{} \"{}\": its dtype policy cannot change after it was built (it is \"{}\", got \"{}\"); "
+                      "set it when making the layer", class_name(), name(), state_->policy.name(), policy.name());
+  state_->policy = policy;
 }
+
+namespace {
+// Keras's AutocastScope: the compute dtype of the layer whose call() is running on this thread, to
+// which read() casts float32 weights (float32 itself: nothing to cast).
+thread_local DType t_autocast = DType::float32;
+
+class AutocastScope {
+ public:
+  explicit AutocastScope(DType dtype) : previous_(t_autocast) { t_autocast = dtype; }
+  ~AutocastScope() { t_autocast = previous_; }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  DType previous_;
+};
+}  // namespace
 
 void Layer::set_data_format(const std::string& data_format) {
   if (data_format != "channels_last" && data_format != "channels_first")
@@ -138,13 +155,17 @@ void Layer::ensure_built(const std::vector<Shape>& input_shapes) {
 std::vector<SymbolicTensor> Layer::apply(CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
   std::vector<SymbolicTensor> moved;
   for (SymbolicTensor x : inputs) {
-    // Keras's autocast: a floating input of the other float dtype is cast to the layer's.
-    if (x.defined() && (x.dtype() == DType::float32 || x.dtype() == DType::float64) && x.dtype() != dtype())
-      x = ops::cast(x, dtype());
+    // Keras's autocast: a floating input of another float dtype is cast to the compute dtype.
+    if (state_->autocast_inputs && x.defined() && is_floating(x.dtype()) && x.dtype() != compute_dtype())
+      x = ops::cast(x, compute_dtype());
     if (x.defined() && moves_channels(*this, x.rank())) x = ops::transpose(x, channels_to_last(x.rank()));
     moved.push_back(x);
   }
-  std::vector<SymbolicTensor> outputs = call(ctx, moved);
+  std::vector<SymbolicTensor> outputs;
+  {
+    AutocastScope autocast(compute_dtype());
+    outputs = call(ctx, moved);
+  }
   for (SymbolicTensor& y : outputs)
     if (y.defined() && moves_channels(*this, y.rank())) y = ops::transpose(y, channels_to_first(y.rank()));
   return outputs;
@@ -230,7 +251,7 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   // A weight too large to count or to hold is refused before anything is drawn or allocated: unchecked,
   // Dense(1 << 32) on 2^32 features counted 2^64 = 0 elements (it built with 0 parameters and saved),
   // and a byte size past 2^64 wrapped into a small allocation that the initializer overran.
-  if (dtype == DType::float32) dtype = state_->dtype;  // float weights take the layer's dtype
+  if (dtype == DType::float32) dtype = this->dtype();  // float weights take the variable dtype
   const std::string what = fmt::format("{} \"{}\": weight \"{}\" of shape {}", class_name(), state_->name, name,
                                        shape.to_string());
   const char* fix = "use fewer units or filters, or a smaller input";
@@ -254,11 +275,15 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   return variable;
 }
 
-SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight) {
+SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight, bool autocast) {
+  SymbolicTensor value;
   if (ctx.replica && ctx.replica->local_variables)
     if (auto it = ctx.replica->local_variables->find(weight.get()); it != ctx.replica->local_variables->end())
-      return ctx.graph.variable(it->second);
-  return ctx.graph.variable(weight);
+      value = ctx.graph.variable(it->second);
+  if (!value.defined()) value = ctx.graph.variable(weight);
+  // Keras casts only float32 variables to a half compute dtype (its autocast never touches float64).
+  if (autocast && is_half(t_autocast) && value.dtype() == DType::float32) value = ops::cast(value, t_autocast);
+  return value;
 }
 
 std::vector<SymbolicTensor> Layer::compute_mask(const std::vector<SymbolicTensor>&,
@@ -385,7 +410,7 @@ SymbolicTensor Regularizer::operator()(const SymbolicTensor& weight) const {
 }
 
 nlohmann::json Layer::get_config() const {
-  return {{"name", name()}, {"trainable", trainable()}, {"dtype", dtype_name(dtype())}};
+  return {{"name", name()}, {"trainable", trainable()}, {"dtype", dtype_policy().to_config()}};
 }
 
 }  // namespace tower

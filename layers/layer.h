@@ -21,6 +21,7 @@
 
 #include "tower/core/graph.h"
 #include "tower/core/variable.h"
+#include "tower/layers/dtype_policy.h"
 #include "tower/layers/initializers.h"
 #include "tower/layers/regularizers.h"
 
@@ -107,11 +108,16 @@ class Layer {
   // channels-last shapes. Keras stores the same weights in both formats, so channels_first files load.
   const std::string& data_format() const { return state_->data_format; }
 
-  // Keras's layer dtype: float32 or float64 (floatx() when the layer was made). Its weights are made
-  // in it, and apply() casts floating inputs of another float dtype to it, as Keras's autocast. Set it
-  // before the layer is built.
-  DType dtype() const { return state_->dtype; }
-  void set_dtype(DType dtype);
+  // Keras's layer dtype policy (the global policy when the layer was made: floatx()'s unless
+  // mixed_precision::set_global_policy). dtype() is Keras's layer.dtype, the variables' dtype;
+  // compute_dtype() what call() computes in: apply() casts floating inputs to it and read() casts the
+  // weights to it (Keras's autocast), so under "mixed_float16" a Dense keeps a float32 kernel and
+  // multiplies in float16. Set it before the layer is built.
+  DType dtype() const { return state_->policy.variable_dtype(); }
+  DType compute_dtype() const { return state_->policy.compute_dtype(); }
+  const DTypePolicy& dtype_policy() const { return state_->policy; }
+  void set_dtype_policy(const DTypePolicy& policy);
+  void set_dtype(DType dtype) { set_dtype_policy(DTypePolicy(dtype)); }
 
   // A new handle sharing this layer (each subclass: `return std::make_shared<Dense>(*this);`).
   virtual std::shared_ptr<Layer> share() const = 0;
@@ -211,17 +217,23 @@ class Layer {
   // The weight add_weight(name, ...) made, or null. Every handle of the layer sees it, whereas a member
   // set in build() lives only in the handle that was built: call() should look weights up here.
   VariablePtr weight(const std::string& name) const;
-  // Reads a weight in the graph being built (for a replica, the copy that replica reads).
-  static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight);
+  // Reads a weight in the graph being built (for a replica, the copy that replica reads). With autocast
+  // (Keras's default for a weight), a float32 weight read inside a layer of a mixed policy is cast to its
+  // compute dtype; BatchNormalization reads its weights as they are (Keras's autocast=False).
+  static SymbolicTensor read(CallContext& ctx, const VariablePtr& weight, bool autocast = true);
   // The mask of input i in this call (ctx.masks), or undefined.
   static SymbolicTensor input_mask(const CallContext& ctx, std::size_t i);
   void mark_built() { state_->built = true; }
+  // Whether apply() casts floating inputs to the compute dtype (true; a Model passes its inputs on as
+  // they are, as Keras's Functional does, and lets each layer cast).
+  void set_autocast_inputs(bool autocast) { state_->autocast_inputs = autocast; }
 
  private:
   struct State {
     std::string name;
     std::string data_format = "channels_last";
-    DType dtype = DType::float32;
+    DTypePolicy policy;
+    bool autocast_inputs = true;
     bool trainable = true;
     bool built = false;
     std::vector<VariablePtr> weights;                 // creation order

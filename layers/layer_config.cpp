@@ -176,7 +176,8 @@ KerasVersionScope::~KerasVersionScope() { t_keras_major = previous_; }
 
 int ConfigReader::keras_version_major() const {
   if (t_keras_major > 0) return t_keras_major;
-  return has("dtype") && config_["dtype"].is_object() ? 3 : 2;
+  // tf.keras 2 writes a mixed policy as {"class_name": "Policy", ...}; Keras 3 every dtype as an object.
+  return has("dtype") && config_["dtype"].is_object() && config_["dtype"].value("class_name", "") != "Policy" ? 3 : 2;
 }
 
 std::string ConfigReader::activation(const char* key) const {
@@ -240,19 +241,15 @@ void ConfigReader::check_data_format(const Layer& layer) const {
 }
 
 void ConfigReader::check_common() const {
-  dtype_ = floatx();  // Keras: a layer without a dtype takes floatx
+  dtype_ = mixed_precision::global_policy();  // Keras: a layer without a dtype takes the global policy
   if (has("dtype")) {
-    const auto& d = config_["dtype"];
-    std::string dtype;
-    if (d.is_string()) dtype = d.get<std::string>();
-    else if (d.is_object() && d.contains("config") && d["config"].is_object() && d["config"].contains("name"))
-      dtype = d["config"]["name"].get<std::string>();  // Keras 3: {"class_name": "DTypePolicy", "config": {"name": ...}}
-    else if (d.is_object() && d.contains("name") && d["name"].is_string())
-      dtype = d["name"].get<std::string>();
-    if (dtype != "float32" && dtype != "float64")
-      fail(fmt::format("field \"dtype\" = {} is not supported; tower's layers compute in float32 or float64",
-                       d.dump()));
-    dtype_ = dtype == "float64" ? DType::float64 : DType::float32;
+    // A name, tf.keras 2's {"class_name": "Policy", "config": {"name": "mixed_float16"}} or Keras 3's
+    // {"class_name": "DTypePolicy", "config": {"name": ...}}.
+    try {
+      dtype_ = DTypePolicy::from_config(config_["dtype"]);
+    } catch (const ValueError& e) {
+      fail(fmt::format("field \"dtype\" = {} is not supported: {}", config_["dtype"].dump(), e.what()));
+    }
   }
 }
 

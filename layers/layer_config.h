@@ -53,8 +53,8 @@ class ConfigReader {
   void expect(const char* key, const nlohmann::json& allowed, const char* why) const;
   // "padding": "valid" or "same" (any case), with the field named on error.
   std::string padding(const char* key) const;
-  // The check every layer shares: dtype float32 or float64 (string or Keras 3 DTypePolicy; absent:
-  // floatx()), which finish() gives the layer.
+  // The check every layer shares: the dtype policy (a name, tf.keras 2's Policy or Keras 3's
+  // DTypePolicy; absent: the global policy), which finish() gives the layer.
   void check_common() const;
   // A weight constraint in any Keras form (none when absent or null). finish() refuses the non-null
   // *_constraint fields that were not read this way (or taken out by take_constraint).
@@ -66,7 +66,7 @@ class ConfigReader {
     auto ptr = layer.share();
     check_data_format(*ptr);
     check_unread_constraints();
-    if (dtype_) ptr->set_dtype(*dtype_);
+    if (dtype_) ptr->set_dtype_policy(*dtype_);
     if (config_.contains("trainable") && config_["trainable"].is_boolean() && !config_["trainable"].get<bool>())
       ptr->set_trainable(false);
     if (has("activity_regularizer")) ptr->set_activity_regularizer(regularizer("activity_regularizer"));
@@ -81,7 +81,7 @@ class ConfigReader {
   void check_data_format(const Layer& layer) const;
   void check_unread_constraints() const;
   mutable std::set<std::string, std::less<>> constraints_read_;
-  mutable std::optional<DType> dtype_;  // check_common's
+  mutable std::optional<DTypePolicy> dtype_;  // check_common's
   const nlohmann::json& at(const char* key) const;
   const nlohmann::json& config_;
   std::string class_name_;

@@ -426,9 +426,19 @@ OptimizerPtr from_config(const nlohmann::json& optimizer) {
   std::string class_name = optimizer.at("class_name").get<std::string>();
   if (class_name.starts_with("Custom>")) class_name = class_name.substr(7);  // tf.keras 2.11+ registers "Custom>Adam"
   const nlohmann::json config = optimizer.value("config", nlohmann::json::object());
+  if (class_name == "LossScaleOptimizer") {  // Keras 3's, around {"inner_optimizer": {...}}
+    if (!config.contains("inner_optimizer"))
+      raise<ValueError>("optimizer config: LossScaleOptimizer without an inner_optimizer: {}", config.dump().substr(0, 200));
+    if (config.contains("dynamic") && config["dynamic"].is_boolean() && !config["dynamic"].get<bool>())
+      raise<ValueError>("optimizer config: LossScaleOptimizer with dynamic=False is not supported (nor by Keras 3)");
+    LossScaleOptimizerOptions options;
+    options.initial_scale = number(config, "initial_scale", options.initial_scale);
+    options.dynamic_growth_steps = static_cast<int>(number(config, "dynamic_growth_steps", options.dynamic_growth_steps));
+    return std::make_shared<LossScaleOptimizer>(*from_config(config.at("inner_optimizer")), options);
+  }
   if (optional(config, "loss_scale_factor"))
-    raise<ValueError>("optimizer config: loss_scale_factor (mixed-precision loss scaling) is not supported by tower; "
-                      "remove it (tower trains in float32)");
+    raise<ValueError>("optimizer config: loss_scale_factor (a fixed loss scale) is not supported by tower; remove it, "
+                      "or use LossScaleOptimizer (dynamic loss scaling)");
 
   // The learning rate: a number, a schedule, Keras 1/2's "lr", and Keras 2's "decay" (lr / (1 + decay * t)).
   // (A negative or non-finite rate is refused by the optimizer, not replaced by the default.)

@@ -52,9 +52,17 @@ class Optimizer {
   // grads[i] is the gradient of variables[i] (same shape); an undefined gradient is skipped.
   // `learning_rate` and `iteration` are float scalar placeholders the trainer feeds each step with
   // current_learning_rate() and iterations() + 1 (the 1-based number of the step being taken).
-  std::vector<Node*> apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,
-                                     const std::vector<VariablePtr>& variables, const SymbolicTensor& learning_rate,
-                                     const SymbolicTensor& iteration);
+  // Virtual for LossScaleOptimizer, which unscales the gradients and skips the update on inf/NaN.
+  virtual std::vector<Node*> apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,
+                                             const std::vector<VariablePtr>& variables,
+                                             const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
+  // Keras's optimizer.scale_loss: the loss whose gradients apply_gradients() expects for `variables`
+  // (the model's trainable weights). The loss itself, except for LossScaleOptimizer (loss times its
+  // dynamic scale, kept on the variables' device). The trainer differentiates this.
+  virtual SymbolicTensor scale_loss(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables) {
+    (void)variables;
+    return loss;
+  }
   // Keras's minimize: the gradients of `loss` for `variables` (read where they live), applied.
   std::vector<Node*> minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
                               const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
@@ -94,8 +102,9 @@ class Optimizer {
   void set_learning_rate(double value);
   bool has_schedule() const { return schedule_ != nullptr; }
 
-  // Slot variables in creation order (optimizer_weights in a full-model file).
-  std::vector<VariablePtr> variables() const;
+  // Slot variables in creation order (optimizer_weights in a full-model file); LossScaleOptimizer's
+  // own (dynamic_scale, step_counter) and then its inner optimizer's.
+  virtual std::vector<VariablePtr> variables() const;
 
   // Keras's optimizer.get_config() in tf.keras 2.11+'s spelling: {"name": "Adam", "learning_rate":
   // 0.001 or a schedule's {"class_name", "config"}, "clipnorm": null, ..., the optimizer's own
@@ -106,7 +115,7 @@ class Optimizer {
   // Slots that exist are assigned now; the others are created with the next training graph, so their
   // values wait and are given to them then (as Keras 2 deferred optimizer weights after load_model).
   // A value whose shape differs from its slot's throws when the slot is assigned.
-  void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values);
+  virtual void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values);
   // Values set_state() keeps for slots not created yet (saved again by a model saved before training).
   const std::map<std::string, Tensor>& pending_state() const { return pending_; }
 

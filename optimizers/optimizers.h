@@ -8,6 +8,7 @@
 #include "tower/optimizers/adamax.h"
 #include "tower/optimizers/adamw.h"
 #include "tower/optimizers/ftrl.h"
+#include "tower/optimizers/loss_scale_optimizer.h"
 #include "tower/optimizers/lion.h"
 #include "tower/optimizers/nadam.h"
 #include "tower/optimizers/optimizer.h"

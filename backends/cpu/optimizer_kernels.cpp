@@ -44,6 +44,7 @@ void apply_sgd_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* m = has_m ? ctx.inputs[3].data<T>() : nullptr;
     const T mu = static_cast<T>(momentum);
     const Decay<T> decay(ctx, lr);
@@ -83,6 +84,7 @@ void apply_rmsprop_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* vel = ctx.inputs[3].data<T>();
     std::size_t next = 4;
     T* mom = has_m ? ctx.inputs[next++].data<T>() : nullptr;
@@ -129,6 +131,7 @@ void apply_adam_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     const T t = scalar_of<T>(ctx.inputs[3]);
     T* m = ctx.inputs[4].data<T>();
     T* v = ctx.inputs[5].data<T>();
@@ -161,6 +164,7 @@ void apply_adagrad_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* acc = ctx.inputs[3].data<T>();
     const T eps = static_cast<T>(epsilon);
     const Decay<T> decay(ctx, lr);
@@ -186,6 +190,7 @@ void apply_adadelta_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* acc_g = ctx.inputs[3].data<T>();
     T* acc_d = ctx.inputs[4].data<T>();
     const T r = static_cast<T>(rho), one_minus_r = static_cast<T>(1 - rho), eps = static_cast<T>(epsilon);
@@ -214,6 +219,7 @@ void apply_adamax_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     const T t = scalar_of<T>(ctx.inputs[3]);
     T* m = ctx.inputs[4].data<T>();
     T* u = ctx.inputs[5].data<T>();
@@ -245,6 +251,7 @@ void apply_nadam_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     const T t = scalar_of<T>(ctx.inputs[3]);
     T* m = ctx.inputs[4].data<T>();
     T* v = ctx.inputs[5].data<T>();
@@ -279,6 +286,7 @@ void apply_lion_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* m = ctx.inputs[3].data<T>();
     const T b1 = static_cast<T>(beta_1), b2 = static_cast<T>(beta_2);
     const T one_minus_b1 = T(1) - b1, one_minus_b2 = T(1) - b2;
@@ -308,6 +316,7 @@ void apply_ftrl_kernel(KernelContext& ctx) {
     T* w = var.data<T>();
     const T* g = ctx.inputs[1].data<T>();
     const T lr = scalar_of<T>(ctx.inputs[2]);
+    if (std::isnan(lr)) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
     T* acc = ctx.inputs[3].data<T>();
     T* lin = ctx.inputs[4].data<T>();
     const T l2_reg = static_cast<T>(l2) + static_cast<T>(beta) / (T(2) * lr);

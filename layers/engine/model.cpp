@@ -103,6 +103,7 @@ GraphOrder order_graph(const std::vector<KerasTensor>& inputs, const std::vector
 Model::Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name)
     : Layer(name, "functional"), data_(std::make_shared<Data>()) {
   data_->replication = current_strategy();  // made under a strategy's scope: it runs replicated
+  set_autocast_inputs(false);  // as Keras's Functional: each layer casts its own inputs
   set_graph(inputs, outputs);
 }
 
@@ -112,6 +113,7 @@ Model::Model(const KerasTensor& input, const KerasTensor& output, const std::str
 Model::Model(const std::string& name, const std::string& default_base)
     : Layer(name, default_base), data_(std::make_shared<Data>()) {
   data_->replication = current_strategy();
+  set_autocast_inputs(false);
 }
 
 Model::~Model() = default;

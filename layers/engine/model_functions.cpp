@@ -11,6 +11,7 @@
 #include "tower/layers/constraints.h"
 #include "tower/layers/engine/batches.h"
 #include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/loss_scale_optimizer.h"
 
 namespace tower {
 
@@ -57,7 +58,13 @@ void Model::compile(const OptimizerArg& optimizer, const LossArg& loss, const Me
     metrics.for_outputs(output_names(), name());  // the lists or names checked now, as Keras does
   if (options.weighted_metrics.form() != MetricsArg::Form::all && has_graph())
     options.weighted_metrics.for_outputs(output_names(), name());
-  d.compile_args = {.optimizer = optimizer.get(), .losses = loss.losses(), .metrics = metrics.all(),
+  // Keras 3's compile: under "mixed_float16" the optimizer is wrapped in a LossScaleOptimizer (float16
+  // gradients underflow without loss scaling); bfloat16 has float32's range and needs none.
+  optimizers::OptimizerPtr chosen = optimizer.get();
+  if (dtype_policy().name() == "mixed_float16" && chosen &&
+      !dynamic_cast<const optimizers::LossScaleOptimizer*>(chosen.get()))
+    chosen = std::make_shared<optimizers::LossScaleOptimizer>(*chosen);
+  d.compile_args = {.optimizer = chosen, .losses = loss.losses(), .metrics = metrics.all(),
                     .loss_weights = options.loss_weights, .metrics_arg = metrics,
                     .weighted_metrics_arg = options.weighted_metrics};
   d.compiled = true;
@@ -108,6 +115,12 @@ SymbolicTensor batch_placeholder(Graph& graph, const Shape& like, DType dtype, c
   auto dims = like.dims();
   dims[0] = -1;
   return graph.placeholder(Shape(dims), dtype, name);
+}
+
+// Keras 3's losses and metrics compute in floatx: a model output of a mixed policy (float16, bfloat16)
+// is cast to float32 before them (Loss.__call__'s convert_to_tensor(y_pred, dtype=self.dtype)).
+SymbolicTensor as_float32(const SymbolicTensor& output) {
+  return is_half(output.dtype()) ? ops::cast(output, DType::float32) : output;
 }
 
 }  // namespace
@@ -194,14 +207,14 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     metric_values.push_back(f.replicas->batch_sum(
         k, f.y[k], f.sample_weight,
         [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
-          return metric.statistics(y_k, out, weighted ? sw : SymbolicTensor());
+          return metric.statistics(y_k, as_float32(out), weighted ? sw : SymbolicTensor());
         }));
     metric_names.push_back(std::move(log_name));
   };
   for (std::size_t k = 0; k < n_out; ++k) {
     auto loss_k = f.replicas->batch_mean(k, f.y[k], f.sample_weight,
                                          [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor& sw) {
-                                           return losses[k](y_k, out, mask_of(out), sw);  // (batch,)
+                                           return losses[k](y_k, as_float32(out), mask_of(out), sw);  // (batch,)
                                          });
     output_losses.push_back(loss_k);
     auto weighted = weights[k] == 1.0 ? loss_k : ops::scale(loss_k, weights[k]);
@@ -216,7 +229,7 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
       metric_values.push_back(f.replicas->batch_mean(
           k, f.y[k], f.sample_weight,
           [&](const SymbolicTensor& y_k, const SymbolicTensor& out, const SymbolicTensor&) {
-            return resolved(y_k, out, mask_of(out));
+            return resolved(y_k, as_float32(out), mask_of(out));
           }));
       metric_names.push_back(prefix + metric.name());
     }
@@ -259,7 +272,11 @@ void Model::build_function(Function& f, const std::vector<Tensor>* y, bool train
     raise<ValueError>("Model \"{}\": has no trainable weights (are all its layers frozen?)", name());
   f.learning_rate = f.graph.placeholder({}, DType::float32, "learning_rate");
   f.iteration = f.graph.placeholder({}, DType::float32, "iteration");
-  auto applied = f.replicas->apply_gradients(total, variables, *d.compile_args.optimizer, f.learning_rate, f.iteration);
+  // Under LossScaleOptimizer the gradients are those of the scaled loss (Keras's optimizer.scale_loss);
+  // the logs keep the loss itself.
+  optimizers::Optimizer& optimizer = *d.compile_args.optimizer;
+  auto applied = f.replicas->apply_gradients(optimizer.scale_loss(total, variables), variables, optimizer, f.learning_rate,
+                                             f.iteration);
   f.targets.insert(f.targets.begin(), applied.begin(), applied.end());
   // The constraints read the weights the update wrote, so they run as a graph of their own after it.
   for (const auto& variable : variables) {

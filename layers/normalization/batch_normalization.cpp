@@ -67,7 +67,11 @@ std::vector<SymbolicTensor> BatchNormalization::call(CallContext& ctx, const std
   return {ops::transpose(y, last_to_axis(rank, axis))};
 }
 
-SymbolicTensor BatchNormalization::normalize(CallContext& ctx, const SymbolicTensor& x) {  // (batch, ..., c)
+SymbolicTensor BatchNormalization::normalize(CallContext& ctx, const SymbolicTensor& input) {  // (batch, ..., c)
+  // As Keras 3 under a mixed policy: a half input is normalized in float32 with the float32 weights and
+  // statistics (which are not autocast), and the output is cast back to the compute dtype.
+  if (is_half(input.dtype())) return ops::cast(normalize(ctx, ops::cast(input, DType::float32)), input.dtype());
+  const SymbolicTensor& x = input;
   const VariablePtr gamma_weight = weight("gamma"), beta_weight = weight("beta");  // each (c,)
   const VariablePtr moving_mean_weight = weight("moving_mean"), moving_variance_weight = weight("moving_variance");
   const Shape& c = moving_mean_weight->shape();
@@ -75,9 +79,9 @@ SymbolicTensor BatchNormalization::normalize(CallContext& ctx, const SymbolicTen
     raise<ShapeError>("{}: expected input with {} channels (axis {}), got {}", describe(*this), c[0], options_.axis,
                       x.shape().to_string());
   // Without scale or center, gamma is 1 and beta 0.
-  auto gamma = gamma_weight ? read(ctx, gamma_weight) : ctx.graph.constant(Tensor::full(c, 1.0, x.dtype()));
-  auto beta = beta_weight ? read(ctx, beta_weight) : ctx.graph.constant(Tensor::zeros(c, x.dtype()));
-  auto moving_mean = read(ctx, moving_mean_weight), moving_variance = read(ctx, moving_variance_weight);
+  auto gamma = gamma_weight ? read(ctx, gamma_weight, false) : ctx.graph.constant(Tensor::full(c, 1.0, x.dtype()));
+  auto beta = beta_weight ? read(ctx, beta_weight, false) : ctx.graph.constant(Tensor::zeros(c, x.dtype()));
+  auto moving_mean = read(ctx, moving_mean_weight, false), moving_variance = read(ctx, moving_variance_weight, false);
 
   // As Keras 3: a frozen layer (trainable = false) normalizes with the moving statistics even in training.
   if (!ctx.training || !trainable())
