@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
+#include "tower/backends/cpu/onednn_conv.h"
 #include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 
@@ -331,6 +333,12 @@ Window2D depthwise_window(const ConvGemm& g) {
   return w;
 }
 
+// Whether oneDNN runs the float32 convolution g (its shape in *s): one group, a window wider than 1x1
+// (a 1x1 convolution is one GEMM already), and what onednn::conv2d_shape accepts.
+bool use_onednn(const ConvGemm& g, onednn::Conv2DShape* s) {
+  return !g.direct && onednn::conv2d_shape(g.w, g.filters, g.groups, s);
+}
+
 // Rows per parallel chunk so that a chunk is worth a thread.
 std::int64_t row_grain(const ConvGemm& g) {
   return std::max<std::int64_t>(1, kParallelFlops / std::max<std::int64_t>(1, 2 * g.kk * g.filters));
@@ -384,6 +392,10 @@ void conv2d_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   const ConvGemm g = conv_gemm(ctx, x.shape(), kernel.shape(), y.shape());
   dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float>) {
+      onednn::Conv2DShape s;
+      if (use_onednn(g, &s) && onednn::conv2d_forward(ctx, s, x.data<T>(), kernel.data<T>(), y.data<T>())) return;
+    }
     if (g.depthwise && y.num_elements() > 0)
       depthwise_conv2d(ctx, depthwise_window(g), g.group_filters, x.data<T>(), kernel.data<T>(), y.data<T>());
     else
@@ -406,6 +418,10 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
     const std::int64_t size = g.kk * g.filters, gf = g.group_filters;
     if (size == 0) return;
     if (g.depthwise) return depthwise_conv2d_backward_filter(ctx, depthwise_window(g), gf, px, pdy, pdk);
+    if constexpr (std::is_same_v<T, float>) {
+      onednn::Conv2DShape s;
+      if (use_onednn(g, &s) && onednn::conv2d_backward_filter(ctx, s, px, pdy, pdk)) return;
+    }
     const std::int64_t parts = std::clamp<std::int64_t>(g.rows / row_grain(g), 1, cpu_pool(ctx).size());
     std::vector<T> partials(static_cast<std::size_t>((parts - 1) * size));  // (parts - 1, kk, c_out)
     parallel_for(ctx, parts, 1, [&](std::int64_t p0, std::int64_t p1) {
@@ -456,6 +472,10 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
       return;
     }
     if (g.depthwise) return depthwise_conv2d_backward_data(ctx, depthwise_window(g), gf, pdy, pk, pdx);
+    if constexpr (std::is_same_v<T, float>) {
+      onednn::Conv2DShape s;
+      if (use_onednn(g, &s) && onednn::conv2d_backward_data(ctx, s, pdy, pk, pdx)) return;
+    }
     if (g.direct) {  // dx (rows, c_in) = dy (rows, c_out) x kernel^T, group by group
       parallel_for(ctx, g.rows, row_grain(g), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t group = 0; group < g.groups; ++group)

@@ -2,8 +2,11 @@
 // finite-difference gradients, and bad input at build time.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "tower/backends/cpu/onednn_conv.h"
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
@@ -151,6 +154,49 @@ TEST_CASE("nn: conv2d on a larger batch splits across threads and blocks like on
     check_close(r[0], ref.y, 1e-4, 1e-4);
     check_close(r[1], ref.dx, 1e-4, 1e-4);
     check_close(r[2], ref.dk, 1e-4, 1e-2);  // sums of thousands of float32 products
+  }
+}
+
+TEST_CASE("nn: float32 conv2d through oneDNN equals tower's own loops") {
+  // The float32 cases of the tests above run through oneDNN when it is built in (onednn_conv.h); here
+  // the same ops run both ways, on batches split unevenly over the pool (7 images on 2 threads).
+  MESSAGE((std::string("oneDNN built in: ") + (cpu::onednn::built_in() ? "yes" : "no")));
+  struct Case {
+    Shape x, kernel;
+    ops::Conv2DArgs args;
+  };
+  for (const auto& c : {Case{{7, 26, 26, 32}, {3, 3, 32, 64}, {}},
+                        Case{{7, 13, 12, 8}, {3, 3, 8, 16}, {.strides = {2, 2}, .padding = "same"}},
+                        Case{{5, 14, 15, 6}, {3, 2, 6, 5}, {.strides = {2, 3}, .padding = "valid"}},
+                        Case{{3, 11, 10, 4}, {3, 3, 4, 7}, {.padding = "same", .dilation_rate = {2, 2}}}}) {
+    CAPTURE(c.x.to_string());
+    Tensor xt = random_tensor(c.x, 21, 0.1, 1.0, false, DType::float32);
+    Tensor kt = random_tensor(c.kernel, 22, 0.1, 1.0, false, DType::float32);
+    Shape y_shape = conv_reference(xt, kt, {}, c.args).y_shape;
+    Tensor dyt = random_tensor(y_shape, 23, 0.1, 1.0, false, DType::float32);
+    std::vector<std::vector<double>> results[2];
+    for (bool onednn : {true, false}) {
+      cpu::onednn::set_enabled(onednn);
+      Graph g;
+      auto x = g.placeholder(c.x);
+      auto k = g.placeholder(c.kernel);
+      auto dy = g.placeholder(y_shape);
+      auto r = evaluate({ops::conv2d(x, k, c.args), ops::conv2d_backward_data(dy, k, x, c.args),
+                         ops::conv2d_backward_filter(x, dy, k, c.args)},
+                        {{x, xt}, {k, kt}, {dy, dyt}});
+      for (const Tensor& t : r) results[onednn].push_back(t.to_vector<double>());
+    }
+    cpu::onednn::set_enabled(true);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      REQUIRE(results[0][i].size() == results[1][i].size());
+      double worst = 0, scale = 0;
+      for (std::size_t e = 0; e < results[0][i].size(); ++e) {
+        worst = std::max(worst, std::abs(results[0][i][e] - results[1][i][e]));
+        scale = std::max(scale, std::abs(results[0][i][e]));
+      }
+      CHECK(worst <= 1e-5 * scale);  // two float32 summation orders of the same products
+    }
   }
 }
 
