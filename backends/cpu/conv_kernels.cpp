@@ -10,7 +10,7 @@
 
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/nn_kernels.h"
-#include "tower/backends/cpu/onednn_conv.h"
+#include "tower/backends/cpu/onednn.h"
 #include "tower/core/checked.h"
 #include "tower/core/op_names.h"
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/onednn.h"
 #include "tower/backends/cpu/strided.h"
 #include "tower/core/checked.h"
 #include "tower/core/op_names.h"
@@ -281,6 +282,7 @@ void bias_add_grad_kernel(KernelContext& ctx) {
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           float beta) {
+  if (onednn::sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)) return;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, beta, c, ldc);
 }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "tower/backends/cpu/onednn_conv.h"
+#include "tower/backends/cpu/onednn.h"
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
@@ -158,7 +158,7 @@ TEST_CASE("nn: conv2d on a larger batch splits across threads and blocks like on
 }
 
 TEST_CASE("nn: float32 conv2d through oneDNN equals tower's own loops") {
-  // The float32 cases of the tests above run through oneDNN when it is built in (onednn_conv.h); here
+  // The float32 cases of the tests above run through oneDNN when it is built in (onednn.h); here
   // the same ops run both ways, on batches split unevenly over the pool (7 images on 2 threads).
   MESSAGE((std::string("oneDNN built in: ") + (cpu::onednn::built_in() ? "yes" : "no")));
   struct Case {

@@ -1,7 +1,8 @@
-// float32 conv2d and its gradients through oneDNN, the batch split over the device pool: each thread
-// runs a single-threaded primitive on its images, so the pool stays the one source of threads (oneDNN's
-// OpenMP team is kept at one thread) and the results do not depend on OpenMP's scheduling.
-#include "tower/backends/cpu/onednn_conv.h"
+// float32 conv2d, its gradients and sgemm through oneDNN. The convolutions split the batch over the
+// device pool: each thread runs a single-threaded primitive on its images, so the pool stays the one
+// source of threads (oneDNN's OpenMP team is kept at one thread) and the results do not depend on
+// OpenMP's scheduling. sgemm runs on the calling thread, as the pool's OpenBLAS calls do.
+#include "tower/backends/cpu/onednn.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,6 +42,8 @@ using Dt = memory::data_type;
 // Fewer input channels than this: conv_kernels.cpp's small-K loops measured faster (bench_ops, the
 // mnist_cnn 1->32 layer; docs/benchmarks.md).
 constexpr std::int64_t kMinChannels = 4;
+// A GEMM side shorter than this (a 10-class output layer): OpenBLAS measured faster (docs/benchmarks.md).
+constexpr int kMinGemmSide = 32;
 
 bool switched_on() {
   static const bool on = [] {
@@ -288,6 +291,13 @@ bool conv2d_backward_filter(KernelContext& ctx, const Conv2DShape& s, const floa
   return true;
 }
 
+bool sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
+           float* c, int ldc) {
+  if (!switched_on() || !enabled_by_caller.load() || std::min({m, n, k}) < kMinGemmSide) return false;
+  omp_set_num_threads(1);
+  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+}
+
 void set_enabled(bool enabled) { enabled_by_caller.store(enabled); }
 bool built_in() { return true; }
 
@@ -297,6 +307,7 @@ bool conv2d_shape(const Window2D&, std::int64_t, std::int64_t, Conv2DShape*) { r
 bool conv2d_forward(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
 bool conv2d_backward_data(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
 bool conv2d_backward_filter(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
+bool sgemm(bool, bool, int, int, int, const float*, int, const float*, int, float, float*, int) { return false; }
 void set_enabled(bool) {}
 bool built_in() { return false; }
 

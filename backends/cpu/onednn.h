@@ -1,6 +1,7 @@
-// Private to the CPU backend: float32 conv2d, its backward data and backward filter through oneDNN
-// (Debian's libdnnl, built when CMake finds it: TOWER_WITH_ONEDNN). conv_kernels.cpp asks these first
-// and runs its own im2col + OpenBLAS loops when they answer false.
+// Private to the CPU backend: float32 work that oneDNN (Debian's libdnnl, built in when CMake finds it:
+// TOWER_WITH_ONEDNN) does faster than OpenBLAS and tower's own loops on this machine's AVX-512 cores
+// (docs/benchmarks.md): conv2d, its backward data and backward filter, and single-threaded sgemm.
+// The callers ask these first and run their own code when they answer false.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,12 @@ bool conv2d_backward_data(KernelContext& ctx, const Conv2DShape& s, const float*
 // dkernel: (kh, kw, c_in, c_out); the images' partial sums are added in a fixed order.
 bool conv2d_backward_filter(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* dy,
                             float* dkernel);
+
+// c (m, n) = op(a) op(b) + beta c, row-major, on the calling thread (as cblas_sgemm with OpenBLAS at
+// one thread); false, having done nothing, for products with a side under kMinGemmSide (OpenBLAS measured
+// faster there) or without oneDNN.
+bool sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float beta,
+           float* c, int ldc);
 
 // Whether the library was built with oneDNN.
 bool built_in();
