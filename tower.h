@@ -3,6 +3,7 @@
 #pragma once
 
 // The engine a user meets: tensors, devices (cpu:N, cuda:N, logical GPUs), seeds, errors.
+#include "tower/core/config.h"
 #include "tower/core/device.h"
 #include "tower/core/error.h"
 #include "tower/core/random.h"

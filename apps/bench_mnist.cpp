@@ -12,6 +12,7 @@
 
 #include "apps/device_args.h"
 #include "apps/mnist_models.h"
+#include "tower/core/config.h"
 #include "tower/core/random.h"
 #include "tower/io/dataset.h"
 #include "tower/io/datasets.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) try {
   std::string cross_device_ops = "auto";
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1, virtual_gpus = 0;
+  int cuda_graphs = config::cuda_graphs_enabled() ? 1 : 0, tf32 = 0;
   po::options_description options("Usage: bench_mnist [options]\nOptions");
   options.add_options()("help,h", "show this help")("model", po::value(&kind)->default_value(kind), "mlp or cnn")(
       "batch-size", po::value(&batch_size)->default_value(batch_size), "samples per step")(
@@ -60,11 +62,17 @@ int main(int argc, char** argv) try {
       "DEVICE=FACTOR: run DEVICE FACTOR times slower (a test throttle for uneven devices), e.g. cpu:1=2")(
       "virtual-gpus", po::value(&virtual_gpus)->default_value(virtual_gpus),
       "split GPU 0 into N logical GPUs first (towers on one GPU: --towers cuda:0 cuda:1 ...)")(
-      "cross-device-ops", po::value(&cross_device_ops)->default_value(cross_device_ops), apps::kCrossDeviceOpsHelp);
+      "cross-device-ops", po::value(&cross_device_ops)->default_value(cross_device_ops), apps::kCrossDeviceOpsHelp)(
+      "cuda-graphs", po::value(&cuda_graphs)->default_value(cuda_graphs),
+      "1: replay each steady-state step on a GPU as a CUDA graph; 0: launch its kernels one by one (to compare; "
+      "TOWER_CUDA_GRAPHS=0 sets the default)")(
+      "tf32", po::value(&tf32)->default_value(tf32), "1: float32 GEMMs and convolutions on a GPU in TF32");
   if (!apps::parse_command_line(options, argc, argv)) return 0;
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
   if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
 
+  config::enable_cuda_graphs(cuda_graphs != 0);
+  config::enable_tensor_float_32_execution(tf32 != 0);
   apps::split_gpu0(virtual_gpus);
   auto [train, test] = io::load_mnist(data);
   Shape shape = kind == "mlp" ? Shape{-1, 784} : Shape{-1, 28, 28, 1};
@@ -116,6 +124,7 @@ int main(int argc, char** argv) try {
     on = fmt::format("towers {}{}", fmt::join(towers, " "),
                      ratio_args.empty() ? "" : fmt::format(" ratios {}", fmt::join(ratio_args, ":")));
   if (!slowdowns.empty()) on += fmt::format(" slowdown {}", fmt::join(slowdowns, " "));
+  if (!where.host_accessible()) on += fmt::format(" cuda-graphs {}{}", cuda_graphs, tf32 ? " tf32" : "");
   std::cout << "tower " << kind << " (" << input << ") on " << on << " batch " << batch_size << ": "
             << static_cast<double>(n * epochs) / seconds << " samples/s, peak RSS " << usage.ru_maxrss / 1024 << " MiB";
   if (!where.host_accessible())  // what tensors held at most, and what the caching allocator held

@@ -105,7 +105,9 @@ bool Plan::run_graph_step(const FeedMap& feeds) {
     g.runs = 0;
     g.generation = config::generation();
   }
-  const int slot = static_cast<int>(g.runs % 2);
+  // Slots alternate over the plan's life (also across a restart), so that a slot's upload always
+  // follows a step that read the other one.
+  const int slot = static_cast<int>(g.uploads++ % 2);
   const bool warm_up = g.runs == 0;
   ++g.runs;
 

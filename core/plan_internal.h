@@ -72,18 +72,18 @@ struct Plan::LaneThreads {
 // step recorded for a slot always reads the same addresses, and a batch's upload into one slot can run
 // while the step reading the other slot does. A block holds every feed at its offset, then the random
 // counters of the recorded step (recorded_random_counter). The first run is eager (it chooses the
-// algorithms, creates the plans and workspaces), the next two record slot 1 then slot 0, then every run
+// algorithms, creates the plans and workspaces), the next two record one slot each, then every run
 // replays its slot's step.
 struct Plan::GraphState {
-  std::unique_ptr<StepRecorder> recorder;  // null: this plan's device records nothing
+  std::unique_ptr<StepRecorder> recorder;  // null: this plan's device records nothing (destroyed last)
   std::string fallback;                    // why the plan runs eagerly ("" while it records)
   std::uint64_t generation = 0;            // config::generation() its steps were recorded under
   std::uint64_t runs = 0;                  // runs through the feed blocks since the last (re)start
+  std::uint64_t uploads = 0;               // runs through the feed blocks: the slot is uploads % 2
   std::vector<Value*> feeds;               // the feed values, in the blocks' order
   std::vector<std::size_t> offsets;        // their offsets in a block
   std::size_t counters_offset = 0, counters = 0, block_bytes = 0;
-  std::shared_ptr<Storage> device_block[2], host_block[2];
-  // Before the graphs: destroyed after them (they read the blocks).
+  std::shared_ptr<Storage> device_block[2], host_block[2];  // destroyed after the graphs, which read them
   std::unique_ptr<StepGraph> graph[2];
   std::vector<const Node*> random_nodes[2];  // per slot's graph, whose counters its block carries
   bool replayed = false;                     // the last run launched a recorded step

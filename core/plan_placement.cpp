@@ -129,6 +129,13 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
       Value* v = value_of.at({in.node()->id(), in.index()});
       if (v->device != dev) {
         auto key = std::make_pair(v, dev);
+        if (!copies.count(key) && in.node()->def().source == OpSource::constant) {
+          // A constant (a loss's epsilon, made on the host) never changes: it crosses to `dev` once, now,
+          // not in every step (and a recorded step, plan_graphs.cpp, then copies nothing from the host).
+          Value* c = new_value(v->spec, dev, Value::Kind::persistent, v->name + "/on_" + dev->name());
+          c->tensor = v->tensor.to(*dev);
+          copies[key] = c;
+        }
         if (!copies.count(key)) {
           Value* c = new_value(v->spec, dev, Value::Kind::arena, v->name + "/copy_to_" + dev->name());
           Step copy;

@@ -5,6 +5,9 @@
 # (the 10,000 MNIST digits packed by package.sh); the overhead of 1, 2 and 3 logical towers on the
 # one GPU against the plain model at the same global batch, and bench_gpus on 3 logical GPUs; on a
 # machine with two or more GPUs, bench_gpus across them with NCCL and with the sum on one GPU.
+# Each tower mnist line runs twice: --cuda-graphs 1 (steady-state steps replayed as CUDA graphs, the
+# default) and --cuda-graphs 0 (the same steps launched kernel by kernel): their ratio is what the graphs
+# win; the line says which it is ("cuda-graphs 1"). test_cuda_graph prints the same for a small model.
 # Prints and writes $OUT/bench.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,9 +28,12 @@ epochs="${EPOCHS:-5}"
   [ $torch_ok = 1 ] && python3 -c 'import torch; print("pytorch", torch.__version__, "cuda", torch.version.cuda)'
   for model in mlp cnn; do
     for batch in 128 1024; do
-      tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data
-      tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" --data gpu-pack/data \
-        --input dataset
+      for graphs in 1 0; do
+        tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" \
+          --data gpu-pack/data --cuda-graphs $graphs
+        tower_run gpu-pack/bench_mnist --device cuda:0 --model $model --batch-size $batch --epochs "$epochs" \
+          --data gpu-pack/data --input dataset --cuda-graphs $graphs
+      done
       if [ $torch_ok = 1 ]; then
         python3 scripts/bench/mnist_torch.py --device cuda --model $model --batch-size $batch --epochs "$epochs" \
           --data gpu-pack/data --threads 8

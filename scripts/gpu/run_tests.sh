@@ -10,7 +10,7 @@ source scripts/gpu/unpack.sh
 out="${OUT:-.}"
 status=0
 suites=()
-for t in test_cuda test_cuda_nn test_cuda_logical test_towers_gpu; do [ -f "gpu-pack/$t" ] && suites+=("gpu-pack/$t"); done
+for t in test_cuda test_cuda_nn test_cuda_graph test_cuda_logical test_towers_gpu; do [ -f "gpu-pack/$t" ] && suites+=("gpu-pack/$t"); done
 for t in gpu-pack/test_*; do
   case " ${suites[*]} " in *" $t "*) ;; *) [ -f "$t" ] && suites+=("$t") ;; esac
 done

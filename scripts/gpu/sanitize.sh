@@ -12,7 +12,7 @@ out="${OUT:-.}"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 [ -n "$sanitizer" ] || { echo "sanitize: compute-sanitizer not found" >&2; exit 2; }
 status=0
-for t in gpu-pack/test_cuda gpu-pack/test_cuda_nn gpu-pack/test_cuda_logical gpu-pack/test_towers_gpu; do
+for t in gpu-pack/test_cuda gpu-pack/test_cuda_nn gpu-pack/test_cuda_graph gpu-pack/test_cuda_logical gpu-pack/test_towers_gpu; do
   [ -f "$t" ] || continue
   for tool in memcheck racecheck synccheck; do
     report="$out/sanitize-$(basename "$t")-$tool.txt"
