@@ -1,7 +1,5 @@
 // CPU conv3d kernels (NDHWC): 3-D im2col + GEMM (OpenBLAS) in cache-sized row blocks split over the
 // device pool, group by group; conv3d_transpose is conv3d_backward_data with x in dy's place.
-#include <cblas.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -13,21 +11,6 @@
 namespace tower::cpu {
 
 namespace {
-
-// c (m, n) = op(a) * op(b) + beta * c, row-major; op(a) is (m, k), op(b) is (k, n).
-void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
-
-void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda,
-          const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
 
 // One im2col block holds about this many elements (512 KiB of float32), written and read while in L2.
 constexpr std::int64_t kColBlockElements = 1 << 17;
@@ -139,7 +122,7 @@ void conv3d_kernel(KernelContext& ctx) {
         const std::int64_t r1 = std::min(hi, r0 + g.block);
         for (std::int64_t group = 0; group < g.groups; ++group) {
           im2col(g, px + group * g.cg, r0, r1, col);
-          gemm(false, false, r1 - r0, gf, g.kk, col, g.kk, pk + group * gf, g.filters, T(0),
+          gemm_conv(false, false, r1 - r0, gf, g.kk, col, g.kk, pk + group * gf, g.filters, T(0),
                py + r0 * g.filters + group * gf, g.filters);
         }
       }
@@ -172,7 +155,7 @@ void conv3d_backward_filter_kernel(KernelContext& ctx) {
           const std::int64_t r1 = std::min(hi, r0 + g.block);
           for (std::int64_t group = 0; group < g.groups; ++group) {
             im2col(g, px + group * g.cg, r0, r1, col);
-            gemm(true, false, g.kk, gf, r1 - r0, col, g.kk, pdy + r0 * g.filters + group * gf, g.filters,
+            gemm_conv(true, false, g.kk, gf, r1 - r0, col, g.kk, pdy + r0 * g.filters + group * gf, g.filters,
                  T(r0 == lo ? 0 : 1), acc + group * gf, g.filters);
           }
         }
@@ -208,7 +191,7 @@ void conv3d_backward_data_kernel(KernelContext& ctx) {
       for (std::int64_t r0 = n0 * g.plane; r0 < n1 * g.plane; r0 += g.block) {
         const std::int64_t r1 = std::min(n1 * g.plane, r0 + g.block);
         for (std::int64_t group = 0; group < g.groups; ++group) {
-          gemm(false, true, r1 - r0, g.kk, gf, pdy + r0 * g.filters + group * gf, g.filters, pk + group * gf,
+          gemm_conv(false, true, r1 - r0, g.kk, gf, pdy + r0 * g.filters + group * gf, g.filters, pk + group * gf,
                g.filters, T(0), dcol, g.kk);
           col2im_add(g, dcol, r0, r1, pdx + group * g.cg);
         }

@@ -1,8 +1,6 @@
 // CPU conv2d kernels (NHWC): im2col + GEMM in cache-sized row blocks split over the device pool
 // (OpenBLAS, or small-K loops where BLAS is inefficient); also register_nn_kernels, which registers
 // the conv, pooling, normalization, dropout and image kernels.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -27,21 +25,6 @@
 namespace tower::cpu {
 
 namespace {
-
-// c (m, n) = op(a) * op(b) + beta * c, row-major; op(a) is (m, k), op(b) is (k, n).
-void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
-          const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
-
-void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda,
-          const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
 
 // ---- small-K products ------------------------------------------------------------------------------
 // With an inner dimension this small (a 3x3 kernel on one or three channels) BLAS spends its time
@@ -379,7 +362,7 @@ void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* we
         if (g.small)
           small_nn(r1 - r0, g.filters, g.kk, a, weights, c);
         else
-          gemm(false, false, r1 - r0, gf, g.kk, a, lda, weights + group * gf, g.filters, T(0), c, g.filters);
+          gemm_conv(false, false, r1 - r0, gf, g.kk, a, lda, weights + group * gf, g.filters, T(0), c, g.filters);
       }
     }
   });
@@ -439,7 +422,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
             if (g.small)
               small_tn(r1 - r0, g.filters, g.kk, a, b, acc);
             else
-              gemm(true, false, g.kk, gf, r1 - r0, a, lda, b, g.filters, T(r0 == lo ? 0 : 1), acc + group * gf,
+              gemm_conv(true, false, g.kk, gf, r1 - r0, a, lda, b, g.filters, T(r0 == lo ? 0 : 1), acc + group * gf,
                    g.filters);
           }
         }
@@ -479,7 +462,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
     if (g.direct) {  // dx (rows, c_in) = dy (rows, c_out) x kernel^T, group by group
       parallel_for(ctx, g.rows, row_grain(g), [&](std::int64_t lo, std::int64_t hi) {
         for (std::int64_t group = 0; group < g.groups; ++group)
-          gemm(false, true, hi - lo, g.kk, gf, pdy + lo * g.filters + group * gf, g.filters, pk + group * gf,
+          gemm_conv(false, true, hi - lo, g.kk, gf, pdy + lo * g.filters + group * gf, g.filters, pk + group * gf,
                g.filters, T(0), pdx + lo * g.pixel + group * cg, g.pixel);
       });
       return;
@@ -493,7 +476,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
       for (std::int64_t r0 = n0 * plane; r0 < n1 * plane; r0 += g.block) {
         const std::int64_t r1 = std::min(n1 * plane, r0 + g.block);
         for (std::int64_t group = 0; group < g.groups; ++group) {
-          gemm(false, true, r1 - r0, g.kk, gf, pdy + r0 * g.filters + group * gf, g.filters, pk + group * gf,
+          gemm_conv(false, true, r1 - r0, g.kk, gf, pdy + r0 * g.filters + group * gf, g.filters, pk + group * gf,
                g.filters, T(0), dcol, g.kk);
           col2im_add(dcol, g.w, g.pixel, r0, r1, pdx + group * cg);
         }

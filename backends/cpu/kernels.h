@@ -24,12 +24,20 @@ void register_attention_kernels();   // attention_kernels.cpp: dot_product_atten
 // its float32 code (call it last).
 void register_half_support();
 
-// Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through OpenBLAS on the
-// calling thread (math_kernels.cpp). Sizes are the caller's to check against int.
+// Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through oneDNN or OpenBLAS
+// on the calling thread (math_kernels.cpp). Sizes are the caller's to check against int.
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           float beta = 0.0f);
 void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c, int ldc,
           double beta = 0.0);
+// The same with the 64-bit sizes of the conv kernels' geometry (checked against int where it is made)
+// and beta before c.
+template <typename T>
+void gemm_conv(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  gemm(ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, static_cast<int>(lda), b,
+       static_cast<int>(ldb), c, static_cast<int>(ldc), beta);
+}
 
 // Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
 constexpr std::int64_t kElementwiseGrain = 1 << 15;
