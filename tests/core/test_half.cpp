@@ -23,12 +23,15 @@ float float_from_bits(std::uint32_t u) {
   return f;
 }
 // bfloat16 round to nearest even by the definition: of the two neighbours (truncation, and one ulp
-// up), the nearer; on a tie, the one with an even last bit.
+// up), the nearer; on a tie, the one with an even last bit. Past the largest finite bfloat16 the upper
+// neighbour is infinity, which IEEE 754 places at 2^128 for rounding (so from max + half an ulp up,
+// values round to infinity).
 std::uint16_t bfloat16_reference(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   const std::uint32_t down = u & 0xffff0000u, up = down + 0x10000u;
-  const double d = f, lo = float_from_bits(down), hi = float_from_bits(up);
+  const bool up_is_inf = (up & 0x7fffffffu) == 0x7f800000u;
+  const double d = f, lo = float_from_bits(down), hi = up_is_inf ? std::copysign(0x1p128, d) : float_from_bits(up);
   const double dlo = std::fabs(d - lo), dhi = std::fabs(hi - d);
   if (dlo < dhi) return static_cast<std::uint16_t>(down >> 16);
   if (dhi < dlo) return static_cast<std::uint16_t>(up >> 16);

@@ -72,8 +72,8 @@ TEST_CASE("LossScaleOptimizer: a float32 model with it trains as with its inner 
   b.compile(optimizers::LossScaleOptimizer(optimizers::Adam(1e-2)), "mse");
   const Tensor x = random_tensor({8, 3}, 3, 0.1, 1.0, false, DType::float32);
   const Tensor y = random_tensor({8, 2}, 4, 0.1, 1.0, false, DType::float32);
-  a.fit(x, y, {.batch_size = 4, .epochs = 2, .shuffle = false, .verbose = 0});
-  b.fit(x, y, {.batch_size = 4, .epochs = 2, .shuffle = false, .verbose = 0});
+  a.fit(x, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .shuffle = false});
+  b.fit(x, y, {.batch_size = 4, .epochs = 2, .verbose = 0, .shuffle = false});
   CHECK(flat_weights(a) == flat_weights(b));
 }
 
@@ -110,16 +110,17 @@ TEST_CASE("mixed precision under towers: 2 CPU devices give one device's weights
     std::vector<std::int32_t> labels;
     for (int i = 0; i < 16; ++i) labels.push_back(i % 3);
     const Tensor y = Tensor::from_vector<std::int32_t>({16}, labels);
-    single.fit(x, y, {.batch_size = 8, .epochs = 3, .shuffle = false, .verbose = 0});
-    towers.fit(x, y, {.batch_size = 8, .epochs = 3, .shuffle = false, .verbose = 0});
+    single.fit(x, y, {.batch_size = 8, .epochs = 3, .verbose = 0, .shuffle = false});
+    towers.fit(x, y, {.batch_size = 8, .epochs = 3, .verbose = 0, .shuffle = false});
     // The towers sum two halves of each batch's gradient where one device sums it whole, and round their
     // activations per tower: equal within a few half-precision ulps of the update, not bit for bit.
     const auto a = flat_weights(single), b = flat_weights(inner);
     REQUIRE(a.size() == b.size());
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
-    MESSAGE(policy << ": largest weight difference, towers vs one device: " << worst);
-    CHECK(worst < 2e-3);
+    // Measured 2.4e-5 (mixed_float16) and 1.1e-4 (mixed_bfloat16); the bounds are 4x that.
+    MESSAGE(std::string(policy) << ": largest weight difference, towers vs one device: " << worst);
+    CHECK(worst < (std::string(policy) == "mixed_float16" ? 1e-4 : 5e-4));
     if (std::string(policy) == "mixed_float16") {
       const auto& lso = dynamic_cast<const optimizers::LossScaleOptimizer&>(towers.optimizer());
       const double scale = lso.dynamic_scale();
@@ -128,7 +129,7 @@ TEST_CASE("mixed precision under towers: 2 CPU devices give one device's weights
       towers.train_on_batch({huge}, {y});
       CHECK(flat_weights(inner) == before);  // skipped on both replicas (the mirror is checked by the next fit)
       CHECK(lso.dynamic_scale() == scale / 2);
-      towers.fit(x, y, {.batch_size = 8, .epochs = 1, .shuffle = false, .verbose = 0});
+      towers.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0, .shuffle = false});
       CHECK(flat_weights(inner) != before);
     }
   }
