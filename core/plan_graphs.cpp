@@ -11,8 +11,9 @@ namespace tower {
 
 namespace {
 
-// Feeds start at multiples of this in a block: as aligned as any arena buffer, so that a kernel (a
-// cuBLASLt plan keyed by its operands' alignment) chooses in the warm-up what it finds when recorded.
+// A feed sits in a block at the same offset modulo this as its slot in the arena (both bases are at
+// least this aligned): a kernel that chooses by its operands' alignment (a cuBLASLt plan) chooses the
+// same with and without graphs, so recorded and eager steps compute the same bits.
 constexpr std::size_t kFeedAlignment = 256;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
@@ -64,10 +65,12 @@ bool Plan::graphs_wanted() {
     // draw of a step: a node draws once per step).
     std::size_t at = 0;
     for (const auto& [id, v] : feed_values_) {
+      at = round_up(at, kFeedAlignment) + v->offset % kFeedAlignment;
       g.feeds.push_back(v);
       g.offsets.push_back(at);
-      at = round_up(at + tensor_bytes(v->spec.shape, v->spec.dtype), kFeedAlignment);
+      at += tensor_bytes(v->spec.shape, v->spec.dtype);
     }
+    at = round_up(at, kFeedAlignment);
     g.counters_offset = at;
     g.counters = steps_.size();
     g.block_bytes = std::max<std::size_t>(at + g.counters * sizeof(std::uint64_t), 1);
