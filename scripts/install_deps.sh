@@ -10,7 +10,7 @@ packages=(
   dataset-fashion-mnist
   openmpi-bin libopenmpi-dev  # multi-worker jobs (mpirun) and their tests
   clang libclang-rt-dev  # libFuzzer for scripts/fuzz.sh (CI's short fuzzing run)
-  libdnnl-dev  # oneDNN: the CPU convolutions (backends/cpu/onednn.cpp)
+  libdnnl-dev  # oneDNN: the CPU convolutions and GEMMs (backends/cpu/onednn.cpp)
   graphviz libcairo2-dev  # utils::plot_model runs Graphviz's dot; utils::plot_history draws with cairo
 )
 
