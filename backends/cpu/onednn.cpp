@@ -218,6 +218,33 @@ void run(const Entry& e, std::unordered_map<int, memory> args, int kernel_arg, c
   stream.wait();
 }
 
+// One tensor of a part's call: its oneDNN argument and the whole batch's data (x-shaped or y-shaped).
+struct BatchArg {
+  int arg;
+  const float* data;
+};
+
+// Runs `kind` on each part of the batch split sp, on the pool: the part's slices of x_side (batch, in_h,
+// in_w, c_in) and y_side (batch, out_h, out_w, c_out), the kernel read from kernel_in or written to
+// kernel_out(part). False, with nothing run, where a part has no primitive.
+template <typename KernelOut>
+bool run_parts(KernelContext& ctx, Kind kind, const Conv2DShape& s, const Split& sp, BatchArg x_side, BatchArg y_side,
+               int kernel_arg, const float* kernel_in, KernelOut kernel_out) {
+  std::vector<const Entry*> es;
+  if (!entries(kind, s, sp, &es)) return false;
+  const Window2D& w = s.w;
+  const std::int64_t x_image = w.in_h * w.in_w * w.channels, y_image = w.out_h * w.out_w * s.filters;
+  parallel_for(ctx, sp.parts, 1, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const Entry& e = *es[static_cast<std::size_t>(p)];
+      const std::int64_t n = sp.begin(p, w.batch);
+      run(e, {{x_side.arg, wrap(e.x, x_side.data + n * x_image)}, {y_side.arg, wrap(e.y, y_side.data + n * y_image)}},
+          kernel_arg, kernel_in, kernel_out(p));
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 bool conv2d_shape(const Window2D& w, std::int64_t filters, std::int64_t groups, Conv2DShape* shape) {
@@ -232,58 +259,25 @@ bool conv2d_shape(const Window2D& w, std::int64_t filters, std::int64_t groups, 
 }
 
 bool conv2d_forward(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* kernel, float* y) {
-  const Split sp = split(ctx, s);
-  std::vector<const Entry*> es;
-  if (!entries(Kind::forward, s, sp, &es)) return false;
-  const Window2D& w = s.w;
-  const std::int64_t x_image = w.in_h * w.in_w * w.channels, y_image = w.out_h * w.out_w * s.filters;
-  parallel_for(ctx, sp.parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const Entry& e = *es[static_cast<std::size_t>(p)];
-      const std::int64_t n = sp.begin(p, w.batch);
-      run(e, {{DNNL_ARG_SRC, wrap(e.x, x + n * x_image)}, {DNNL_ARG_DST, wrap(e.y, y + n * y_image)}},
-          DNNL_ARG_WEIGHTS, kernel, nullptr);
-    }
-  });
-  return true;
+  return run_parts(ctx, Kind::forward, s, split(ctx, s), {DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}, DNNL_ARG_WEIGHTS, kernel,
+                   [](std::int64_t) -> float* { return nullptr; });
 }
 
 bool conv2d_backward_data(KernelContext& ctx, const Conv2DShape& s, const float* dy, const float* kernel,
                           float* dx) {
-  const Split sp = split(ctx, s);
-  std::vector<const Entry*> es;
-  if (!entries(Kind::backward_data, s, sp, &es)) return false;
-  const Window2D& w = s.w;
-  const std::int64_t x_image = w.in_h * w.in_w * w.channels, y_image = w.out_h * w.out_w * s.filters;
-  parallel_for(ctx, sp.parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const Entry& e = *es[static_cast<std::size_t>(p)];
-      const std::int64_t n = sp.begin(p, w.batch);
-      run(e, {{DNNL_ARG_DIFF_DST, wrap(e.y, dy + n * y_image)}, {DNNL_ARG_DIFF_SRC, wrap(e.x, dx + n * x_image)}},
-          DNNL_ARG_WEIGHTS, kernel, nullptr);
-    }
-  });
-  return true;
+  return run_parts(ctx, Kind::backward_data, s, split(ctx, s), {DNNL_ARG_DIFF_SRC, dx}, {DNNL_ARG_DIFF_DST, dy},
+                   DNNL_ARG_WEIGHTS, kernel, [](std::int64_t) -> float* { return nullptr; });
 }
 
 bool conv2d_backward_filter(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* dy,
                             float* dkernel) {
   const Split sp = split(ctx, s);
-  std::vector<const Entry*> es;
-  if (!entries(Kind::backward_filter, s, sp, &es)) return false;
   const Window2D& w = s.w;
-  const std::int64_t x_image = w.in_h * w.in_w * w.channels, y_image = w.out_h * w.out_w * s.filters;
   const std::int64_t size = w.kernel_h * w.kernel_w * w.channels * s.filters;
   std::vector<float> partials(static_cast<std::size_t>((sp.parts - 1) * size));  // (parts - 1, kh, kw, c_in, c_out)
-  parallel_for(ctx, sp.parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const Entry& e = *es[static_cast<std::size_t>(p)];
-      const std::int64_t n = sp.begin(p, w.batch);
-      float* out = p == 0 ? dkernel : partials.data() + (p - 1) * size;
-      run(e, {{DNNL_ARG_SRC, wrap(e.x, x + n * x_image)}, {DNNL_ARG_DIFF_DST, wrap(e.y, dy + n * y_image)}},
-          DNNL_ARG_DIFF_WEIGHTS, nullptr, out);
-    }
-  });
+  if (!run_parts(ctx, Kind::backward_filter, s, sp, {DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy}, DNNL_ARG_DIFF_WEIGHTS,
+                 nullptr, [&](std::int64_t p) { return p == 0 ? dkernel : partials.data() + (p - 1) * size; }))
+    return false;
   for (std::int64_t p = 1; p < sp.parts; ++p) {  // in part order: the same sum on every run
     const float* part = partials.data() + (p - 1) * size;
     for (std::int64_t i = 0; i < size; ++i) dkernel[i] += part[i];
