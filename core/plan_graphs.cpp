@@ -20,7 +20,7 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 
 }  // namespace
 
-// Decided at the first run (and again after a fallback: never): whether this plan records its steps.
+// Decided once, at the first run: whether this plan records its steps.
 // A plan whose devices record nothing (CPU) runs eagerly without a word; one that could but cannot (a
 // step that cannot be recorded, steps on several devices) falls back with a warning, once per reason.
 bool Plan::graphs_wanted() {
@@ -30,7 +30,7 @@ bool Plan::graphs_wanted() {
     if (devices_.empty()) return false;
     if (devices_.size() > 1 || !lanes_.empty()) {
       for (Device* d : devices_)
-        if (make_step_recorder(*d)) {
+        if (step_recorder_registered(d->kind()) && !d->host_accessible()) {
           std::string names;
           for (Device* other : devices_) names += (names.empty() ? "" : ", ") + other->name();
           g.fallback = fmt::format("its steps run on several devices ({}); recording one graph per device, "
@@ -61,7 +61,7 @@ bool Plan::graphs_wanted() {
         return false;
       }
     }
-    // The blocks: every feed at an aligned offset, then one counter per step (room for every random
+    // The blocks: every feed (see kFeedAlignment), then one counter per step (room for every random
     // draw of a step: a node draws once per step).
     std::size_t at = 0;
     for (const auto& [id, v] : feed_values_) {

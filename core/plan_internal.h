@@ -75,7 +75,13 @@ struct Plan::LaneThreads {
 // algorithms, creates the plans and workspaces), the next two record one slot each, then every run
 // replays its slot's step.
 struct Plan::GraphState {
-  std::unique_ptr<StepRecorder> recorder;  // null: this plan's device records nothing (destroyed last)
+  // The graphs first (they wait for the device's stream), then the recorder (it waits for the uploads
+  // and returns the graphs' scratch memory), and only then the blocks nothing reads any more.
+  ~GraphState() {
+    for (auto& g : graph) g.reset();
+    recorder.reset();
+  }
+  std::unique_ptr<StepRecorder> recorder;  // null: this plan's device records nothing
   std::string fallback;                    // why the plan runs eagerly ("" while it records)
   std::uint64_t generation = 0;            // config::generation() its steps were recorded under
   std::uint64_t runs = 0;                  // runs through the feed blocks since the last (re)start
@@ -83,7 +89,7 @@ struct Plan::GraphState {
   std::vector<Value*> feeds;               // the feed values, in the blocks' order
   std::vector<std::size_t> offsets;        // their offsets in a block
   std::size_t counters_offset = 0, counters = 0, block_bytes = 0;
-  std::shared_ptr<Storage> device_block[2], host_block[2];  // destroyed after the graphs, which read them
+  std::shared_ptr<Storage> device_block[2], host_block[2];
   std::unique_ptr<StepGraph> graph[2];
   std::vector<const Node*> random_nodes[2];  // per slot's graph, whose counters its block carries
   bool replayed = false;                     // the last run launched a recorded step

@@ -54,6 +54,12 @@ std::unique_ptr<StepRecorder> make_step_recorder(Device& device) {
   return factory(device);
 }
 
+bool step_recorder_registered(DeviceKind kind) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.factories.count(kind) > 0;
+}
+
 void register_not_capturable(std::string_view op, DeviceKind kind, std::string reason) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);

@@ -59,6 +59,8 @@ using StepRecorderFactory = std::function<std::unique_ptr<StepRecorder>(Device& 
 // Replaces the kind's factory (null removes it) and returns the previous one (tests put theirs back).
 StepRecorderFactory register_step_recorder(DeviceKind kind, StepRecorderFactory factory);
 std::unique_ptr<StepRecorder> make_step_recorder(Device& device);
+// Whether a factory is registered for `kind` (without making a recorder, which may cost a stream).
+bool step_recorder_registered(DeviceKind kind);
 
 // An op whose kernel for `kind` cannot be recorded (it waits on the host, calls back into the host,
 // or allocates what a replay would need anew): plans with it run eagerly, saying `reason` once.

@@ -76,6 +76,8 @@ bool fail_next_end = false;
 class QueueGraph final : public StepGraph {
  public:
   explicit QueueGraph(std::vector<std::function<void()>> work) : work_(std::move(work)) {}
+  // As the CUDA graph waits for its stream: no queued work may outlive the memory it uses.
+  ~QueueGraph() override { queue_device().flush(); }
   void replay() override {
     events.push_back("replay");
     for (const auto& w : work_) queue_device().launch(w);
@@ -87,6 +89,7 @@ class QueueGraph final : public StepGraph {
 
 class QueueRecorder final : public StepRecorder {
  public:
+  ~QueueRecorder() override { queue_device().flush(); }  // queued uploads use this recorder's flags
   void begin() override {
     events.push_back("begin");
     recorded_.clear();
