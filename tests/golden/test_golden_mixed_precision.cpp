@@ -22,18 +22,15 @@
 #include "tower/io/hdf5.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
+#include "tests/support/policy_scope.h"
 
 using namespace tower;
+using tower::testing::PolicyScope;
 namespace hdf5 = tower::io::hdf5;
 
 namespace {
 
 const std::string kFile = std::string(TOWER_GOLDEN_DIR) + "/files/mixed_precision.h5";
-
-struct PolicyScope {
-  explicit PolicyScope(const std::string& name) { mixed_precision::set_global_policy(name); }
-  ~PolicyScope() { mixed_precision::set_global_policy("float32"); }
-};
 
 Sequential make_model() {
   return Sequential({layers::Input({8, 8, 2}), layers::Conv2D(4, {3, 3}, {.activation = "relu", .name = "c"}),

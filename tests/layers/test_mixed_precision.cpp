@@ -13,20 +13,17 @@
 #include "tower/optimizers/optimizers.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
+#include "tests/support/policy_scope.h"
 #include "tests/support/temp_dir.h"
 
 using namespace tower;
 using nlohmann::json;
 using tower::testing::contains;
 using tower::testing::message_of;
+using tower::testing::PolicyScope;
 using tower::testing::random_tensor;
 
 namespace {
-// Restores the global policy when a test ends, even on failure.
-struct PolicyScope {
-  explicit PolicyScope(const char* name) { mixed_precision::set_global_policy(name); }
-  ~PolicyScope() { mixed_precision::set_global_policy("float32"); }
-};
 
 Tensor labels(int n, int classes) {
   std::vector<std::int32_t> v;

@@ -9,17 +9,15 @@
 #include "tower/parallel/multi_gpu_model.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
+#include "tests/support/policy_scope.h"
 
 using namespace tower;
 using tower::testing::contains;
 using tower::testing::message_of;
+using tower::testing::PolicyScope;
 using tower::testing::random_tensor;
 
 namespace {
-struct PolicyScope {
-  explicit PolicyScope(const char* name) { mixed_precision::set_global_policy(name); }
-  ~PolicyScope() { mixed_precision::set_global_policy("float32"); }
-};
 
 std::vector<float> flat_weights(const Model& model) {
   std::vector<float> out;
