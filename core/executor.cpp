@@ -158,7 +158,10 @@ std::size_t Plan::run_step(std::size_t i) {
   }
   KernelContext ctx = context(step);
   try {
-    step.kernel(ctx);
+    if (step.half_adapter)
+      step.half_adapter(ctx, step.kernel);
+    else
+      step.kernel(ctx);
   } catch (const Error& e) {
     rethrow_with_node(e, *step.node);
   }

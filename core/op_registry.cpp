@@ -16,6 +16,7 @@ struct Tables {
   std::map<std::string, OpDef, std::less<>> ops;
   std::map<std::pair<std::string, DeviceKind>, KernelFn, std::less<>> kernels;
   std::map<std::pair<std::string, DeviceKind>, GroupKernelFn, std::less<>> group_kernels;
+  std::map<DeviceKind, HalfKernelAdapter> half_adapters;
 };
 
 Tables& tables() {
@@ -69,13 +70,18 @@ std::vector<std::string> ops_with_kernel(DeviceKind kind) {
   return names;  // the map's order: sorted by name
 }
 
-std::vector<std::pair<std::string, KernelFn>> registered_kernels(DeviceKind kind) {
+void register_half_kernel_adapter(DeviceKind kind, HalfKernelAdapter adapter) {
   auto& t = tables();
   std::lock_guard lock(t.mutex);
-  std::vector<std::pair<std::string, KernelFn>> out;
-  for (const auto& [key, fn] : t.kernels)
-    if (key.second == kind) out.emplace_back(key.first, fn);
-  return out;
+  t.half_adapters[kind] = adapter;
+}
+
+HalfKernelAdapter find_half_kernel_adapter(DeviceKind kind) {
+  ensure_backends_registered();
+  auto& t = tables();
+  std::lock_guard lock(t.mutex);
+  auto it = t.half_adapters.find(kind);
+  return it == t.half_adapters.end() ? nullptr : it->second;
 }
 
 KernelFn find_kernel(std::string_view op, DeviceKind kind) {

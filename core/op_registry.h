@@ -70,9 +70,13 @@ KernelFn find_kernel(std::string_view op, DeviceKind kind);
 bool has_kernel(std::string_view op, DeviceKind kind);
 // The ops that have a kernel for `kind`, sorted.
 std::vector<std::string> ops_with_kernel(DeviceKind kind);
-// The kernels registered for `kind` so far, by op name, without registering the backends first: for a
-// backend's registration itself, which may wrap its own kernels (the CPU's half-precision widening).
-std::vector<std::pair<std::string, KernelFn>> registered_kernels(DeviceKind kind);
+// How a backend runs its kernels on float16/bfloat16 tensors when they have no half code of their own
+// (the CPU widens the operands to float32 and rounds the outputs back): the plan calls it, with the
+// op's kernel, for the steps that read or write a half tensor. Null (none registered): the kernels
+// take half tensors themselves.
+using HalfKernelAdapter = void (*)(KernelContext& ctx, KernelFn kernel);
+void register_half_kernel_adapter(DeviceKind kind, HalfKernelAdapter adapter);
+HalfKernelAdapter find_half_kernel_adapter(DeviceKind kind);
 
 // A kernel that runs several steps of one op in one call: the plan hands it each run of consecutive
 // steps with the same op, device and attrs that have no outputs (the in-place updates of an

@@ -32,6 +32,9 @@ struct Plan::Value {
 struct Plan::Step {
   const Node* node = nullptr;  // null for a cross-device copy
   KernelFn kernel = nullptr;   // null for copies and aliases
+  // Runs `kernel` on the step's float16/bfloat16 tensors (find_half_kernel_adapter); null when the
+  // step has none or the backend's kernels take them as they are.
+  HalfKernelAdapter half_adapter = nullptr;
   // The first step of a run that one group kernel call does (group_size steps, this one first).
   GroupKernelFn group_kernel = nullptr;
   int group_size = 1;

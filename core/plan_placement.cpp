@@ -1,5 +1,6 @@
 // Plan phase 1, placement: the nodes the fetches need, their devices and concrete shapes, one step
 // per node, and a copy step wherever a consumer sits on another device than its input.
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <queue>
@@ -181,6 +182,13 @@ void Plan::place(const std::vector<SymbolicTensor>& fetches, const std::vector<N
       value_of[{id, static_cast<int>(k)}] = v;
     }
     if (!step.alias || node.def().alias_runs_kernel) step.kernel = find_kernel(node.op(), dev->kind());
+    // A view's output shares its input's bytes, which a widened copy would break: views of half
+    // tensors run no kernel, and the in-place cross-worker sums refuse them.
+    const auto is_half_value = [](const Value* v) { return is_half(v->spec.dtype); };
+    if (step.kernel && !step.alias &&
+        (std::any_of(step.inputs.begin(), step.inputs.end(), is_half_value) ||
+         std::any_of(step.outputs.begin(), step.outputs.end(), is_half_value)))
+      step.half_adapter = find_half_kernel_adapter(dev->kind());
     (step.mutates ? mutating : steps_).push_back(std::move(step));
   }
   for (auto& s : mutating) steps_.push_back(std::move(s));

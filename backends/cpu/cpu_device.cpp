@@ -73,7 +73,7 @@ void register_cpu_backend() {
   cpu::register_collective_kernels();
   cpu::register_recurrent_kernels();
   cpu::register_attention_kernels();
-  cpu::register_half_support();  // last: it wraps the kernels above
+  cpu::register_half_support();
 }
 
 }  // namespace tower

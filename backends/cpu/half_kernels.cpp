@@ -1,13 +1,10 @@
-// float16 and bfloat16 on the CPU: every CPU kernel but cast runs on half tensors by widening them to
-// float32, running its float32 code and rounding each floating output back to its half dtype.
+// float16 and bfloat16 on the CPU: the plan runs every CPU kernel but cast on half tensors through
+// run_widened, which widens them to float32, running its float32 code and rounding each floating output back to its half dtype.
 //
 // That is the numerics mixed precision asks for (each op computes in float and rounds its output once,
 // as tensor cores and TensorFlow's Eigen kernels for half types do), kept in one place instead of a
 // half instantiation of every kernel. The price is a conversion pass over each half operand and
 // output and a float32 buffer for each; a processor with AVX512_BF16 could do better in the GEMMs.
-#include <map>
-#include <string>
-
 #include "tower/backends/cpu/kernels.h"
 #include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
@@ -15,18 +12,6 @@
 namespace tower::cpu {
 
 namespace {
-
-// The kernels this file wraps, by op name (filled once at registration, then only read).
-std::map<std::string, KernelFn, std::less<>>& float32_kernels() {
-  static std::map<std::string, KernelFn, std::less<>> kernels;
-  return kernels;
-}
-
-bool any_half(const std::vector<Tensor>& tensors) {
-  for (const Tensor& t : tensors)
-    if (t.defined() && is_half(t.dtype())) return true;
-  return false;
-}
 
 // A float32 copy of a half tensor, on the kernel's device.
 Tensor widened(KernelContext& ctx, const Tensor& half) {
@@ -56,22 +41,20 @@ void round_into(KernelContext& ctx, const Tensor& wide, Tensor& half) {
   });
 }
 
-void widening_kernel(KernelContext& ctx) {
-  const auto it = float32_kernels().find(ctx.node.op());
-  if (it == float32_kernels().end())  // cannot happen: only wrapped ops are registered with this kernel
-    raise<NotFoundError>("cpu: no float32 kernel behind op \"{}\"", ctx.node.op());
-  if (!any_half(ctx.inputs) && !any_half(ctx.outputs)) return it->second(ctx);
+// The plan's half adapter for the CPU (op_registry.h): called only for steps with a half tensor.
+void run_widened(KernelContext& ctx, KernelFn kernel) {
+  if (ctx.node.op() == op_names::cast) return kernel(ctx);  // converts between every pair itself, rounding once
 
   KernelContext wide{ctx.node, ctx.device, ctx.inputs, ctx.outputs};
   for (Tensor& x : wide.inputs)
     if (x.defined() && is_half(x.dtype())) x = widened(ctx, x);
   for (Tensor& y : wide.outputs)
     if (y.defined() && is_half(y.dtype())) y = Tensor(y.shape(), DType::float32, ctx.device);
-  it->second(wide);
+  kernel(wide);
   for (std::size_t i = 0; i < ctx.outputs.size(); ++i)
     if (ctx.outputs[i].defined() && is_half(ctx.outputs[i].dtype())) round_into(ctx, wide.outputs[i], ctx.outputs[i]);
   // Inputs updated in place (assign, an optimizer's update of a half variable) go back too.
-  for (int i : op_def(ctx.node.op()).mutated_inputs) {
+  for (int i : ctx.node.def().mutated_inputs) {
     Tensor& x = ctx.inputs[static_cast<std::size_t>(i)];
     if (x.defined() && is_half(x.dtype())) round_into(ctx, wide.inputs[static_cast<std::size_t>(i)], x);
   }
@@ -79,22 +62,6 @@ void widening_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_half_support() {
-  for (const auto& [op, fn] : registered_kernels(DeviceKind::cpu)) {
-    if (op == op_names::cast) continue;  // converts between every pair of dtypes itself, rounding once
-    // A view's output shares its input's bytes: a widened copy would break that. Views of half tensors
-    // (reshape, identity) run no kernel anyway; the others (cross-worker sums in place) refuse them.
-    // A kernel without an op definition (none should exist) is left as it is.
-    const OpDef* def = nullptr;
-    try {
-      def = &op_def(op);
-    } catch (const NotFoundError&) {
-      continue;
-    }
-    if (def->alias_input >= 0) continue;
-    float32_kernels().emplace(op, fn);
-    register_kernel(op, DeviceKind::cpu, widening_kernel);
-  }
-}
+void register_half_support() { register_half_kernel_adapter(DeviceKind::cpu, run_widened); }
 
 }  // namespace tower::cpu

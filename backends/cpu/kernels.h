@@ -20,8 +20,8 @@ void register_optimizer_kernels();   // optimizer_kernels.cpp
 void register_collective_kernels();  // collective_kernels.cpp: all_reduce
 void register_recurrent_kernels();   // recurrent_kernels.cpp: simple_rnn, lstm, gru and their gradients
 void register_attention_kernels();   // attention_kernels.cpp: dot_product_attention and its gradient
-// half_kernels.cpp: wraps every kernel registered so far so that float16/bfloat16 tensors run through
-// its float32 code (call it last).
+// half_kernels.cpp: registers the CPU's half adapter (op_registry.h), which runs the float32 kernels on
+// float16/bfloat16 tensors by widening them.
 void register_half_support();
 
 // Row-major c (m, n) = op(a) op(b) + beta c, op(a) (m, k), op(b) (k, n), through oneDNN or OpenBLAS
