@@ -18,6 +18,12 @@ constexpr std::size_t kFeedAlignment = 256;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// Why the plan on `dev` runs its steps eagerly from now on, kept for graph_fallback_reason and said once.
+void fall_back(std::string& fallback, const Device& dev, std::string why) {
+  fallback = std::move(why);
+  warn_step_graph_fallback(fmt::format("a plan on {}: running its steps without a CUDA graph: {}", dev.name(), fallback));
+}
+
 }  // namespace
 
 // Decided once, at the first run: whether this plan records its steps.
@@ -33,11 +39,10 @@ bool Plan::graphs_wanted() {
         if (step_recorder_registered(d->kind()) && !d->host_accessible()) {
           std::string names;
           for (Device* other : devices_) names += (names.empty() ? "" : ", ") + other->name();
-          g.fallback = fmt::format("its steps run on several devices ({}); recording one graph per device, "
-                                   "ordered by cross-device event nodes, is not implemented yet",
-                                   names);
-          warn_step_graph_fallback(fmt::format("a plan on {}: running its steps without a CUDA graph: {}",
-                                               d->name(), g.fallback));
+          fall_back(g.fallback, *d,
+                    fmt::format("its steps run on several devices ({}); recording one graph per device, "
+                                "ordered by cross-device event nodes, is not implemented yet",
+                                names));
           break;
         }
       return false;
@@ -54,10 +59,8 @@ bool Plan::graphs_wanted() {
         if (std::string reason = not_capturable_reason(step.node->op(), dev.kind()); !reason.empty())
           why = fmt::format("{}: {}", step.node->describe(), reason);
       if (!why.empty()) {
-        g.fallback = std::move(why);
         g.recorder.reset();
-        warn_step_graph_fallback(
-            fmt::format("a plan on {}: running its steps without a CUDA graph: {}", dev.name(), g.fallback));
+        fall_back(g.fallback, dev, std::move(why));
         return false;
       }
     }
@@ -172,9 +175,7 @@ bool Plan::run_graph_step(const FeedMap& feeds) {
       // Nothing recorded ran: the counters go back to where they were, and the step runs eagerly (an
       // error of the step itself is thrown there, as without graphs).
       for (auto it = counters.taken.rbegin(); it != counters.taken.rend(); ++it) it->first->set_random_counter(it->second);
-      g.fallback = "recording the step failed: " + failure;
-      warn_step_graph_fallback(
-          fmt::format("a plan on {}: running its steps without a CUDA graph: {}", dev.name(), g.fallback));
+      fall_back(g.fallback, dev, "recording the step failed: " + failure);
       for (int s = 0; s < 2; ++s) g.graph[s].reset();
       return run_eagerly();
     }
