@@ -89,6 +89,7 @@ inline constexpr char gather_grad[] = "gather_grad";
 
 // conv: convolution, NHWC (core/ops/conv_ops.cpp)
 inline constexpr char conv2d[] = "conv2d";
+inline constexpr char conv2d_bias[] = "conv2d_bias";
 inline constexpr char conv2d_backward_data[] = "conv2d_backward_data";
 inline constexpr char conv2d_backward_filter[] = "conv2d_backward_filter";
 inline constexpr char conv2d_transpose[] = "conv2d_transpose";

@@ -117,6 +117,11 @@ struct Conv2DArgs {
 // g convolves channels [g c_in/groups, (g+1) c_in/groups) into filters [g c_out/groups, (g+1)
 // c_out/groups); groups = c_in is a depthwise convolution.
 SymbolicTensor conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv2DArgs& args = {});
+// A convolution layer's forward in one op: activation(conv2d(x, kernel) + bias (c_out,)), activation
+// "linear" or "relu". The same numbers as conv2d, then bias_add; on the CPU oneDNN adds the bias and
+// ReLU as the convolution writes its output, instead of a second pass over it.
+SymbolicTensor conv2d_bias(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
+                           const Conv2DArgs& args = {}, const std::string& activation = "linear");
 // dy: (batch, out_h, out_w, c_out) -> dx with x's shape (x supplies only its shape).
 SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel,
                                     const SymbolicTensor& x, const Conv2DArgs& args);

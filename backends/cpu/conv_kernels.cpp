@@ -386,6 +386,25 @@ void conv2d_kernel(KernelContext& ctx) {
   });
 }
 
+// y = activation(conv2d(x, kernel) + bias). (x, kernel, bias (c_out,)) -> y as conv2d's. In float32 oneDNN
+// adds the bias and ReLU as it writes y; otherwise conv2d's kernel runs, then add_bias in place.
+void conv2d_bias_kernel(KernelContext& ctx) {
+  const Tensor& bias = ctx.inputs[2];
+  Tensor& y = ctx.outputs[0];
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
+  if (y.dtype() == DType::float32) {
+    const Tensor& x = ctx.inputs[0];
+    const Tensor& kernel = ctx.inputs[1];
+    onednn::Conv2DShape s;
+    if (use_onednn(conv_gemm(ctx, x.shape(), kernel.shape(), y.shape()), &s) &&
+        onednn::conv2d_forward(ctx, s, x.data<float>(), kernel.data<float>(), y.data<float>(), bias.data<float>(),
+                               relu))
+      return;
+  }
+  conv2d_kernel(ctx);
+  add_bias(ctx, y, bias, relu, y);
+}
+
 // dkernel = im2col(x)^T dy per group. (x, dy, kernel) -> dkernel: (kh, kw, c_in / groups, c_out). Each
 // part of the rows accumulates its own partial sum (part 0 straight into the output); the parts are
 // added at the end.
@@ -489,6 +508,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
 
 void register_conv_kernels() {
   register_kernel(op_names::conv2d, DeviceKind::cpu, conv2d_kernel);
+  register_kernel(op_names::conv2d_bias, DeviceKind::cpu, conv2d_bias_kernel);
   register_kernel(op_names::conv2d_backward_data, DeviceKind::cpu, conv2d_backward_data_kernel);
   register_kernel(op_names::conv2d_backward_filter, DeviceKind::cpu, conv2d_backward_filter_kernel);
   register_kernel(op_names::conv2d_transpose, DeviceKind::cpu, conv2d_backward_data_kernel);

@@ -39,6 +39,10 @@ void gemm_conv(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
        static_cast<int>(ldb), c, static_cast<int>(ldc), beta);
 }
 
+// y (..., c) = x + bias (c,), then max(y, 0) when relu (y may be x): bias_add's kernel, and conv2d_bias's
+// after its convolution (math_kernels.cpp).
+void add_bias(KernelContext& ctx, const Tensor& x, const Tensor& bias, bool relu, Tensor& y);
+
 // Elements per parallel chunk for cheap elementwise loops: below this, threads cost more than they save.
 constexpr std::int64_t kElementwiseGrain = 1 << 15;
 

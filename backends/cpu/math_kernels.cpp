@@ -251,24 +251,7 @@ void dense_kernel(KernelContext& ctx) {
 }
 
 void bias_add_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.inputs[0];
-  const Tensor& bias = ctx.inputs[1];
-  Tensor& y = ctx.outputs[0];
-  const bool relu = ctx.attrs().get_string("activation") == "relu";
-  dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
-    const T* px = x.data<T>();
-    const T* pb = bias.data<T>();
-    T* py = y.data<T>();
-    const std::int64_t c = bias.num_elements(), rows = x.num_elements() / std::max<std::int64_t>(c, 1);
-    parallel_for(ctx, rows, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(c, 1)),
-                 [&](std::int64_t lo, std::int64_t hi) {
-                   for (auto r = lo; r < hi; ++r)
-                     for (std::int64_t j = 0; j < c; ++j) {
-                       const T v = px[r * c + j] + pb[j];
-                       py[r * c + j] = relu && v < T(0) ? T(0) : v;  // as the relu op
-                     }
-                 });
-  });
+  add_bias(ctx, ctx.inputs[0], ctx.inputs[1], ctx.attrs().get_string("activation") == "relu", ctx.outputs[0]);
 }
 
 void bias_add_grad_kernel(KernelContext& ctx) {
@@ -279,6 +262,23 @@ void bias_add_grad_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+void add_bias(KernelContext& ctx, const Tensor& x, const Tensor& bias, bool relu, Tensor& y) {
+  dispatch_floating(x.dtype(), op_names::bias_add, [&]<typename T>() {
+    const T* px = x.data<T>();
+    const T* pb = bias.data<T>();
+    T* py = y.data<T>();
+    const std::int64_t c = bias.num_elements(), rows = x.num_elements() / std::max<std::int64_t>(c, 1);
+    parallel_for(ctx, rows, std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(c, 1)),
+                 [=](std::int64_t lo, std::int64_t hi) {
+                   for (auto r = lo; r < hi; ++r)
+                     for (std::int64_t j = 0; j < c; ++j) {
+                       const T v = px[r * c + j] + pb[j];
+                       py[r * c + j] = relu && v < T(0) ? T(0) : v;  // as the relu op
+                     }
+                 });
+  });
+}
 
 void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           float beta) {

@@ -20,14 +20,17 @@ void register_image_kernels();       // image_kernels.cpp
 
 // One window position of a max-pool gradient over its c channels: where `in` equals the window's max
 // and no earlier position did (`done`, 0/1 per channel, updated), dy goes to dx. Branch-free on
-// unaliased pointers, so that it vectorizes (with -fno-trapping-math, see CMakeLists.txt).
-template <typename T>
+// unaliased pointers, so that it vectorizes (with -fno-trapping-math, see CMakeLists.txt). kAdd false
+// (windows that never overlap) writes 0 + the routed dy over dx, the same numbers without zeroing
+// dx first.
+template <bool kAdd = true, typename T>
 void route_max(const T* __restrict in, const T* __restrict max, const T* __restrict grad, T* __restrict out,
                T* __restrict done, std::int64_t c) {
   for (std::int64_t e = 0; e < c; ++e) {
     const T g = grad[e], before = done[e];  // loaded unconditionally, so that the selects if-convert
     const T hit = in[e] == max[e] ? T(1) - before : T(0);
-    out[e] += hit != T(0) ? g : T(0);  // a select: an infinite dy of another window stays out
+    // A select: an infinite dy of another window stays out.
+    out[e] = (kAdd ? out[e] : T(0)) + (hit != T(0) ? g : T(0));
     done[e] = before + hit;
   }
 }

@@ -77,13 +77,14 @@ std::uint8_t* thread_buffer(int which, std::size_t bytes) {
   return buffers[which].data();
 }
 
-enum class Kind : std::int64_t { forward, backward_data, backward_filter };
+// forward_bias and forward_bias_relu: conv2d_bias's forward, the bias (and ReLU) added as the output is written.
+enum class Kind : std::int64_t { forward, backward_data, backward_filter, forward_bias, forward_bias_relu };
 
 // A primitive for one kind and sub-batch, with the kernel layout it wants and the reorder between
 // that layout and Keras's (kh, kw, c_in, c_out) (none when they are the same).
 struct Entry {
   dnnl::primitive primitive;
-  memory::desc x, y, kernel_plain, kernel_blocked, scratchpad;
+  memory::desc x, y, bias, kernel_plain, kernel_blocked, scratchpad;
   bool reorder = false;
   dnnl::reorder to_blocked, to_plain;
 };
@@ -103,6 +104,7 @@ std::unique_ptr<Entry> make_entry(Kind kind, const Conv2DShape& s, std::int64_t 
   const memory::desc kernel_any({s.filters, w.channels, w.kernel_h, w.kernel_w}, Dt::f32, Tag::any);
   const memory::dims strides = dims(w.stride_h, w.stride_w), dilates = dims(w.dilation_h - 1, w.dilation_w - 1),
                      pad_l = dims(w.pad_top, w.pad_left), pad_r = dims(s.pad_bottom, s.pad_right);
+  e->bias = memory::desc({s.filters}, Dt::f32, Tag::x);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // from thread_buffer: nothing allocated per step
   std::string impl;  // the implementation oneDNN picked, e.g. "brgconv:avx512_core"
@@ -118,6 +120,24 @@ std::unique_ptr<Entry> make_entry(Kind kind, const Conv2DShape& s, std::int64_t 
         e->primitive = dnnl::convolution_forward(forward);
         impl = forward.impl_info_str();
         break;
+      case Kind::forward_bias:
+      case Kind::forward_bias_relu: {
+        dnnl::primitive_attr fused = attr;
+        if (kind == Kind::forward_bias_relu) {  // max(v, 0) as the relu op: NaN and -0 pass through
+          dnnl::post_ops relu;
+          relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+          fused.set_post_ops(relu);
+        }
+        const dnnl::convolution_forward::primitive_desc pd(
+            dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                            e->x, kernel_any, e->bias, e->y, strides, dilates, pad_l, pad_r),
+            fused, cpu_engine());
+        e->kernel_blocked = pd.weights_desc();
+        e->scratchpad = pd.scratchpad_desc();
+        e->primitive = dnnl::convolution_forward(pd);
+        impl = pd.impl_info_str();
+        break;
+      }
       case Kind::backward_data: {
         const dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, e->x, kernel_any, e->y,
@@ -202,12 +222,14 @@ memory wrap(const memory::desc& desc, const float* data) {
 }
 
 // Runs e's primitive on one part: `args` names its x-side and y-side memories; the kernel goes in as
-// `kernel_arg` (reordered to the primitive's layout first when `kernel_in`), or comes out of it.
+// `kernel_arg` (reordered to the primitive's layout first when `kernel_in`), or comes out of it; the
+// bias, when not null, goes in as the forward's.
 void run(const Entry& e, std::unordered_map<int, memory> args, int kernel_arg, const float* kernel_in,
-         float* kernel_out) {
+         float* kernel_out, const float* bias) {
   omp_set_num_threads(1);
   dnnl::stream& stream = thread_stream();
   args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, cpu_engine(), thread_buffer(0, e.scratchpad.get_size())));
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, wrap(e.bias, bias));
   memory plain = wrap(e.kernel_plain, kernel_in != nullptr ? kernel_in : kernel_out);
   memory blocked =
       e.reorder ? memory(e.kernel_blocked, cpu_engine(), thread_buffer(1, e.kernel_blocked.get_size())) : plain;
@@ -226,10 +248,11 @@ struct BatchArg {
 
 // Runs `kind` on each part of the batch split sp, on the pool: the part's slices of x_side (batch, in_h,
 // in_w, c_in) and y_side (batch, out_h, out_w, c_out), the kernel read from kernel_in or written to
-// kernel_out(part). False, with nothing run, where a part has no primitive.
+// kernel_out(part), the bias (c_out,) read when not null. False, with nothing run, where a part has no
+// primitive.
 template <typename KernelOut>
 bool run_parts(KernelContext& ctx, Kind kind, const Conv2DShape& s, const Split& sp, BatchArg x_side, BatchArg y_side,
-               int kernel_arg, const float* kernel_in, KernelOut kernel_out) {
+               int kernel_arg, const float* kernel_in, KernelOut kernel_out, const float* bias = nullptr) {
   std::vector<const Entry*> es;
   if (!entries(kind, s, sp, &es)) return false;
   const Window2D& w = s.w;
@@ -239,7 +262,7 @@ bool run_parts(KernelContext& ctx, Kind kind, const Conv2DShape& s, const Split&
       const Entry& e = *es[static_cast<std::size_t>(p)];
       const std::int64_t n = sp.begin(p, w.batch);
       run(e, {{x_side.arg, wrap(e.x, x_side.data + n * x_image)}, {y_side.arg, wrap(e.y, y_side.data + n * y_image)}},
-          kernel_arg, kernel_in, kernel_out(p));
+          kernel_arg, kernel_in, kernel_out(p), bias);
     }
   });
   return true;
@@ -258,9 +281,11 @@ bool conv2d_shape(const Window2D& w, std::int64_t filters, std::int64_t groups, 
   return true;
 }
 
-bool conv2d_forward(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* kernel, float* y) {
-  return run_parts(ctx, Kind::forward, s, split(ctx, s), {DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}, DNNL_ARG_WEIGHTS, kernel,
-                   [](std::int64_t) -> float* { return nullptr; });
+bool conv2d_forward(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* kernel, float* y,
+                    const float* bias, bool relu) {
+  const Kind kind = bias == nullptr ? Kind::forward : relu ? Kind::forward_bias_relu : Kind::forward_bias;
+  return run_parts(ctx, kind, s, split(ctx, s), {DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}, DNNL_ARG_WEIGHTS, kernel,
+                   [](std::int64_t) -> float* { return nullptr; }, bias);
 }
 
 bool conv2d_backward_data(KernelContext& ctx, const Conv2DShape& s, const float* dy, const float* kernel,
@@ -298,7 +323,9 @@ bool built_in() { return true; }
 #else  // without oneDNN: conv_kernels.cpp always runs its own loops
 
 bool conv2d_shape(const Window2D&, std::int64_t, std::int64_t, Conv2DShape*) { return false; }
-bool conv2d_forward(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
+bool conv2d_forward(KernelContext&, const Conv2DShape&, const float*, const float*, float*, const float*, bool) {
+  return false;
+}
 bool conv2d_backward_data(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
 bool conv2d_backward_filter(KernelContext&, const Conv2DShape&, const float*, const float*, float*) { return false; }
 bool sgemm(bool, bool, int, int, int, const float*, int, const float*, int, float, float*, int) { return false; }

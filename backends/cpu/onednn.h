@@ -26,7 +26,9 @@ bool conv2d_shape(const Window2D& w, std::int64_t filters, std::int64_t groups, 
 // Each runs the op with the batch split over the device pool (one oneDNN primitive per thread, on its
 // images) and answers false, having written nothing, where oneDNN has no primitive for the shape.
 // x: (batch, in_h, in_w, c_in), kernel: (kh, kw, c_in, c_out), y / dy: (batch, out_h, out_w, c_out).
-bool conv2d_forward(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* kernel, float* y);
+// bias (c_out,), when not null, is added to y (then max(y, 0) when relu) as the output is written.
+bool conv2d_forward(KernelContext& ctx, const Conv2DShape& s, const float* x, const float* kernel, float* y,
+                    const float* bias = nullptr, bool relu = false);
 bool conv2d_backward_data(KernelContext& ctx, const Conv2DShape& s, const float* dy, const float* kernel,
                           float* dx);
 // dkernel: (kh, kw, c_in, c_out); the images' partial sums are added in a fixed order.

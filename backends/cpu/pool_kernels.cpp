@@ -82,11 +82,22 @@ void max_pool2d_grad_kernel(KernelContext& ctx) {
     const T* py = y.data<T>();
     T* pdx = dx.data<T>();
     const std::int64_t c = w.channels, image = w.in_h * w.in_w * c;
+    // Windows that tile x (stride = pool size, as by default) write each position they cover once;
+    // only the rows and columns past the last window are zeroed. Others add into a zeroed dx.
+    const bool tiles = w.stride_h == w.kernel_h && w.stride_w == w.kernel_w;
+    const std::int64_t covered_h = std::clamp<std::int64_t>(w.out_h * w.stride_h - w.pad_top, 0, w.in_h);
+    const std::int64_t covered_w = std::clamp<std::int64_t>(w.out_w * w.stride_w - w.pad_left, 0, w.in_w);
     parallel_for(ctx, w.batch, image_grain(w), [&](std::int64_t n0, std::int64_t n1) {
-      std::fill(pdx + n0 * image, pdx + n1 * image, T(0));
+      if (!tiles) std::fill(pdx + n0 * image, pdx + n1 * image, T(0));
       std::vector<T> found(static_cast<std::size_t>(c));  // (c,): 1 where the window's max was routed already
       T* done = found.data();
-      for (std::int64_t n = n0; n < n1; ++n)
+      for (std::int64_t n = n0; n < n1; ++n) {
+        if (tiles) {
+          T* dx = pdx + n * image;
+          for (std::int64_t iy = 0; iy < covered_h; ++iy)
+            std::fill(dx + (iy * w.in_w + covered_w) * c, dx + (iy + 1) * w.in_w * c, T(0));
+          std::fill(dx + covered_h * w.in_w * c, dx + image, T(0));
+        }
         for (std::int64_t oy = 0; oy < w.out_h; ++oy)
           for (std::int64_t ox = 0; ox < w.out_w; ++ox) {
             const std::int64_t o = ((n * w.out_h + oy) * w.out_w + ox) * c;
@@ -97,9 +108,13 @@ void max_pool2d_grad_kernel(KernelContext& ctx) {
             for (std::int64_t iy = s.y0; iy < s.y1; ++iy)
               for (std::int64_t ix = s.x0; ix < s.x1; ++ix) {
                 const std::int64_t i = n * image + (iy * w.in_w + ix) * c;
-                route_max(px + i, max, grad, pdx + i, done, c);
+                if (tiles)
+                  route_max<false>(px + i, max, grad, pdx + i, done, c);
+                else
+                  route_max(px + i, max, grad, pdx + i, done, c);
               }
           }
+      }
     });
   });
 }

@@ -29,6 +29,7 @@
 #include "tower/backends/cuda/cudnn_descriptors.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/backends/cuda/math_launchers.h"
 #include "tower/core/config.h"
 #include "tower/core/op_names.h"
 
@@ -365,6 +366,19 @@ void conv2d_kernel(KernelContext& ctx) {
   });
 }
 
+// y = activation(conv2d(x, kernel) + bias): conv2d's kernel, then the bias (and ReLU) in place over y.
+// (cudnnConvolutionBiasActivationForward would do both in one call; not tried without a GPU.)
+void conv2d_bias_kernel(KernelContext& ctx) {
+  conv2d_kernel(ctx);
+  const Tensor& bias = ctx.inputs[2];
+  Tensor& y = ctx.outputs[0];
+  const std::int64_t c = bias.num_elements(), rows = c == 0 ? 0 : y.num_elements() / c;
+  const bool relu = ctx.attrs().get_string("activation") == "relu";
+  dispatch_floating(y.dtype(), op_names::conv2d_bias, [&]<typename T>() {
+    CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), rows, c, relu, gpu_of(ctx).stream()));
+  });
+}
+
 // dx = the gradient of conv2d with respect to x. (dy, kernel, x) -> dx: x's shape.
 void conv2d_backward_data_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
@@ -431,6 +445,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
 void register_conv_kernels() {
   const auto cuda = DeviceKind::cuda;
   register_kernel(op_names::conv2d, cuda, conv2d_kernel);
+  register_kernel(op_names::conv2d_bias, cuda, conv2d_bias_kernel);
   register_kernel(op_names::conv2d_backward_data, cuda, conv2d_backward_data_kernel);
   register_kernel(op_names::conv2d_backward_filter, cuda, conv2d_backward_filter_kernel);
   register_kernel(op_names::conv2d_transpose, cuda, conv2d_backward_data_kernel);  // (x, kernel): dy's place

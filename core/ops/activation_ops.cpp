@@ -31,6 +31,15 @@ SymbolicTensor sigmoid(const SymbolicTensor& x) { return x.graph().add1(op_names
 SymbolicTensor tanh(const SymbolicTensor& x) { return x.graph().add1(op_names::tanh, {x}); }
 
 SymbolicTensor relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  // A ReLU under a max pooling (a convnet's conv, relu, pool): dy = max_pool2d_grad(g, y, m) is nonzero
+  // only where y equals its window's max m, so masking dy by y > 0 is masking g by m > 0 before the
+  // routing, exactly: one pass over the pooled tensor instead of one over the larger activation.
+  const Node& from = *dy.node();
+  if (from.op() == op_names::max_pool2d_grad && from.inputs()[1] == y) {
+    const SymbolicTensor& g = from.inputs()[0];
+    const SymbolicTensor& m = from.inputs()[2];
+    return dy.graph().add1(op_names::max_pool2d_grad, {relu_grad(g, m), y, m}, from.attrs());
+  }
   return dy.graph().add1(op_names::relu_grad, {dy, y});
 }
 SymbolicTensor leaky_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {

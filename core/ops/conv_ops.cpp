@@ -1,6 +1,6 @@
-// Convolution ops (NHWC): conv2d (grouped too), its two backward ops and conv2d_transpose. Builders,
-// shape functions and gradients side by side; kernels in backends/cpu/conv_kernels.cpp and
-// backends/cuda/conv_ops.cpp.
+// Convolution ops (NHWC): conv2d (grouped too), conv2d_bias, conv2d's two backward ops and
+// conv2d_transpose. Builders, shape functions and gradients side by side; kernels in
+// backends/cpu/conv_kernels.cpp and backends/cuda/conv_ops.cpp.
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -82,11 +82,32 @@ Specs conv2d_backward_filter_shape(const Specs& in, const Attrs& attrs) {  // (x
   return {in[2]};
 }
 
+// (x, kernel, bias): conv2d's output, and bias as bias_add wants it.
+Specs conv2d_bias_shape(const Specs& in, const Attrs& attrs) {
+  expect_num_inputs(in, 3);
+  const TensorSpec y{conv_output(in[0], in[1], attrs), in[0].dtype};
+  expect_rank(in[2], 1, "bias");
+  expect_same_dtype(in[0], in[2], "x", "bias");
+  if (!dims_match(y.shape.dim(-1), in[2].shape[0]))
+    raise<ShapeError>("bias has {} elements but the convolution has {} filters", in[2].shape[0], y.shape.dim(-1));
+  return {y};
+}
+
 Grads conv2d_grad(Node& node, const Grads& g) {
   auto args = conv_args(node.attrs());
   const auto& x = node.inputs()[0];
   const auto& kernel = node.inputs()[1];
   return {ops::conv2d_backward_data(g[0], kernel, x, args), ops::conv2d_backward_filter(x, g[0], kernel, args)};
+}
+
+// As conv2d's, on the gradient through the ReLU; the bias's is bias_add's.
+Grads conv2d_bias_grad(Node& node, const Grads& g) {
+  auto args = conv_args(node.attrs());
+  const auto& x = node.inputs()[0];
+  const auto& kernel = node.inputs()[1];
+  const SymbolicTensor dz = node.attrs().get_string("activation") == "relu" ? ops::relu_grad(g[0], node.output(0)) : g[0];
+  return {ops::conv2d_backward_data(dz, kernel, x, args), ops::conv2d_backward_filter(x, dz, kernel, args),
+          ops::bias_add_grad(dz)};
 }
 
 // Both backward ops are linear in each argument, so their gradients are the other two conv ops.
@@ -165,6 +186,14 @@ SymbolicTensor conv2d(const SymbolicTensor& x, const SymbolicTensor& kernel, con
   return x.graph().add1(op_names::conv2d, {x, kernel}, conv_attrs(args));
 }
 
+SymbolicTensor conv2d_bias(const SymbolicTensor& x, const SymbolicTensor& kernel, const SymbolicTensor& bias,
+                           const Conv2DArgs& args, const std::string& activation) {
+  if (activation != "linear" && activation != "relu")
+    raise<ValueError>("conv2d_bias: activation must be \"linear\" or \"relu\", got \"{}\"; apply others after it",
+                      activation);
+  return x.graph().add1(op_names::conv2d_bias, {x, kernel, bias}, conv_attrs(args).set("activation", activation));
+}
+
 SymbolicTensor conv2d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel, const SymbolicTensor& x,
                                     const Conv2DArgs& args) {
   return dy.graph().add1(op_names::conv2d_backward_data, {dy, kernel, x}, conv_attrs(args));
@@ -198,6 +227,7 @@ SymbolicTensor conv2d_transpose(const SymbolicTensor& x, const SymbolicTensor& k
 
 void register_conv_ops() {
   register_op({.name = op_names::conv2d, .shape = conv2d_shape, .grad = conv2d_grad});
+  register_op({.name = op_names::conv2d_bias, .shape = conv2d_bias_shape, .grad = conv2d_bias_grad});
   register_op(
       {.name = op_names::conv2d_backward_data, .shape = conv2d_backward_data_shape, .grad = conv2d_backward_data_grad});
   register_op({.name = op_names::conv2d_backward_filter,

@@ -45,10 +45,17 @@ std::vector<SymbolicTensor> Conv2D::call(CallContext& ctx, const std::vector<Sym
   if (x.shape().dim(-1) != in)
     raise<ShapeError>("{}: expected input with {} channels (its last axis), got {}", describe(*this), in,
                       x.shape().to_string());
-  auto y = ops::conv2d(x, read(ctx, kernel),
-                       {options_.strides, options_.padding, options_.dilation_rate, options_.groups});
-  // (batch, out_h, out_w, filters)
-  return {apply_bias_and_activation(options_.activation, y, bias ? read(ctx, bias) : SymbolicTensor())};
+  const ops::Conv2DArgs args{options_.strides, options_.padding, options_.dilation_rate, options_.groups};
+  const SymbolicTensor k = read(ctx, kernel);
+  // Under a float16/bfloat16 policy Keras rounds the convolution's output before it adds the bias
+  // (the fused op would round once): the two ops, as Keras runs them. (batch, out_h, out_w, filters)
+  if (!bias || is_half(k.dtype()))
+    return {apply_bias_and_activation(options_.activation, ops::conv2d(x, k, args),
+                                      bias ? read(ctx, bias) : SymbolicTensor())};
+  // Otherwise one op for the convolution, its bias and a ReLU (added as the output is written on the CPU).
+  const bool fuse_relu = options_.activation == "relu";
+  auto y = ops::conv2d_bias(x, k, read(ctx, bias), args, fuse_relu ? "relu" : "linear");
+  return {apply_activation(fuse_relu ? "" : options_.activation, y)};
 }
 
 nlohmann::json Conv2D::get_config() const {

@@ -200,6 +200,48 @@ TEST_CASE("nn: float32 conv2d through oneDNN equals tower's own loops") {
   }
 }
 
+TEST_CASE("nn: conv2d_bias equals conv2d then bias_add, and its gradients check") {
+  // Through oneDNN (float32, >= 4 input channels) the bias and ReLU are added as the output is
+  // written: the same sums, checked within the summation-order bound; otherwise bit for bit.
+  for (bool onednn : {true, false})
+    for (DType dtype : {DType::float32, DType::float64})
+      for (const char* activation : {"linear", "relu"}) {
+        CAPTURE(onednn);
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(activation);
+        cpu::onednn::set_enabled(onednn);
+        const ops::Conv2DArgs args{.strides = {2, 1}, .padding = "same"};
+        Graph g;
+        auto x = g.constant(random_tensor({7, 9, 10, 8}, 31, 0.1, 1.0, false, dtype));
+        auto k = g.constant(random_tensor({3, 3, 8, 16}, 32, 0.1, 1.0, false, dtype));
+        auto b = g.constant(random_tensor({16}, 33, 0.1, 1.0, false, dtype));
+        auto r = evaluate({ops::conv2d_bias(x, k, b, args, activation), ops::bias_add(ops::conv2d(x, k, args), b, activation)});
+        const auto fused = r[0].to_vector<double>(), unfused = r[1].to_vector<double>();
+        REQUIRE(fused.size() == unfused.size());
+        double worst = 0, scale = 0;
+        for (std::size_t e = 0; e < fused.size(); ++e) {
+          worst = std::max(worst, std::abs(fused[e] - unfused[e]));
+          scale = std::max(scale, std::abs(unfused[e]));
+        }
+        const bool through_onednn = onednn && cpu::onednn::built_in() && dtype == DType::float32;
+        CHECK(worst <= (through_onednn ? 1e-5 * scale : 0.0));
+        if (std::string(activation) == "relu")
+          CHECK(std::count(fused.begin(), fused.end(), 0.0) > 0);  // some pre-activations were negative
+      }
+  cpu::onednn::set_enabled(true);
+  for (const char* activation : {"linear", "relu"}) {
+    CAPTURE(activation);
+    check_gradients({{2, 5, 5, 2}, {3, 3, 2, 3}, {3}}, [&](const Inputs& in) {
+      return Inputs{ops::conv2d_bias(in[0], in[1], in[2], {.padding = "same"}, activation)};
+    });
+  }
+  Graph g;
+  auto x = g.placeholder({2, 5, 5, 2});
+  auto k = g.placeholder({3, 3, 2, 3});
+  CHECK_THROWS_AS(ops::conv2d_bias(x, k, g.placeholder({4}), {}), ShapeError);
+  CHECK_THROWS_AS(ops::conv2d_bias(x, k, g.placeholder({3}), {}, "tanh"), ValueError);
+}
+
 TEST_CASE("nn: conv2d gradients") {
   for (const auto& args : {ops::Conv2DArgs{}, ops::Conv2DArgs{.strides = {2, 2}, .padding = "same"},
                            ops::Conv2DArgs{.padding = "same", .dilation_rate = {2, 2}}}) {

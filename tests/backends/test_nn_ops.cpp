@@ -9,6 +9,7 @@
 
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops.h"
 #include "tower/core/random.h"
 #include "tests/backends/window_reference.h"
@@ -97,6 +98,7 @@ TEST_CASE("nn: pooling gradients") {
       {},
       {.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"},
       {.pool_size = {2, 2}, .strides = {1, 1}, .padding = "same"},
+      {.pool_size = {2, 3}, .padding = "same"},  // tiling windows over the padding (5 rows, 4 columns)
   };
   for (const auto& args : cases) {
     check_gradients({{2, 5, 4, 3}}, [&](const Inputs& in) { return Inputs{ops::max_pool2d(in[0], args)}; });
@@ -116,6 +118,30 @@ TEST_CASE("nn: max_pool2d_grad routes ties to the first maximum") {
   auto dy = g.constant(Tensor::from_vector<double>({1, 1, 2, 1}, {10, 20}));
   auto r = evaluate({ops::max_pool2d_grad(dy, x, y, {})});
   check_close(r[0], {0, 10, 20, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("nn: relu_grad through max_pool2d_grad masks the pooled gradient, the same numbers") {
+  // ops::relu_grad(max_pool2d_grad(g, y, m), y) is built as max_pool2d_grad(relu_grad(g, m), y, m)
+  // (activation_ops.cpp); checked against the mask applied to the routed gradient, for windows that
+  // overlap, with ReLU outputs of exactly 0 (whole windows among them) and a NaN.
+  for (const auto& args : {ops::Pool2DArgs{}, ops::Pool2DArgs{.pool_size = {3, 3}, .strides = {1, 2}, .padding = "same"}}) {
+    CAPTURE(args.padding);
+    Graph g;
+    Tensor yt = random_tensor({2, 6, 5, 3}, 41, 0.1, 1.0, false, DType::float32);
+    float* py = yt.data<float>();
+    for (std::int64_t i = 0; i < yt.num_elements(); ++i) py[i] = std::max(py[i], 0.0f);  // a ReLU's output
+    std::fill(py, py + 2 * 5 * 3, 0.0f);                                           // the first rows all 0
+    py[40] = std::numeric_limits<float>::quiet_NaN();
+    auto y = g.constant(yt);
+    auto m = ops::max_pool2d(y, args);
+    auto dm = g.constant(random_tensor(m.shape(), 42, 0.1, 1.0, false, DType::float32));
+    auto routed = ops::max_pool2d_grad(dm, y, m, args);
+    auto fused = ops::relu_grad(routed, y);
+    CHECK(fused.node()->op() == std::string(op_names::max_pool2d_grad));
+    auto r = evaluate({fused, routed});
+    auto unfused = evaluate({ops::relu_grad(g.constant(r[1]), y)});  // a constant: not rewritten
+    check_close(r[0], unfused[0], 0, 0);
+  }
 }
 
 TEST_CASE("nn: pooling rejects bad input at build time") {
