@@ -342,9 +342,12 @@ const T* im2col_rows(const ConvGemm& g, const T* x, std::int64_t group, std::int
   return col;
 }
 
-// y (rows, filters) = im2col(x) weights, rows split over the pool, each chunk in cache-sized blocks.
+// y (rows, filters) = im2col(x) weights, rows split over the pool, each chunk in cache-sized blocks;
+// then, when bias (filters,) is not null, y + bias (and max(·, 0) when relu) over each block while it
+// is in cache, the same numbers as add_bias.
 template <typename T>
-void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* weights, T* y) {
+void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* weights, T* y, const T* bias = nullptr,
+                  bool relu = false) {
   if (g.rows == 0 || g.filters == 0) return;  // nothing to write (and BLAS rejects empty leading dimensions)
   if (g.kk == 0) {
     std::fill(y, y + g.rows * g.filters, T(0));
@@ -364,6 +367,12 @@ void conv_forward(KernelContext& ctx, const ConvGemm& g, const T* x, const T* we
         else
           gemm_conv(false, false, r1 - r0, gf, g.kk, a, lda, weights + group * gf, g.filters, T(0), c, g.filters);
       }
+      if (bias != nullptr)
+        for (T* row = y + r0 * g.filters; row < y + r1 * g.filters; row += g.filters)
+          for (std::int64_t j = 0; j < g.filters; ++j) {
+            const T v = row[j] + bias[j];
+            row[j] = relu && v < T(0) ? T(0) : v;
+          }
     }
   });
 }
@@ -387,22 +396,28 @@ void conv2d_kernel(KernelContext& ctx) {
 }
 
 // y = activation(conv2d(x, kernel) + bias). (x, kernel, bias (c_out,)) -> y as conv2d's. In float32 oneDNN
-// adds the bias and ReLU as it writes y; otherwise conv2d's kernel runs, then add_bias in place.
+// adds the bias and ReLU as it writes y; the im2col loops add them block by block after the GEMM; a
+// depthwise convolution (or one without input channels) runs, then add_bias in place.
 void conv2d_bias_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& kernel = ctx.inputs[1];
   const Tensor& bias = ctx.inputs[2];
   Tensor& y = ctx.outputs[0];
   const bool relu = ctx.attrs().get_string("activation") == "relu";
-  if (y.dtype() == DType::float32) {
-    const Tensor& x = ctx.inputs[0];
-    const Tensor& kernel = ctx.inputs[1];
-    onednn::Conv2DShape s;
-    if (use_onednn(conv_gemm(ctx, x.shape(), kernel.shape(), y.shape()), &s) &&
-        onednn::conv2d_forward(ctx, s, x.data<float>(), kernel.data<float>(), y.data<float>(), bias.data<float>(),
-                               relu))
-      return;
+  const ConvGemm g = conv_gemm(ctx, x.shape(), kernel.shape(), y.shape());
+  if (g.depthwise || g.kk == 0) {
+    conv2d_kernel(ctx);
+    return add_bias(ctx, y, bias, relu, y);
   }
-  conv2d_kernel(ctx);
-  add_bias(ctx, y, bias, relu, y);
+  dispatch_floating(y.dtype(), op_names::conv2d_bias, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float>) {
+      onednn::Conv2DShape s;
+      if (use_onednn(g, &s) &&
+          onednn::conv2d_forward(ctx, s, x.data<T>(), kernel.data<T>(), y.data<T>(), bias.data<T>(), relu))
+        return;
+    }
+    conv_forward(ctx, g, x.data<T>(), kernel.data<T>(), y.data<T>(), bias.data<T>(), relu);
+  });
 }
 
 // dkernel = im2col(x)^T dy per group. (x, dy, kernel) -> dkernel: (kh, kw, c_in / groups, c_out). Each
