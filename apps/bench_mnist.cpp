@@ -41,6 +41,7 @@ int main(int argc, char** argv) try {
   std::vector<std::string> ratio_args;  // integers, or "auto"
   std::vector<std::string> slowdowns;   // DEVICE=FACTOR
   std::string cross_device_ops = "auto";
+  std::string dtype_policy = "float32";
   std::int64_t batch_size = 128, samples = 0;
   int epochs = 1, virtual_gpus = 0;
   int cuda_graphs = config::cuda_graphs_enabled() ? 1 : 0, tf32 = 0;
@@ -66,13 +67,16 @@ int main(int argc, char** argv) try {
       "cuda-graphs", po::value(&cuda_graphs)->default_value(cuda_graphs),
       "1: replay each steady-state step on a GPU as a CUDA graph; 0: launch its kernels one by one (to compare; "
       "TOWER_CUDA_GRAPHS=0 sets the default)")(
-      "tf32", po::value(&tf32)->default_value(tf32), "1: float32 GEMMs and convolutions on a GPU in TF32");
+      "tf32", po::value(&tf32)->default_value(tf32), "1: float32 GEMMs and convolutions on a GPU in TF32")(
+      "dtype-policy", po::value(&dtype_policy)->default_value(dtype_policy),
+      "global dtype policy of the layers: float32, mixed_float16 or mixed_bfloat16 (mixed precision)");
   if (!apps::parse_command_line(options, argc, argv)) return 0;
   if (kind != "mlp" && kind != "cnn") throw ValueError("--model must be mlp or cnn, got " + kind);
   if (input != "arrays" && input != "dataset") throw ValueError("--input must be arrays or dataset, got " + input);
 
   config::enable_cuda_graphs(cuda_graphs != 0);
   config::enable_tensor_float_32_execution(tf32 != 0);
+  mixed_precision::set_global_policy(dtype_policy);  // before the model, as Keras's guide sets it
   apps::split_gpu0(virtual_gpus);
   auto [train, test] = io::load_mnist(data);
   Shape shape = kind == "mlp" ? Shape{-1, 784} : Shape{-1, 28, 28, 1};

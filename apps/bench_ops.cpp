@@ -1,8 +1,9 @@
 // bench_ops: the machine's sgemm peak, then the GFLOP/s of the matmul and conv2d shapes of Keras's
 // mnist_mlp and mnist_cnn run through tower's ops and Executor on cpu:0, as a share of that peak.
 //
-//   bench_ops [--repeats N] [--batch B]
+//   bench_ops [--repeats N] [--batch B] [--dtype float32|bfloat16|float16]
 //
+// --dtype runs the layers' ops (and a square matmul) on tensors of that dtype; the peak stays float32's.
 // Every timing is the median of N steady-state runs after two warm-up runs. TOWER_CPU_THREADS sets
 // cpu:0's threads (default: all hardware threads).
 #include <cblas.h>
@@ -27,6 +28,7 @@ namespace {
 using namespace tower;
 
 int g_repeats = 15;
+DType g_dtype = DType::float32;  // of the layers' operands
 
 // Median wall time of `run` in seconds, after two warm-up calls.
 double median_seconds(const std::function<void()>& run) {
@@ -43,6 +45,20 @@ double median_seconds(const std::function<void()>& run) {
 }
 
 Tensor random(const Shape& shape, std::uint64_t seed) { return random_uniform(shape, -1.0, 1.0, seed); }
+
+// random(shape, seed) in g_dtype (rounded once to a half dtype).
+template <typename H>
+Tensor rounded(const Tensor& wide) {
+  std::vector<H> values;
+  for (float v : wide.to_vector<float>()) values.push_back(H(v));
+  return Tensor::from_vector<H>(wide.shape(), values);
+}
+Tensor random_operand(const Shape& shape, std::uint64_t seed) {
+  const Tensor wide = random(shape, seed);
+  if (g_dtype == DType::bfloat16) return rounded<bfloat16_t>(wide);
+  if (g_dtype == DType::float16) return rounded<float16_t>(wide);
+  return wide;
+}
 
 // Times one op node run as a plan target (so no fetched copy is timed) with its inputs fed.
 double time_node(Node* node, const FeedMap& feeds) {
@@ -61,8 +77,10 @@ struct Row {
 void bench_dense(std::vector<Row>& rows, const std::string& model, std::int64_t batch, std::int64_t in,
                  std::int64_t out) {
   Graph g;
-  auto x = g.placeholder({batch, in}), w = g.placeholder({in, out}), dy = g.placeholder({batch, out});
-  FeedMap feeds{{x, random({batch, in}, 1)}, {w, random({in, out}, 2)}, {dy, random({batch, out}, 3)}};
+  auto x = g.placeholder({batch, in}, g_dtype), w = g.placeholder({in, out}, g_dtype),
+       dy = g.placeholder({batch, out}, g_dtype);
+  FeedMap feeds{{x, random_operand({batch, in}, 1)}, {w, random_operand({in, out}, 2)},
+                {dy, random_operand({batch, out}, 3)}};
   const double flops = 2.0 * static_cast<double>(batch * in * out);
   const std::string layer = fmt::format("Dense {}->{}", in, out);
   rows.push_back({model, layer, "forward", flops, time_node(ops::matmul(x, w).node(), feeds), false});
@@ -77,11 +95,11 @@ void bench_conv(std::vector<Row>& rows, const std::string& model, std::int64_t b
                 std::int64_t c_in, std::int64_t c_out) {
   const std::int64_t out = hw - 2;
   Graph g;
-  auto x = g.placeholder({batch, hw, hw, c_in}), k = g.placeholder({3, 3, c_in, c_out});
-  auto dy = g.placeholder({batch, out, out, c_out});
-  FeedMap feeds{{x, random({batch, hw, hw, c_in}, 4)},
-                {k, random({3, 3, c_in, c_out}, 5)},
-                {dy, random({batch, out, out, c_out}, 6)}};
+  auto x = g.placeholder({batch, hw, hw, c_in}, g_dtype), k = g.placeholder({3, 3, c_in, c_out}, g_dtype);
+  auto dy = g.placeholder({batch, out, out, c_out}, g_dtype);
+  FeedMap feeds{{x, random_operand({batch, hw, hw, c_in}, 4)},
+                {k, random_operand({3, 3, c_in, c_out}, 5)},
+                {dy, random_operand({batch, out, out, c_out}, 6)}};
   const double flops = 2.0 * static_cast<double>(batch * out * out * 9 * c_in * c_out);
   const std::string layer = fmt::format("Conv2D 3x3 {}->{} on {}x{}", c_in, c_out, hw, hw);
   ops::Conv2DArgs args;
@@ -97,8 +115,8 @@ void bench_conv3d(std::vector<Row>& rows, std::int64_t batch, std::int64_t dhw, 
   const std::int64_t out = dhw - 2;
   const Shape x_shape{batch, dhw, dhw, dhw, c_in}, k_shape{3, 3, 3, c_in, c_out}, dy_shape{batch, out, out, out, c_out};
   Graph g;
-  auto x = g.placeholder(x_shape), k = g.placeholder(k_shape), dy = g.placeholder(dy_shape);
-  FeedMap feeds{{x, random(x_shape, 9)}, {k, random(k_shape, 10)}, {dy, random(dy_shape, 11)}};
+  auto x = g.placeholder(x_shape, g_dtype), k = g.placeholder(k_shape, g_dtype), dy = g.placeholder(dy_shape, g_dtype);
+  FeedMap feeds{{x, random_operand(x_shape, 9)}, {k, random_operand(k_shape, 10)}, {dy, random_operand(dy_shape, 11)}};
   const double flops = 2.0 * static_cast<double>(batch * out * out * out * 27 * c_in * c_out);
   const std::string layer = fmt::format("Conv3D 3x3x3 {}->{} on {}^3, batch {}", c_in, c_out, dhw, batch);
   ops::Conv3DArgs args;
@@ -126,8 +144,14 @@ int main(int argc, char** argv) {
       g_repeats = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
       batch = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc && std::strcmp(argv[i + 1], "float32") == 0)
+      g_dtype = DType::float32, ++i;
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc && std::strcmp(argv[i + 1], "bfloat16") == 0)
+      g_dtype = DType::bfloat16, ++i;
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc && std::strcmp(argv[i + 1], "float16") == 0)
+      g_dtype = DType::float16, ++i;
     else {
-      std::fprintf(stderr, "usage: %s [--repeats N] [--batch B]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--repeats N] [--batch B] [--dtype float32|bfloat16|float16]\n", argv[0]);
       return 2;
     }
   }
@@ -171,11 +195,26 @@ int main(int argc, char** argv) {
 
     pooled = std::max(pooled, pooled_rate());
     const double peak = pooled;
+    // The same square matmul in the layers' dtype (a half one: the CPU's half adapter, oneDNN's
+    // bfloat16 primitives where the processor has them).
+    double square_rate = pooled;
+    if (g_dtype != DType::float32) {
+      Graph gh;
+      auto ha = gh.placeholder({n, n}, g_dtype), hb = gh.placeholder({n, n}, g_dtype);
+      square_rate = gemm_flops /
+                    time_node(ops::matmul(ha, hb).node(), {{ha, random_operand({n, n}, 7)}, {hb, random_operand({n, n}, 8)}}) /
+                    1e9;
+    }
 
-    fmt::print("bench_ops: cpu:0 with {} threads, float32, batch {}, median of {} runs\n\n", threads, batch, g_repeats);
+    fmt::print("bench_ops: cpu:0 with {} threads, {}, batch {}, median of {} runs\n\n", threads, dtype_name(g_dtype),
+               batch, g_repeats);
     fmt::print("sgemm {}x{}x{}, OpenBLAS, 1 thread:        {:7.1f} GFLOP/s\n", n, n, n, one_thread);
-    fmt::print("sgemm {}x{}x{}, tower matmul, {} threads:  {:7.1f} GFLOP/s  (the peak below)\n\n", n, n, n, threads,
+    fmt::print("sgemm {}x{}x{}, tower matmul, {} threads:  {:7.1f} GFLOP/s  (the peak below)\n", n, n, n, threads,
                pooled);
+    if (g_dtype != DType::float32)
+      fmt::print("matmul {}x{}x{} in {}, {} threads:  {:7.1f} GFLOP/s\n", n, n, n, dtype_name(g_dtype), threads,
+                 square_rate);
+    fmt::print("\n");
     fmt::print("| model | layer | pass | MFLOP | ms | GFLOP/s | % of peak |\n");
     fmt::print("|---|---|---|---:|---:|---:|---:|\n");
     double conv_flops = 0, conv_seconds = 0, layer_flops = 0, layer_seconds = 0;

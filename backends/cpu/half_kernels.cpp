@@ -4,8 +4,11 @@
 // That is the numerics mixed precision asks for (each op computes in float and rounds its output once,
 // as tensor cores and TensorFlow's Eigen kernels for half types do), kept in one place instead of a
 // half instantiation of every kernel. The price is a conversion pass over each half operand and
-// output and a float32 buffer for each; a processor with AVX512_BF16 could do better in the GEMMs.
+// output and a float32 buffer for each (reused from call to call). bfloat16 GEMMs and convolutions
+// skip it where the processor has bfloat16 instructions: oneDNN runs them natively (onednn_bf16.h),
+// accumulating in float32 and rounding each output once as well.
 #include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/onednn_bf16.h"
 #include "tower/core/op_names.h"
 #include "tower/core/op_registry.h"
 
@@ -13,9 +16,23 @@ namespace tower::cpu {
 
 namespace {
 
-// A float32 copy of a half tensor, on the kernel's device.
-Tensor widened(KernelContext& ctx, const Tensor& half) {
-  Tensor wide(half.shape(), DType::float32, ctx.device);
+// A float32 tensor of `shape` in the calling thread's buffer `slot`, kept across calls (it only grows),
+// so that a steady step widens into the same memory instead of allocating, and the kernel page-faulting
+// in, fresh buffers on every call (measured: a tenth of a mixed_bfloat16 mnist_cnn step's CPU time,
+// docs/benchmarks.md). Valid until the thread's next adapter call; the plan's lane threads and the
+// caller's hold them for their lives, as large as the largest half step they ran.
+Tensor wide_buffer(KernelContext& ctx, const Shape& shape, std::size_t slot) {
+  thread_local std::vector<std::shared_ptr<Storage>> buffers;
+  if (buffers.size() <= slot) buffers.resize(slot + 1);
+  std::shared_ptr<Storage>& b = buffers[slot];
+  const std::size_t bytes = tensor_bytes(shape, DType::float32);
+  if (!b || b->bytes() < bytes || &b->device() != &ctx.device) b = std::make_shared<Storage>(ctx.device, bytes);
+  return Tensor(shape, DType::float32, b);
+}
+
+// A float32 copy of a half tensor, on the kernel's device, in buffer `slot`.
+Tensor widened(KernelContext& ctx, const Tensor& half, std::size_t slot) {
+  Tensor wide = wide_buffer(ctx, half.shape(), slot);
   float* dst = wide.data<float>();
   dispatch_every(half.dtype(), "widen", [&]<typename H>() {
     if constexpr (std::is_same_v<H, float16_t> || std::is_same_v<H, bfloat16_t>) {
@@ -44,12 +61,14 @@ void round_into(KernelContext& ctx, const Tensor& wide, Tensor& half) {
 // The plan's half adapter for the CPU (op_registry.h): called only for steps with a half tensor.
 void run_widened(KernelContext& ctx, KernelFn kernel) {
   if (ctx.node.op() == op_names::cast) return kernel(ctx);  // converts between every pair itself, rounding once
+  if (onednn_bf16::run(ctx)) return;                         // a bfloat16 GEMM or convolution, natively
 
   KernelContext wide{ctx.node, ctx.device, ctx.inputs, ctx.outputs};
+  std::size_t slot = 0;
   for (Tensor& x : wide.inputs)
-    if (x.defined() && is_half(x.dtype())) x = widened(ctx, x);
+    if (x.defined() && is_half(x.dtype())) x = widened(ctx, x, slot++);
   for (Tensor& y : wide.outputs)
-    if (y.defined() && is_half(y.dtype())) y = Tensor(y.shape(), DType::float32, ctx.device);
+    if (y.defined() && is_half(y.dtype())) y = wide_buffer(ctx, y.shape(), slot++);
   kernel(wide);
   for (std::size_t i = 0; i < ctx.outputs.size(); ++i)
     if (ctx.outputs[i].defined() && is_half(ctx.outputs[i].dtype())) round_into(ctx, wide.outputs[i], ctx.outputs[i]);
