@@ -27,11 +27,27 @@ extern "C" void omp_set_num_threads(int);  // GNU's OpenMP runtime, which Debian
 #include <unordered_map>
 
 #include <dnnl.hpp>
+
+#include "tower/backends/cpu/onednn_shared.h"
 #endif
 
 namespace tower::cpu::onednn {
 
 #ifdef TOWER_WITH_ONEDNN
+
+dnnl::engine& cpu_engine() {
+  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+std::uint8_t* thread_buffer(int which, std::size_t bytes) {
+  thread_local std::array<std::vector<std::uint8_t>, 2> buffers;
+  if (buffers[which].size() < bytes) buffers[which].resize(bytes);
+  return buffers[which].data();
+}
 
 namespace {
 
@@ -54,27 +70,10 @@ bool switched_on() {
 }
 std::atomic<bool> enabled_by_caller{true};
 
-// Never destroyed: pool threads' streams may outlive a static engine at exit.
-dnnl::engine& cpu_engine() {
-  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 // oneDNN's reference and GEMM-based convolutions (what it falls back to without AVX2, or for an odd
 // shape) are slower than conv_kernels.cpp's own loops: those run instead.
 bool worth_running(const std::string& name) {
   return name.find("ref") == std::string::npos && name.find("gemm") == std::string::npos;
-}
-
-// Each pool thread's stream and buffers (the primitives' scratchpads, a kernel in the primitive's layout).
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-std::uint8_t* thread_buffer(int which, std::size_t bytes) {
-  thread_local std::array<std::vector<std::uint8_t>, 2> buffers;
-  if (buffers[which].size() < bytes) buffers[which].resize(bytes);
-  return buffers[which].data();
 }
 
 // forward_bias and forward_bias_relu: conv2d_bias's forward, the bias (and ReLU) added as the output is written.

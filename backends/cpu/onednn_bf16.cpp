@@ -30,6 +30,8 @@ extern "C" void omp_set_num_threads(int);  // GNU's OpenMP runtime, which Debian
 #include <vector>
 
 #include <dnnl.hpp>
+
+#include "tower/backends/cpu/onednn_shared.h"
 #endif
 
 namespace tower::cpu::onednn_bf16 {
@@ -44,6 +46,10 @@ std::atomic<std::int64_t> steps{0};
 #ifdef TOWER_WITH_ONEDNN
 
 namespace {
+
+using onednn::cpu_engine;  // onednn_shared.h: one engine, and each thread's stream and buffers, for both paths
+using onednn::thread_buffer;
+using onednn::thread_stream;
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -68,26 +74,9 @@ bool native_isa() {
   return yes;
 }
 
-// Never destroyed: pool threads' streams may outlive a static engine at exit.
-dnnl::engine& cpu_engine() {
-  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 // oneDNN's reference implementations (what it picks for a layout or shape its JIT code does not cover)
 // are slower than widening to the float32 kernels: those run instead.
 bool worth_running(const std::string& impl) { return impl.find("ref") == std::string::npos; }
-
-// Each pool thread's stream and buffers (the primitives' scratchpads, a kernel in the primitive's layout).
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-std::uint8_t* thread_buffer(int which, std::size_t bytes) {
-  thread_local std::array<std::vector<std::uint8_t>, 2> buffers;
-  if (buffers[which].size() < bytes) buffers[which].resize(bytes);
-  return buffers[which].data();
-}
 
 memory wrap(const memory::desc& desc, const void* data) {
   return memory(desc, cpu_engine(), const_cast<void*>(data));
