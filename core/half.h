@@ -5,7 +5,8 @@
 // back (what tensor cores and TensorFlow's Eigen kernels do for half types). The implicit conversion to
 // float is exact; construction from float or double rounds to nearest, ties to even, keeps NaN a NaN,
 // and overflows to infinity, as a hardware conversion (F16C's vcvtps2ph, CUDA's __float2half_rn).
-// No tower includes: nvcc can compile it too.
+// No tower includes, and every function is host and device code under nvcc: the CUDA kernels convert
+// with these very functions, so a GPU rounds bit for bit as the CPU does.
 #pragma once
 
 #include <cmath>
@@ -13,34 +14,51 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__CUDACC__)
+#define TOWER_HOST_DEVICE __host__ __device__
+#else
+#define TOWER_HOST_DEVICE
+#endif
+
 namespace tower {
 
 namespace half_detail {
 
-inline std::uint32_t bits_of(float f) {
+TOWER_HOST_DEVICE inline std::uint32_t bits_of(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+#endif
 }
-inline float float_of(std::uint32_t u) {
+TOWER_HOST_DEVICE inline float float_of(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+#endif
 }
 
 // double -> float rounded to odd (truncate, then set the last bit if anything was dropped). A value
 // rounded to odd with at least two more bits than the final format, then rounded to nearest even, is
 // the value rounded to nearest even directly; float has 13 more bits than binary16 and 16 more than
 // bfloat16, so double -> half goes through it without double rounding.
-inline float round_to_odd(double d) {
+// (Without <cmath>'s functions, which device code cannot call: d != d is isnan, and one less in the
+// bits of a nonzero float is the next float toward zero.)
+TOWER_HOST_DEVICE inline float round_to_odd(double d) {
   float f = static_cast<float>(d);
-  if (std::isnan(d) || static_cast<double>(f) == d) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);  // rounded away: truncate
+  if (d != d || static_cast<double>(f) == d) return f;
+  const double magnitude_f = f < 0 ? -static_cast<double>(f) : static_cast<double>(f), magnitude_d = d < 0 ? -d : d;
+  if (magnitude_f > magnitude_d) f = float_of(bits_of(f) - 1u);  // rounded away from zero: truncate
   return float_of(bits_of(f) | 1u);
 }
 
 // float -> binary16 bits, round to nearest even.
-inline std::uint16_t float_to_half_bits(float f) {
+TOWER_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t u = bits_of(f);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t abs = u & 0x7fffffffu;
@@ -59,7 +77,7 @@ inline std::uint16_t float_to_half_bits(float f) {
   return static_cast<std::uint16_t>(sign | (rounded >> 13));
 }
 
-inline float half_bits_to_float(std::uint16_t h) {
+TOWER_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exponent = (h >> 10) & 0x1fu;
   const std::uint32_t mantissa = h & 0x3ffu;
@@ -72,14 +90,14 @@ inline float half_bits_to_float(std::uint16_t h) {
 }
 
 // float -> bfloat16 bits, round to nearest even (NaN stays a quiet NaN).
-inline std::uint16_t float_to_bfloat16_bits(float f) {
+TOWER_HOST_DEVICE inline std::uint16_t float_to_bfloat16_bits(float f) {
   const std::uint32_t u = bits_of(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
   const std::uint32_t odd = (u >> 16) & 1u;
   return static_cast<std::uint16_t>((u + 0x7fffu + odd) >> 16);
 }
 
-inline float bfloat16_bits_to_float(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
+TOWER_HOST_DEVICE inline float bfloat16_bits_to_float(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
 
 }  // namespace half_detail
 
@@ -88,18 +106,18 @@ struct float16_t {
   std::uint16_t bits = 0;
 
   float16_t() = default;
-  explicit float16_t(float f) : bits(half_detail::float_to_half_bits(f)) {}
-  explicit float16_t(double d) : bits(half_detail::float_to_half_bits(half_detail::round_to_odd(d))) {}
+  TOWER_HOST_DEVICE explicit float16_t(float f) : bits(half_detail::float_to_half_bits(f)) {}
+  TOWER_HOST_DEVICE explicit float16_t(double d) : bits(half_detail::float_to_half_bits(half_detail::round_to_odd(d))) {}
   // From integers (labels cast to a half dtype): through double, exact up to 2^53.
   template <typename I>
     requires std::is_integral_v<I>
-  explicit float16_t(I i) : float16_t(static_cast<double>(i)) {}
-  static float16_t from_bits(std::uint16_t b) {
+  TOWER_HOST_DEVICE explicit float16_t(I i) : float16_t(static_cast<double>(i)) {}
+  TOWER_HOST_DEVICE static float16_t from_bits(std::uint16_t b) {
     float16_t h;
     h.bits = b;
     return h;
   }
-  operator float() const { return half_detail::half_bits_to_float(bits); }  // exact
+  TOWER_HOST_DEVICE operator float() const { return half_detail::half_bits_to_float(bits); }  // exact
 };
 
 // bfloat16: float32's sign and 8 exponent bits with 7 mantissa bits; float32's range.
@@ -107,17 +125,17 @@ struct bfloat16_t {
   std::uint16_t bits = 0;
 
   bfloat16_t() = default;
-  explicit bfloat16_t(float f) : bits(half_detail::float_to_bfloat16_bits(f)) {}
-  explicit bfloat16_t(double d) : bits(half_detail::float_to_bfloat16_bits(half_detail::round_to_odd(d))) {}
+  TOWER_HOST_DEVICE explicit bfloat16_t(float f) : bits(half_detail::float_to_bfloat16_bits(f)) {}
+  TOWER_HOST_DEVICE explicit bfloat16_t(double d) : bits(half_detail::float_to_bfloat16_bits(half_detail::round_to_odd(d))) {}
   template <typename I>
     requires std::is_integral_v<I>
-  explicit bfloat16_t(I i) : bfloat16_t(static_cast<double>(i)) {}
-  static bfloat16_t from_bits(std::uint16_t b) {
+  TOWER_HOST_DEVICE explicit bfloat16_t(I i) : bfloat16_t(static_cast<double>(i)) {}
+  TOWER_HOST_DEVICE static bfloat16_t from_bits(std::uint16_t b) {
     bfloat16_t h;
     h.bits = b;
     return h;
   }
-  operator float() const { return half_detail::bfloat16_bits_to_float(bits); }  // exact
+  TOWER_HOST_DEVICE operator float() const { return half_detail::bfloat16_bits_to_float(bits); }  // exact
 };
 
 static_assert(sizeof(float16_t) == 2 && sizeof(bfloat16_t) == 2);

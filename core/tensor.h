@@ -124,6 +124,17 @@ decltype(auto) dispatch_any(DType dtype, const char* op, F&& f) {
   return dispatch_integer(dtype, op, std::forward<F>(f));
 }
 
+// The floating dtypes, the half ones too: for kernels with half code of their own (the CUDA GEMMs and
+// convolutions, which take half operands natively).
+template <typename F>
+decltype(auto) dispatch_float_or_half(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float16: return f.template operator()<float16_t>();
+    case DType::bfloat16: return f.template operator()<bfloat16_t>();
+    default: return dispatch_floating(dtype, op, std::forward<F>(f));
+  }
+}
+
 // Every dtype, the half ones too (float16_t, bfloat16_t: storage types that convert to and from
 // float, core/half.h): for code that only moves or converts elements (casts, Tensor::full, to_vector).
 template <typename F>

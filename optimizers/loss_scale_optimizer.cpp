@@ -96,13 +96,6 @@ std::vector<Node*> LossScaleOptimizer::apply_gradients(Graph& graph, const std::
     raise<ValueError>("LossScaleOptimizer: apply_gradients got {} gradients for {} variables", grads.size(),
                       variables.size());
   if (variables.empty()) return {};
-  // A skipped step is an update kernel that returns on a NaN learning rate; the CUDA update kernels do
-  // not (yet), and would write NaN into every weight on an overflow.
-  for (const auto& v : variables)
-    if (v->device().kind() != DeviceKind::cpu)
-      raise<ValueError>("LossScaleOptimizer: variable \"{}\" is on {}; it skips overflowing steps only on the CPU "
-                        "for now (its CUDA update kernels do not skip). Train mixed precision on the CPU, or use "
-                        "the inner optimizer without loss scaling on the GPU", v->name(), v->device().name());
   const State& state = state_for(variables.front());
   const SymbolicTensor scale = graph.variable(state.scale), counter = graph.variable(state.counter),
                        applied = graph.variable(state.applied);  // each () float32

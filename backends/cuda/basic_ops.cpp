@@ -27,8 +27,8 @@ void cast_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  dispatch_any(x.dtype(), op_names::cast, [&]<typename S>() {
-    dispatch_any(y.dtype(), op_names::cast, [&]<typename D>() {
+  dispatch_every(x.dtype(), op_names::cast, [&]<typename S>() {
+    dispatch_every(y.dtype(), op_names::cast, [&]<typename D>() {
       const auto launch = launch_cast<S, D>;  // (the comma would split CUDA_CHECK's argument)
       CUDA_CHECK(launch(x.data<S>(), y.data<D>(), x.num_elements(), gpu.stream()));
     });

@@ -17,6 +17,8 @@
 // per geometry and pass.
 // Float32 runs with CUDNN_FMA_MATH (no TF32 or tensor-op conversions), so results match the CPU, unless
 // config::enable_tensor_float_32_execution(true): then TF32 tensor-op algorithms qualify too.
+// float16 and bfloat16 (mixed precision; half_ops.cpp sends them here) run natively: half tensors, float32
+// accumulation (the convolution descriptor's compute type), tensor-op algorithms admitted.
 #include <cudnn.h>
 
 #include <cstdio>
@@ -75,6 +77,8 @@ ConvGeometry geometry_of(const KernelContext& ctx, const Shape& x, const Shape& 
 CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout layout, int math_type = -1) {
   const CudnnConvPlan plan = plan_cudnn_conv(g);
   const cudnnDataType_t type = cudnn_data_type(g.dtype, ctx.node.op().c_str());
+  // Half data accumulates in float32 (cuDNN's PSEUDO_HALF and PSEUDO_BFLOAT16 configurations).
+  const cudnnDataType_t compute = is_half(g.dtype) ? CUDNN_DATA_FLOAT : type;
   std::vector<std::int64_t> kernel_extent{g.kernel_h, g.kernel_w};
   if (g.spatial == 3) kernel_extent.insert(kernel_extent.begin(), g.kernel_d);
   CudnnConv c{.g = g,
@@ -91,12 +95,12 @@ CudnnConv make_conv(const KernelContext& ctx, const ConvGeometry& g, ConvLayout 
     const int dilation[3] = {static_cast<int>(g.dilation_d), static_cast<int>(g.dilation_h),
                              static_cast<int>(g.dilation_w)};
     CUDNN_CHECK(
-        cudnnSetConvolutionNdDescriptor(c.conv.get(), 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, type));
+        cudnnSetConvolutionNdDescriptor(c.conv.get(), 3, pads, strides, dilation, CUDNN_CROSS_CORRELATION, compute));
   } else {
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         c.conv.get(), static_cast<int>(plan.pad_h), static_cast<int>(plan.pad_w), static_cast<int>(g.stride_h),
         static_cast<int>(g.stride_w), static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
-        CUDNN_CROSS_CORRELATION, type));
+        CUDNN_CROSS_CORRELATION, compute));
   }
   // (CUDNN_DEFAULT_MATH permits TF32 on Ampere and later: float32 without TF32 is always FMA.)
   const cudnnMathType_t math = type == CUDNN_DATA_FLOAT && !config::tensor_float_32_execution_enabled() ? CUDNN_FMA_MATH
@@ -353,7 +357,7 @@ void conv2d_kernel(KernelContext& ctx) {
   const ConvGeometry g = geometry_of(ctx, x.shape(), kernel.shape(), y.shape(), y.dtype());
   const AlgoChoice algo = forward_algorithm(gpu, ctx, g);
   const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
-  dispatch_floating(y.dtype(), op_names::conv2d, [&]<typename T>() {
+  dispatch_float_or_half(y.dtype(), op_names::conv2d, [&]<typename T>() {
     const Tensor w = to_filter(gpu, c, kernel);
     const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
     Tensor out = output_buffer(gpu, c, y.shape(), y);
@@ -374,7 +378,7 @@ void conv2d_bias_kernel(KernelContext& ctx) {
   Tensor& y = ctx.outputs[0];
   const std::int64_t c = bias.num_elements(), rows = c == 0 ? 0 : y.num_elements() / c;
   const bool relu = ctx.attrs().get_string("activation") == "relu";
-  dispatch_floating(y.dtype(), op_names::conv2d_bias, [&]<typename T>() {
+  dispatch_float_or_half(y.dtype(), op_names::conv2d_bias, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), rows, c, relu, gpu_of(ctx).stream()));
   });
 }
@@ -393,7 +397,7 @@ void conv2d_backward_data_kernel(KernelContext& ctx) {
   const ConvGeometry g = geometry_of(ctx, dx.shape(), kernel.shape(), dy.shape(), dx.dtype());
   const AlgoChoice algo = backward_data_algorithm(gpu, ctx, g);
   const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
-  dispatch_floating(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
+  dispatch_float_or_half(dx.dtype(), op_names::conv2d_backward_data, [&]<typename T>() {
     const Tensor w = to_filter(gpu, c, kernel);
     const Tensor dy_in = as_layout(gpu, c, dy);
     Tensor padded;  // (batch, [padded_d,] padded_h, padded_w, c_in): dx of the padded copy of x
@@ -426,7 +430,7 @@ void conv2d_backward_filter_kernel(KernelContext& ctx) {
   const ConvGeometry g = geometry_of(ctx, x.shape(), dk.shape(), dy.shape(), dk.dtype());
   const AlgoChoice algo = backward_filter_algorithm(gpu, ctx, g);
   const CudnnConv c = make_conv(ctx, g, algo.layout, algo.math_type);
-  dispatch_floating(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
+  dispatch_float_or_half(dk.dtype(), op_names::conv2d_backward_filter, [&]<typename T>() {
     const Tensor in = as_layout(gpu, c, c.plan.explicit_padding ? padded_copy(gpu, c, x) : x);
     const Tensor dy_in = as_layout(gpu, c, dy);
     Tensor w = scratch(gpu, filter_shape(c.layout, dk.shape()), dk.dtype());  // KRSC or KCRS

@@ -5,6 +5,8 @@
 #include <compare>
 #include <cstdint>
 
+#include "tower/core/dtype.h"
+
 namespace tower::cuda {
 
 // cuBLASLt's MIN_ALIGNMENT_{A,B,C,D}_BYTES default to 256, which tower's arenas do not promise (buffers
@@ -19,7 +21,7 @@ constexpr std::uint32_t pointer_alignment(std::uintptr_t address) {
 }
 inline std::uint32_t pointer_alignment(const void* p) { return pointer_alignment(reinterpret_cast<std::uintptr_t>(p)); }
 
-// One cuBLASLt dense plan: (gpu, m, n, k, relu, TF32) and the alignments of A (the kernel), B (x), C and D
+// One cuBLASLt dense plan: (gpu, m, n, k, relu, TF32, dtype) and the alignments of A (the kernel), B (x), C and D
 // (both y), so that a heuristic chosen for aligned buffers is never used on less aligned ones.
 struct LtDenseKey {
   const void* gpu = nullptr;
@@ -27,13 +29,15 @@ struct LtDenseKey {
   bool relu = false;
   // config::tensor_float_32_execution_enabled(): CUBLAS_COMPUTE_32F_FAST_TF32 instead of CUBLAS_COMPUTE_32F.
   bool tf32 = false;
+  // float32, or float16/bfloat16 (mixed precision: half operands, float32 accumulation on tensor cores).
+  DType dtype = DType::float32;
   std::uint32_t align_a = 0, align_b = 0, align_c = 0, align_d = 0;
   auto operator<=>(const LtDenseKey&) const = default;
 };
 
 inline LtDenseKey lt_dense_key(const void* gpu, int m, int n, int k, bool relu, const void* a, const void* b,
-                               const void* c, const void* d, bool tf32 = false) {
-  return {gpu,  m, n, k, relu, tf32, pointer_alignment(a), pointer_alignment(b), pointer_alignment(c),
+                               const void* c, const void* d, bool tf32 = false, DType dtype = DType::float32) {
+  return {gpu,  m, n, k, relu, tf32, dtype, pointer_alignment(a), pointer_alignment(b), pointer_alignment(c),
           pointer_alignment(d)};
 }
 

@@ -21,7 +21,10 @@ cudnnDataType_t cudnn_data_type(DType dtype, const char* op) {
   switch (dtype) {
     case DType::float32: return CUDNN_DATA_FLOAT;
     case DType::float64: return CUDNN_DATA_DOUBLE;
-    default: raise<DTypeError>("{} on the GPU: dtype {} is not supported; use float32 or float64", op, dtype_name(dtype));
+    case DType::float16: return CUDNN_DATA_HALF;
+    case DType::bfloat16: return CUDNN_DATA_BFLOAT16;
+    default:
+      raise<DTypeError>("{} on the GPU: dtype {} is not supported; use a floating dtype", op, dtype_name(dtype));
   }
 }
 

@@ -14,7 +14,7 @@
 
 namespace tower::cuda {
 
-// CUDNN_DATA_FLOAT or CUDNN_DATA_DOUBLE; DTypeError for any other dtype.
+// CUDNN_DATA_FLOAT, _DOUBLE, _HALF or _BFLOAT16; DTypeError for a dtype that is not floating.
 cudnnDataType_t cudnn_data_type(DType dtype, const char* op);
 
 // One descriptor of type H, destroyed with Destroy.

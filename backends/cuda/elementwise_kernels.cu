@@ -132,12 +132,16 @@ cudaError_t launch_cast(const S* x, D* y, std::int64_t n, cudaStream_t stream) {
   template cudaError_t launch_cast<S, double>(const S*, double*, std::int64_t, cudaStream_t);             \
   template cudaError_t launch_cast<S, std::int32_t>(const S*, std::int32_t*, std::int64_t, cudaStream_t); \
   template cudaError_t launch_cast<S, std::int64_t>(const S*, std::int64_t*, std::int64_t, cudaStream_t); \
-  template cudaError_t launch_cast<S, std::uint8_t>(const S*, std::uint8_t*, std::int64_t, cudaStream_t);
+  template cudaError_t launch_cast<S, std::uint8_t>(const S*, std::uint8_t*, std::int64_t, cudaStream_t); \
+  template cudaError_t launch_cast<S, float16_t>(const S*, float16_t*, std::int64_t, cudaStream_t);       \
+  template cudaError_t launch_cast<S, bfloat16_t>(const S*, bfloat16_t*, std::int64_t, cudaStream_t);
 TOWER_CAST_FROM(float)
 TOWER_CAST_FROM(double)
 TOWER_CAST_FROM(std::int32_t)
 TOWER_CAST_FROM(std::int64_t)
 TOWER_CAST_FROM(std::uint8_t)
+TOWER_CAST_FROM(float16_t)
+TOWER_CAST_FROM(bfloat16_t)
 #undef TOWER_CAST_FROM
 
 template cudaError_t launch_broadcast<float>(const float*, float*, std::int64_t, const BroadcastLayout&, float,

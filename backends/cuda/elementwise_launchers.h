@@ -9,6 +9,8 @@
 
 #include <cuda_runtime.h>
 
+#include "tower/core/half.h"
+
 namespace tower::cuda {
 
 template <typename T>
@@ -16,7 +18,8 @@ cudaError_t launch_fill(T* y, std::int64_t n, T value, cudaStream_t stream);
 template <typename T>
 cudaError_t launch_scale(const T* x, T* y, std::int64_t n, T factor, cudaStream_t stream);
 
-// y = static_cast<D>(x) for any pair of float32, float64, int32, int64 and uint8.
+// y = static_cast<D>(x) for any pair of float32, float64, int32, int64, uint8, float16_t and bfloat16_t
+// (the half types convert through core/half.h's functions, rounding as the CPU does, bit for bit).
 template <typename S, typename D>
 cudaError_t launch_cast(const S* x, D* y, std::int64_t n, cudaStream_t stream);
 

@@ -4,10 +4,18 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+
+#include "tower/core/half.h"
 
 namespace tower::cuda {
 
 constexpr int kThreads = 256;
+
+// The type a kernel computes in for elements of type T: float for the half types (storage only,
+// core/half.h: load, widen, compute, round the result once), T itself otherwise.
+template <typename T>
+using Compute = std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, T>;
 
 // Enough blocks of kThreads for n elements, at least 1 and at most 65535.
 inline unsigned blocks_for(std::int64_t n) {

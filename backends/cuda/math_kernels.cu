@@ -8,11 +8,13 @@ namespace tower::cuda {
 
 namespace {
 
+// Half types add in float and round once (Compute<T>, launch.cuh).
 template <typename T>
 __global__ void bias_add_kernel(const T* x, const T* bias, T* y, std::int64_t n, std::int64_t c, bool relu) {
+  using C = Compute<T>;
   TOWER_GRID_STRIDE(i, n) {
-    const T v = x[i] + bias[i % c];
-    y[i] = relu && v < T(0) ? T(0) : v;  // as the relu kernel
+    const C v = static_cast<C>(x[i]) + static_cast<C>(bias[i % c]);
+    y[i] = T(relu && v < C(0) ? C(0) : v);  // as the relu kernel
   }
 }
 
@@ -58,6 +60,10 @@ template cudaError_t launch_bias_add<float>(const float*, const float*, float*, 
                                             cudaStream_t);
 template cudaError_t launch_bias_add<double>(const double*, const double*, double*, std::int64_t, std::int64_t, bool,
                                              cudaStream_t);
+template cudaError_t launch_bias_add<float16_t>(const float16_t*, const float16_t*, float16_t*, std::int64_t,
+                                                std::int64_t, bool, cudaStream_t);
+template cudaError_t launch_bias_add<bfloat16_t>(const bfloat16_t*, const bfloat16_t*, bfloat16_t*, std::int64_t,
+                                                 std::int64_t, bool, cudaStream_t);
 template cudaError_t launch_bias_add_grad<float>(const float*, float*, std::int64_t, std::int64_t, cudaStream_t);
 template cudaError_t launch_bias_add_grad<double>(const double*, double*, std::int64_t, std::int64_t, cudaStream_t);
 

@@ -6,9 +6,12 @@
 
 #include <cuda_runtime.h>
 
+#include "tower/core/half.h"
+
 namespace tower::cuda {
 
-// y (rows, c) = x (rows, c) + bias (c,), then max(0, ·) with relu
+// y (rows, c) = x (rows, c) + bias (c,), then max(0, ·) with relu. Also for float16_t and bfloat16_t
+// (added in float, rounded once: the sum a half dense or convolution falls back to).
 template <typename T>
 cudaError_t launch_bias_add(const T* x, const T* bias, T* y, std::int64_t rows, std::int64_t c, bool relu,
                             cudaStream_t stream);

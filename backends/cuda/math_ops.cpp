@@ -1,5 +1,6 @@
 // The CUDA kernel table entries of matmul (cuBLAS GEMM), batch_matmul (strided batched GEMM), dense (cuBLASLt, bias and ReLU in the
-// epilogue), bias_add and bias_add_grad.
+// epilogue), bias_add and bias_add_grad. matmul, batch_matmul and dense also take float16/bfloat16
+// operands natively (half_ops.cpp sends them here): tensor-core GEMMs with float32 accumulation.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -22,6 +23,9 @@ namespace tower::cuda {
 
 namespace {
 
+// cuBLAS's data type of a half operand.
+cudaDataType_t half_data_type(DType dtype) { return dtype == DType::float16 ? CUDA_R_16F : CUDA_R_16BF; }
+
 // Row-major y (m, n) = op(a) op(b) is column-major y^T (n, m) = op(b)^T op(a)^T: cuBLAS gets b
 // first. a is (m, k) or, transposed, (k, m); b is (k, n) or (n, k); their row lengths are the
 // leading dimensions.
@@ -35,6 +39,13 @@ void gemm(CudaDevice& gpu, const Tensor& a, const Tensor& b, Tensor& y, bool ta,
     return;
   }
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (is_half(y.dtype())) {  // half in and out, float32 accumulation and scaling, on tensor cores
+    const float one = 1, zero = 0;
+    const cudaDataType_t t = half_data_type(y.dtype());
+    CUBLAS_CHECK(cublasGemmEx(gpu.cublas(), op_b, op_a, n, m, k, &one, b.raw_data(), t, ldb, a.raw_data(), t, lda,
+                              &zero, y.raw_data(), t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   dispatch_floating(y.dtype(), op_names::matmul, [&]<typename T>() {
     const T one = 1, zero = 0;
     if constexpr (std::is_same_v<T, float>)
@@ -75,6 +86,14 @@ void batch_matmul_kernel(KernelContext& ctx) {
   const long long stride_a = m * k, stride_b = k * n, stride_y = m * n;
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb), ibatch = static_cast<int>(batch);
+  if (is_half(y.dtype())) {  // as gemm: half operands, float32 accumulation
+    const float one = 1, zero = 0;
+    const cudaDataType_t t = half_data_type(y.dtype());
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(gpu.cublas(), op_b, op_a, in, im, ik, &one, b.raw_data(), t, ildb, stride_b,
+                                            a.raw_data(), t, ilda, stride_a, &zero, y.raw_data(), t, in, stride_y,
+                                            ibatch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   dispatch_floating(y.dtype(), op_names::batch_matmul, [&]<typename T>() {
     const T one = 1, zero = 0;
     if constexpr (std::is_same_v<T, float>)
@@ -98,11 +117,12 @@ bool epilogue_enabled() {
   return enabled;
 }
 
-// The cuBLASLt descriptors and algorithm of one float32 dense shape and operand alignment on one GPU.
+// The cuBLASLt descriptors and algorithm of one dense shape, dtype and operand alignment on one GPU.
 // As matmul, row-major y (m, n) = x (m, k) kernel (k, n) is column-major y^T (n, m) = kernel^T (n, k)
 // x^T (k, m): the kernel's buffer is A, x's is B, and the bias (n,) runs along C's rows, where
-// cuBLASLt's bias epilogue adds it. FP32 compute (TF32 when config.h enables it: part of the key). The heuristic is told the pointers' real
-// alignment (cublaslt_plan.h), so it never picks an algorithm that needs more.
+// cuBLASLt's bias epilogue adds it. FP32 compute (TF32 when config.h enables it: part of the key); float16
+// and bfloat16 operands (and bias) with FP32 compute and scaling, rounded once into y. The heuristic is told
+// the pointers' real alignment (cublaslt_plan.h), so it never picks an algorithm that needs more.
 struct LtDense {
   std::mutex mutex;  // the bias pointer is set on the shared descriptor right before each call
   cublasLtMatmulDesc_t op = nullptr;
@@ -112,13 +132,15 @@ struct LtDense {
 
   LtDense(CudaDevice& gpu, const LtDenseKey& key) {
     const int m = key.m, n = key.n, k = key.k;
-    // TF32 (config.h) rounds the operands to 10 mantissa bits on tensor cores; else full FP32.
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // TF32 (config.h) rounds float32 operands to 10 mantissa bits on tensor cores; else full FP32.
+    const bool tf32 = key.tf32 && key.dtype == DType::float32;
+    const cudaDataType_t type = is_half(key.dtype) ? half_data_type(key.dtype) : CUDA_R_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasLtEpilogue_t epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, n, k, n));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, k, m, k));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, n, m, n));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, type, n, k, n));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, type, k, m, k));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, type, n, m, n));
     cublasLtMatmulPreference_t preference = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t max_workspace = std::size_t{4} << 20;
@@ -182,9 +204,9 @@ bool lt_dense_run(CudaDevice& gpu, LtDense& plan, const Tensor& x, const Tensor&
   static std::once_flag warned;
   std::call_once(warned, [&] {
     fmt::print(stderr,
-               "tower: cublasLtMatmul failed ({}: {}) for a float32 dense (m {}, n {}, k {}) on {}; running GEMM, "
+               "tower: cublasLtMatmul failed ({}: {}) for a {} dense (m {}, n {}, k {}) on {}; running GEMM, "
                "bias_add and relu for it instead (warned once)\n",
-               cublasGetStatusName(status), cublasGetStatusString(status), m, n, k, gpu.name());
+               cublasGetStatusName(status), cublasGetStatusString(status), dtype_name(y.dtype()), m, n, k, gpu.name());
   });
   return false;
 }
@@ -199,15 +221,15 @@ void dense_kernel(KernelContext& ctx) {
   const bool relu = ctx.attrs().get_string("activation") == "relu";
   const int m = static_cast<int>(y.shape()[0]), n = static_cast<int>(y.shape()[1]), k = static_cast<int>(x.shape()[1]);
   if (m == 0 || n == 0) return;
-  if (y.dtype() == DType::float32 && k > 0 && epilogue_enabled()) {
+  if (y.dtype() != DType::float64 && k > 0 && epilogue_enabled()) {
     LtDense& plan = lt_dense(gpu, lt_dense_key(&gpu, m, n, k, relu, kernel.raw_data(), x.raw_data(), y.raw_data(),
-                                               y.raw_data(), config::tensor_float_32_execution_enabled()));
+                                               y.raw_data(), config::tensor_float_32_execution_enabled(), y.dtype()));
     if (plan.found && lt_dense_run(gpu, plan, x, kernel, bias, y, m, n, k)) return;
   }
   // float64, no cuBLASLt algorithm, a failed cuBLASLt call, or the epilogue turned off: GEMM, then bias
-  // (and ReLU) in place.
+  // (and ReLU) in place (a half GEMM's output rounded, then the bias added in float and rounded again).
   gemm(gpu, x, kernel, y, false, false);
-  dispatch_floating(y.dtype(), op_names::dense, [&]<typename T>() {
+  dispatch_float_or_half(y.dtype(), op_names::dense, [&]<typename T>() {
     CUDA_CHECK(launch_bias_add<T>(y.data<T>(), bias.data<T>(), y.data<T>(), m, n, relu, gpu.stream()));
   });
 }

@@ -110,6 +110,7 @@ __global__ void update_kernel(UpdateConstants<T> c, BlockedList<T> blocked) {
   int v = 0;  // the variable
   while (v + 1 < l.count && blocked.first_block[v + 1] <= static_cast<int>(blockIdx.x)) ++v;
   const T lr = c.lr ? *c.lr : T(0);
+  if (c.lr && lr != lr) return;  // a NaN learning rate: a step LossScaleOptimizer skips (inf/NaN gradients)
   StepScalars<T> k;
   if constexpr (rule == UpdateRule::adam) {
     const T t = *c.iteration;

@@ -74,4 +74,13 @@ TEST_CASE("cuBLASLt alignment: the lowest set bit of the address, at most 256; p
   const auto tf32 = lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32, true);
   CHECK(tf32.tf32);
   CHECK(key != tf32);
+  // Half operands (mixed precision) are other plans: other matrix layouts.
+  CHECK(key.dtype == DType::float32);
+  const auto f16 = lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32, false,
+                                DType::float16);
+  const auto bf16 = lt_dense_key(&gpu, 32, 10, 784, true, buffer, buffer + 16, buffer + 32, buffer + 32, false,
+                                 DType::bfloat16);
+  CHECK(f16 != key);
+  CHECK(bf16 != key);
+  CHECK(f16 != bf16);
 }

@@ -1,0 +1,86 @@
+// float16 and bfloat16 on the GPU: the CUDA backend's half adapter (core/op_registry.h), which the plan
+// calls for every CUDA step that reads or writes a half tensor.
+//
+// The GEMMs and convolutions take half operands themselves (math_ops.cpp, conv_ops.cpp: tensor cores,
+// float32 accumulation, one rounding of each output), and cast converts between every pair of dtypes.
+// Every other op runs its float32 kernel on widened copies, as on the CPU (backends/cpu/half_kernels.cpp):
+// each half operand is widened into a float32 buffer, the kernel runs, and each half output (and each
+// half input updated in place) is rounded back once, to nearest even. The conversions are the cast
+// kernels (core/half.h's functions on the device: the CPU's bits), and the buffers come from the
+// device's caching allocator, stream-ordered like a convolution's workspace (from the plan's capture pool
+// while a CUDA graph is recorded).
+#include <algorithm>
+
+#include "tower/backends/cuda/cuda_check.h"
+#include "tower/backends/cuda/elementwise_launchers.h"
+#include "tower/backends/cuda/half_support.h"
+#include "tower/backends/cuda/kernel_context.h"
+#include "tower/backends/cuda/kernels.h"
+#include "tower/core/op_names.h"
+
+namespace tower::cuda {
+
+bool runs_in_half(std::string_view op, std::span<const DType> dtypes) {
+  if (op == op_names::cast) return true;
+  static constexpr std::string_view kNative[] = {
+      op_names::matmul,          op_names::batch_matmul,           op_names::dense,
+      op_names::conv2d,          op_names::conv2d_bias,            op_names::conv2d_backward_data,
+      op_names::conv2d_backward_filter, op_names::conv2d_transpose, op_names::conv3d,
+      op_names::conv3d_backward_data,   op_names::conv3d_backward_filter, op_names::conv3d_transpose};
+  if (dtypes.empty() || !is_half(dtypes.front())) return false;
+  if (std::find(std::begin(kNative), std::end(kNative), op) == std::end(kNative)) return false;
+  return std::all_of(dtypes.begin(), dtypes.end(), [&](DType d) { return d == dtypes.front(); });
+}
+
+namespace {
+
+// A float32 copy of a half tensor, in a buffer of the device's caching allocator.
+Tensor widened(CudaDevice& gpu, const Tensor& half) {
+  Tensor wide(half.shape(), DType::float32, gpu);
+  dispatch_every(half.dtype(), "widen", [&]<typename H>() {
+    if constexpr (std::is_same_v<H, float16_t> || std::is_same_v<H, bfloat16_t>) {
+      const auto launch = launch_cast<H, float>;  // (the comma would split CUDA_CHECK's argument)
+      CUDA_CHECK(launch(half.data<H>(), wide.data<float>(), half.num_elements(), gpu.stream()));
+    }
+  });
+  return wide;
+}
+
+// Rounds a float32 result into its half destination (nearest even).
+void round_into(CudaDevice& gpu, const Tensor& wide, Tensor& half) {
+  dispatch_every(half.dtype(), "round", [&]<typename H>() {
+    if constexpr (std::is_same_v<H, float16_t> || std::is_same_v<H, bfloat16_t>) {
+      const auto launch = launch_cast<float, H>;
+      CUDA_CHECK(launch(wide.data<float>(), half.data<H>(), half.num_elements(), gpu.stream()));
+    }
+  });
+}
+
+void run_half(KernelContext& ctx, KernelFn kernel) {
+  std::vector<DType> dtypes;
+  for (const auto* tensors : {&ctx.inputs, &ctx.outputs})
+    for (const Tensor& t : *tensors)
+      if (t.defined() && is_floating(t.dtype())) dtypes.push_back(t.dtype());
+  if (runs_in_half(ctx.node.op(), dtypes)) return kernel(ctx);
+
+  CudaDevice& gpu = gpu_of(ctx);
+  KernelContext wide{ctx.node, ctx.device, ctx.inputs, ctx.outputs};
+  for (Tensor& x : wide.inputs)
+    if (x.defined() && is_half(x.dtype())) x = widened(gpu, x);
+  for (Tensor& y : wide.outputs)
+    if (y.defined() && is_half(y.dtype())) y = Tensor(y.shape(), DType::float32, gpu);
+  kernel(wide);
+  for (std::size_t i = 0; i < ctx.outputs.size(); ++i)
+    if (ctx.outputs[i].defined() && is_half(ctx.outputs[i].dtype())) round_into(gpu, wide.outputs[i], ctx.outputs[i]);
+  // Inputs updated in place (assign, an optimizer's update of a half variable) go back too.
+  for (int i : ctx.node.def().mutated_inputs) {
+    Tensor& x = ctx.inputs[static_cast<std::size_t>(i)];
+    if (x.defined() && is_half(x.dtype())) round_into(gpu, wide.inputs[static_cast<std::size_t>(i)], x);
+  }
+}
+
+}  // namespace
+
+void register_half_support() { register_half_kernel_adapter(DeviceKind::cuda, run_half); }
+
+}  // namespace tower::cuda
