@@ -39,4 +39,5 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (PyTorch only)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch only)")
     return parser.parse_args()

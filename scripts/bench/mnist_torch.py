@@ -1,5 +1,5 @@
-"""The mnist_mlp / mnist_cnn example models in PyTorch (eager, CPU or --device cuda): training samples/s
-and peak RSS (and peak GPU memory). Same layers, optimizer, loss and batch size as apps/bench_mnist.cpp;
+"""The mnist_mlp / mnist_cnn example models in PyTorch (eager, or torch.compile with --compile; CPU or
+--device cuda): training samples/s and peak RSS (and peak GPU memory). Same layers, optimizer, loss and batch size as apps/bench_mnist.cpp;
 on a GPU the data stays in pinned host memory and each batch is copied over, as tower's fit does."""
 import resource
 import time
@@ -28,6 +28,7 @@ else:
                           nn.Linear(128, 10)).to(device)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
 loss_fn = nn.CrossEntropyLoss()  # softmax + categorical crossentropy, as the Keras models
+forward = torch.compile(model) if args.compile else model  # compiled during the warm-up steps
 x, y = torch.from_numpy(x), torch.from_numpy(y)
 if device.type == "cuda":
     torch.backends.cuda.matmul.allow_tf32 = False  # full FP32, as tower
@@ -36,23 +37,29 @@ if device.type == "cuda":
 n = x.shape[0]
 
 
+def train_step(idx):
+    optimizer.zero_grad()
+    xb, yb = x[idx].to(device, non_blocking=True), y[idx].to(device, non_blocking=True)
+    loss = loss_fn(forward(xb), yb)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def epoch(limit=None):
     perm = torch.randperm(n)
     loss = None
     for step, start in enumerate(range(0, n, args.batch_size)):
         if limit is not None and step >= limit:
             break
-        idx = perm[start:start + args.batch_size]
-        optimizer.zero_grad()
-        xb, yb = x[idx].to(device, non_blocking=True), y[idx].to(device, non_blocking=True)
-        loss = loss_fn(model(xb), yb)
-        loss.backward()
-        optimizer.step()
+        loss = train_step(perm[start:start + args.batch_size])
     return float(loss)
 
 
 model.train()
-epoch(limit=2)  # warm-up
+epoch(limit=2)  # warm-up: a full batch, and (for torch.compile's shapes) the last partial one
+if n % args.batch_size:
+    float(train_step(torch.arange(n % args.batch_size)))
 start = time.perf_counter()
 for _ in range(args.epochs):
     loss = epoch()
@@ -62,5 +69,6 @@ gpu = ""
 if device.type == "cuda":
     gpu = (f", {device} peak {torch.cuda.max_memory_allocated() // 2**20} MiB"
            f" (reserved {torch.cuda.max_memory_reserved() // 2**20} MiB)")
-print(f"pytorch {args.model} batch {args.batch_size} on {device}: {n * args.epochs / seconds:.1f} samples/s, "
+mode = " torch.compile" if args.compile else ""
+print(f"pytorch{mode} {args.model} batch {args.batch_size} on {device}: {n * args.epochs / seconds:.1f} samples/s, "
       f"peak RSS {peak} MiB{gpu}, loss {loss:.4f}")

@@ -5,6 +5,9 @@
 # (the 10,000 MNIST digits packed by package.sh); the overhead of 1, 2 and 3 logical towers on the
 # one GPU against the plain model at the same global batch, and bench_gpus on 3 logical GPUs; on a
 # machine with two or more GPUs, bench_gpus across them with NCCL and with the sum on one GPU.
+# Mixed precision: mnist_cnn under mixed_float16 and mixed_bfloat16 and in TF32, and a ResNet-20 on
+# CIFAR-size random images at batch 512 in float32, TF32, mixed_float16 and mixed_bfloat16 beside PyTorch
+# eager and torch.compile in the same four (AMP for the half ones); torch.compile for the mnist models too.
 # Each tower mnist line runs twice: --cuda-graphs 1 (steady-state steps replayed as CUDA graphs, the
 # default) and --cuda-graphs 0 (the same steps launched kernel by kernel): their ratio is what the graphs
 # win; the line says which it is ("cuda-graphs 1"). test_cuda_graph prints the same for a small model.
@@ -35,11 +38,30 @@ epochs="${EPOCHS:-5}"
           --data gpu-pack/data --input dataset --cuda-graphs $graphs
       done
       if [ $torch_ok = 1 ]; then
-        python3 scripts/bench/mnist_torch.py --device cuda --model $model --batch-size $batch --epochs "$epochs" \
-          --data gpu-pack/data --threads 8
+        for compile in "" --compile; do
+          python3 scripts/bench/mnist_torch.py --device cuda --model $model --batch-size $batch --epochs "$epochs" \
+            --data gpu-pack/data --threads 8 $compile
+        done
       fi
     done
   done
+  for batch in 128 1024; do
+    for how in "--tf32 1" "--dtype-policy mixed_float16" "--dtype-policy mixed_bfloat16"; do
+      tower_run gpu-pack/bench_mnist --device cuda:0 --model cnn --batch-size $batch --epochs "$epochs" \
+        --data gpu-pack/data $how
+    done
+  done
+  for how in "" "--tf32 1" "--dtype-policy mixed_float16" "--dtype-policy mixed_bfloat16"; do
+    tower_run gpu-pack/bench_resnet --device cuda:0 --batch-size 512 --samples 20480 --epochs "$epochs" $how
+  done
+  if [ $torch_ok = 1 ]; then
+    for compile in "" --compile; do
+      for how in "" --tf32 "--amp float16" "--amp bfloat16"; do
+        python3 scripts/bench/resnet_torch.py --device cuda --batch-size 512 --samples 20480 --epochs "$epochs" \
+          --threads 8 $compile $how
+      done
+    done
+  fi
   # Towers on one GPU split into N logical GPUs, global batch 384 (shares of 384/N), mirrored variables.
   tower_run gpu-pack/bench_mnist --device cuda:0 --model cnn --batch-size 384 --epochs "$epochs" --data gpu-pack/data
   for n in 1 2 3; do

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn test_cuda_graph test_towers_gpu bench_mnist bench_gemm bench_gpus)
+[ ${#targets[@]} -eq 0 ] && targets=(test_cuda test_cuda_logical test_cuda_nn test_cuda_graph test_cuda_half test_towers_gpu bench_mnist bench_gemm bench_gpus bench_resnet)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOWER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
