@@ -21,8 +21,10 @@
 #include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/policy_scope.h"
+#include "tests/support/weights.h"
 
 using namespace tower;
+using tower::testing::flat_weights;
 using tower::testing::ParityBuild;
 using tower::testing::PolicyScope;
 using tower::testing::random_tensor;
@@ -37,23 +39,12 @@ double unit_roundoff(DType half) { return half == DType::float16 ? 0x1p-11 : 0x1
 // `inputs` cast to `source` on the CPU (so both devices see the same values), then f once on the CPU
 // and once on cuda:0; both results on the host.
 std::pair<Tensor, Tensor> on_both(const std::vector<Tensor>& inputs, DType source, const ParityBuild& f) {
-  Graph g;
-  std::vector<SymbolicTensor> xs;
-  FeedMap feeds;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    auto p = g.placeholder(inputs[i].shape(), inputs[i].dtype(), "x" + std::to_string(i));
-    feeds.emplace_back(p, inputs[i]);
-    xs.push_back(ops::cast(p, source));
+  std::vector<Tensor> converted;
+  for (const Tensor& t : inputs) {
+    Graph g;
+    converted.push_back(testing::evaluate({ops::cast(g.constant(t), source)})[0]);
   }
-  SymbolicTensor on_cpu = f(xs), on_gpu;
-  {
-    Graph::DeviceScope scope(g, "cuda:0");
-    on_gpu = f(xs);
-  }
-  Executor executor;
-  auto r = executor.run(feeds, {on_cpu, on_gpu});
-  REQUIRE(r[1].device().kind() == DeviceKind::cuda);
-  return {r[0], r[1].to(cpu_device())};
+  return testing::results_on_cpu_and_gpu(converted, f);
 }
 
 // Equal bit for bit (compared as doubles, which every dtype here widens to exactly; -0 is not 0), NaN
@@ -218,17 +209,6 @@ TEST_CASE("cuda half: GEMMs and convolutions run in half on tensor cores within 
                   [&](std::vector<SymbolicTensor> v) { return ops::conv2d_backward_filter(v[0], v[1], v[2], args); },
                   4 * 12 * 12);
 }
-
-namespace {
-
-std::vector<float> flat_weights(const Model& model) {
-  std::vector<float> out;
-  for (const auto& w : model.get_weights())
-    for (float v : w.to_vector<float>()) out.push_back(v);
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("cuda half: a mixed-precision convnet trains on cuda:0 as on the CPU") {
   Tensor x = random_tensor({96, 12, 12, 1}, 41, 0.0, 1.0, true, DType::float32);

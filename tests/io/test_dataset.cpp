@@ -23,8 +23,10 @@
 #include "tower/layers/engine/sequential.h"
 #include "tower/optimizers/optimizers.h"
 #include "tests/support/errors.h"
+#include "tests/support/weights.h"
 
 using namespace tower;
+using tower::testing::flat_weights;
 using tower::testing::contains;
 using tower::testing::message_of;
 
@@ -73,13 +75,6 @@ Sequential classifier() {
   });
   model.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy", {"accuracy"});
   return model;
-}
-
-std::vector<float> flat_weights(const Model& m) {
-  std::vector<float> out;
-  for (const auto& w : m.get_weights())
-    for (float v : w.to_vector<float>()) out.push_back(v);
-  return out;
 }
 
 // Two identical classifiers: the same initial weights and the same Dropout seed.

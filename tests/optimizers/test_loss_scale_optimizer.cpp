@@ -10,22 +10,14 @@
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/policy_scope.h"
+#include "tests/support/weights.h"
 
 using namespace tower;
+using tower::testing::flat_weights;
 using tower::testing::contains;
 using tower::testing::message_of;
 using tower::testing::PolicyScope;
 using tower::testing::random_tensor;
-
-namespace {
-
-std::vector<float> flat_weights(const Model& model) {
-  std::vector<float> out;
-  for (const auto& w : model.get_weights())
-    for (float v : w.to_vector<float>()) out.push_back(v);
-  return out;
-}
-}  // namespace
 
 TEST_CASE("LossScaleOptimizer: skips a step with inf gradients and halves the scale; grows after good steps") {
   clear_session();

@@ -14,7 +14,7 @@
 
 namespace tower::testing {
 
-void check_parity(const std::vector<Tensor>& inputs, const ParityBuild& build, double rtol, double atol) {
+std::pair<Tensor, Tensor> results_on_cpu_and_gpu(const std::vector<Tensor>& inputs, const ParityBuild& build) {
   Graph g;
   std::vector<SymbolicTensor> xs;
   FeedMap feeds;
@@ -30,7 +30,12 @@ void check_parity(const std::vector<Tensor>& inputs, const ParityBuild& build, d
   Executor executor;
   auto r = executor.run(feeds, {on_cpu, on_gpu});
   REQUIRE(r[1].device().kind() == DeviceKind::cuda);
-  check_close(r[1].to(cpu_device()), r[0], rtol, atol);
+  return {r[0], r[1].to(cpu_device())};
+}
+
+void check_parity(const std::vector<Tensor>& inputs, const ParityBuild& build, double rtol, double atol) {
+  const auto [cpu, gpu] = results_on_cpu_and_gpu(inputs, build);
+  check_close(gpu, cpu, rtol, atol);
 }
 
 double gemm_error_bound(std::int64_t k, DType dtype) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tower/core/graph.h"
@@ -16,7 +17,10 @@ namespace tower::testing {
 using ParityBuild = std::function<SymbolicTensor(std::vector<SymbolicTensor>)>;
 
 // Builds the ops of `build` twice over placeholders fed `inputs`, once on the CPU and once on cuda:0,
-// and checks that the GPU's result matches the CPU's within rtol/atol.
+// and runs them: the CPU's result and the GPU's, both on the host.
+std::pair<Tensor, Tensor> results_on_cpu_and_gpu(const std::vector<Tensor>& inputs, const ParityBuild& build);
+
+// The same, checking that the GPU's result matches the CPU's within rtol/atol.
 void check_parity(const std::vector<Tensor>& inputs, const ParityBuild& build, double rtol = 1e-5, double atol = 1e-6);
 
 // ---- GEMM-like ops: a bound from the reduction length, not a fixed tolerance --------------------------
