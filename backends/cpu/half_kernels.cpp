@@ -1,5 +1,6 @@
 // float16 and bfloat16 on the CPU: the plan runs every CPU kernel but cast on half tensors through
-// run_widened, which widens them to float32, running its float32 code and rounding each floating output back to its half dtype.
+// run_half, which widens them to float32 (core/half_widening.h), runs the float32 code and rounds each
+// floating output back to its half dtype.
 //
 // That is the numerics mixed precision asks for (each op computes in float and rounds its output once,
 // as tensor cores and TensorFlow's Eigen kernels for half types do), kept in one place instead of a
@@ -9,8 +10,8 @@
 // accumulating in float32 and rounding each output once as well.
 #include "tower/backends/cpu/kernels.h"
 #include "tower/backends/cpu/onednn_bf16.h"
+#include "tower/core/half_widening.h"
 #include "tower/core/op_names.h"
-#include "tower/core/op_registry.h"
 
 namespace tower::cpu {
 
@@ -59,28 +60,15 @@ void round_into(KernelContext& ctx, const Tensor& wide, Tensor& half) {
 }
 
 // The plan's half adapter for the CPU (op_registry.h): called only for steps with a half tensor.
-void run_widened(KernelContext& ctx, KernelFn kernel) {
+void run_half(KernelContext& ctx, KernelFn kernel) {
   if (ctx.node.op() == op_names::cast) return kernel(ctx);  // converts between every pair itself, rounding once
   if (onednn_bf16::run(ctx)) return;                         // a bfloat16 GEMM or convolution, natively
-
-  KernelContext wide{ctx.node, ctx.device, ctx.inputs, ctx.outputs};
-  std::size_t slot = 0;
-  for (Tensor& x : wide.inputs)
-    if (x.defined() && is_half(x.dtype())) x = widened(ctx, x, slot++);
-  for (Tensor& y : wide.outputs)
-    if (y.defined() && is_half(y.dtype())) y = wide_buffer(ctx, y.shape(), slot++);
-  kernel(wide);
-  for (std::size_t i = 0; i < ctx.outputs.size(); ++i)
-    if (ctx.outputs[i].defined() && is_half(ctx.outputs[i].dtype())) round_into(ctx, wide.outputs[i], ctx.outputs[i]);
-  // Inputs updated in place (assign, an optimizer's update of a half variable) go back too.
-  for (int i : ctx.node.def().mutated_inputs) {
-    Tensor& x = ctx.inputs[static_cast<std::size_t>(i)];
-    if (x.defined() && is_half(x.dtype())) round_into(ctx, wide.inputs[static_cast<std::size_t>(i)], x);
-  }
+  static const HalfWidening widening{.widen = widened, .buffer = wide_buffer, .round = round_into};
+  run_widened(ctx, kernel, widening);
 }
 
 }  // namespace
 
-void register_half_support() { register_half_kernel_adapter(DeviceKind::cpu, run_widened); }
+void register_half_support() { register_half_kernel_adapter(DeviceKind::cpu, run_half); }
 
 }  // namespace tower::cpu

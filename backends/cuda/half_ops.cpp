@@ -16,6 +16,7 @@
 #include "tower/backends/cuda/half_support.h"
 #include "tower/backends/cuda/kernel_context.h"
 #include "tower/backends/cuda/kernels.h"
+#include "tower/core/half_widening.h"
 #include "tower/core/op_names.h"
 
 namespace tower::cuda {
@@ -35,7 +36,8 @@ bool runs_in_half(std::string_view op, std::span<const DType> dtypes) {
 namespace {
 
 // A float32 copy of a half tensor, in a buffer of the device's caching allocator.
-Tensor widened(CudaDevice& gpu, const Tensor& half) {
+Tensor widened(KernelContext& ctx, const Tensor& half, std::size_t) {
+  CudaDevice& gpu = gpu_of(ctx);
   Tensor wide(half.shape(), DType::float32, gpu);
   dispatch_every(half.dtype(), "widen", [&]<typename H>() {
     if constexpr (std::is_same_v<H, float16_t> || std::is_same_v<H, bfloat16_t>) {
@@ -46,8 +48,13 @@ Tensor widened(CudaDevice& gpu, const Tensor& half) {
   return wide;
 }
 
+Tensor wide_buffer(KernelContext& ctx, const Shape& shape, std::size_t) {
+  return Tensor(shape, DType::float32, ctx.device);
+}
+
 // Rounds a float32 result into its half destination (nearest even).
-void round_into(CudaDevice& gpu, const Tensor& wide, Tensor& half) {
+void round_into(KernelContext& ctx, const Tensor& wide, Tensor& half) {
+  CudaDevice& gpu = gpu_of(ctx);
   dispatch_every(half.dtype(), "round", [&]<typename H>() {
     if constexpr (std::is_same_v<H, float16_t> || std::is_same_v<H, bfloat16_t>) {
       const auto launch = launch_cast<float, H>;
@@ -62,21 +69,8 @@ void run_half(KernelContext& ctx, KernelFn kernel) {
     for (const Tensor& t : *tensors)
       if (t.defined() && is_floating(t.dtype())) dtypes.push_back(t.dtype());
   if (runs_in_half(ctx.node.op(), dtypes)) return kernel(ctx);
-
-  CudaDevice& gpu = gpu_of(ctx);
-  KernelContext wide{ctx.node, ctx.device, ctx.inputs, ctx.outputs};
-  for (Tensor& x : wide.inputs)
-    if (x.defined() && is_half(x.dtype())) x = widened(gpu, x);
-  for (Tensor& y : wide.outputs)
-    if (y.defined() && is_half(y.dtype())) y = Tensor(y.shape(), DType::float32, gpu);
-  kernel(wide);
-  for (std::size_t i = 0; i < ctx.outputs.size(); ++i)
-    if (ctx.outputs[i].defined() && is_half(ctx.outputs[i].dtype())) round_into(gpu, wide.outputs[i], ctx.outputs[i]);
-  // Inputs updated in place (assign, an optimizer's update of a half variable) go back too.
-  for (int i : ctx.node.def().mutated_inputs) {
-    Tensor& x = ctx.inputs[static_cast<std::size_t>(i)];
-    if (x.defined() && is_half(x.dtype())) round_into(gpu, wide.inputs[static_cast<std::size_t>(i)], x);
-  }
+  static const HalfWidening widening{.widen = widened, .buffer = wide_buffer, .round = round_into};
+  run_widened(ctx, kernel, widening);
 }
 
 }  // namespace
