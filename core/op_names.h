@@ -50,6 +50,7 @@ inline constexpr char elu[] = "elu";
 inline constexpr char sigmoid[] = "sigmoid";
 inline constexpr char tanh[] = "tanh";
 inline constexpr char relu_grad[] = "relu_grad";
+inline constexpr char bias_add_relu_grad[] = "bias_add_relu_grad";
 inline constexpr char leaky_relu_grad[] = "leaky_relu_grad";
 inline constexpr char elu_grad[] = "elu_grad";
 inline constexpr char sigmoid_grad[] = "sigmoid_grad";
@@ -114,6 +115,8 @@ inline constexpr char max_pool2d[] = "max_pool2d";
 inline constexpr char avg_pool2d[] = "avg_pool2d";
 inline constexpr char max_pool2d_grad[] = "max_pool2d_grad";
 inline constexpr char avg_pool2d_grad[] = "avg_pool2d_grad";
+inline constexpr char max_pool2d_with_argmax[] = "max_pool2d_with_argmax";
+inline constexpr char max_pool2d_with_argmax_grad[] = "max_pool2d_with_argmax_grad";
 
 // normalization: batch and layer normalization (core/ops/normalization_ops.cpp)
 inline constexpr char batch_norm_training[] = "batch_norm_training";

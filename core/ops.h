@@ -104,6 +104,12 @@ SymbolicTensor dense(const SymbolicTensor& x, const SymbolicTensor& kernel, cons
 SymbolicTensor bias_add(const SymbolicTensor& x, const SymbolicTensor& bias, const std::string& activation = "linear");
 // dy: (..., c) -> (c,): sum over every axis but the last.
 SymbolicTensor bias_add_grad(const SymbolicTensor& dy);
+// The gradients of bias_add(x, bias, "relu") from dy and its output y (..., c), in one pass over dy:
+// {dz = relu_grad(dy, y) (..., c), bias_add_grad(dz) (c,)}, the same numbers as those two ops. Where
+// dy is a max pooling's gradient over y (conv, relu, pool), both come from the pooled gradient (as
+// relu_grad does), the bias's summed over it: each pooled value lands on one position of dz, so the
+// sum is the same up to rounding (the order of the additions differs). Built in core/ops/activation_ops.cpp.
+std::vector<SymbolicTensor> bias_add_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y);
 
 // ---- convolution and pooling, NHWC (core/ops/conv_ops.cpp, core/ops/pool_ops.cpp) -----------
 // padding: "valid" or "same" (TF's rule: out = ceil(in / stride), extra padding at the end).
@@ -161,12 +167,24 @@ struct Pool2DArgs {
   std::string padding = "valid";
 };
 // x: (batch, h, w, c) -> (batch, out_h, out_w, c). Average pooling with "same" padding divides by
-// the number of input elements in the window (padding excluded), as Keras does.
+// the number of input elements in the window (padding excluded), as Keras does. max_pool2d builds
+// max_pool2d_with_argmax (below) where x's height and width are known and a window has at most 255
+// positions.
 SymbolicTensor max_pool2d(const SymbolicTensor& x, const Pool2DArgs& args = {});
 SymbolicTensor avg_pool2d(const SymbolicTensor& x, const Pool2DArgs& args = {});
 SymbolicTensor max_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y,
                                const Pool2DArgs& args);
 SymbolicTensor avg_pool2d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool2DArgs& args);
+// max_pool2d that also keeps, for the gradient, where each max came from: {y (batch, out_h, out_w, c),
+// argmax (batch, out_h, out_w, c) uint8: the window position kh_index * kernel_w + kw_index (counted from
+// the window's corner, padding included) of the first element equal to y, row-major, 255 where y is
+// NaN}. Windows of at most 255 positions. max_pool2d builds it (and returns y), so that the gradient
+// reads the pooled gradient and argmax instead of x and y, and x need not live until the backward pass.
+std::vector<SymbolicTensor> max_pool2d_with_argmax(const SymbolicTensor& x, const Pool2DArgs& args = {});
+// dy, argmax: (batch, out_h, out_w, c) -> dx (batch, in_h, in_w, c), x's size given by `input_hw`: each
+// dy added to its argmax's position (windows in output order), the numbers of max_pool2d_grad.
+SymbolicTensor max_pool2d_with_argmax_grad(const SymbolicTensor& dy, const SymbolicTensor& argmax, const Ints& input_hw,
+                                           const Pool2DArgs& args);
 
 // ---- 3-D convolution and pooling, NDHWC (core/ops/conv3d_ops.cpp) ---------------------------------
 // The 2-D ops' contracts with a depth axis in front of height and width (same padding rule).

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tower/backends/cpu/kernels.h"
+#include "tower/backends/cpu/strided.h"
 #include "tower/backends/cpu/vector_math.h"
 #include "tower/core/op_names.h"
 #include "tower/core/ops/shape_utils.h"
@@ -144,6 +145,56 @@ void tanh_kernel(KernelContext& ctx) {
 void relu_grad_kernel(KernelContext& ctx) {
   map_grad(ctx, op_names::relu_grad, [](auto dy, auto y) { return y > 0 ? dy : decltype(dy)(0); });
 }
+// Rows [r0, r1) of bias_add_relu_grad: dz = dy where y > 0 else 0, and acc (c,) += each row of dz in
+// row order (sum_over_axes's order for a bias gradient).
+template <typename T>
+TOWER_CPU_CLONES void relu_grad_rows(const T* __restrict dy, const T* __restrict y, T* __restrict dz, T* __restrict acc,
+                    std::int64_t c, std::int64_t r0, std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t o = r * c;
+    for (std::int64_t j = 0; j < c; ++j) {
+      const T v = y[o + j] > 0 ? dy[o + j] : T(0);
+      dz[o + j] = v;
+      acc[j] += v;
+    }
+  }
+}
+
+// (dy, y) (..., c) -> {dz = relu_grad(dy, y), db (c,) = dz summed over rows}: one pass over dy and y
+// where sum_over_axes would split the rows over the pool (a partial sum per thread, then the partials
+// in thread order), in its order, so db has bias_add_grad(dz)'s bits; otherwise the two kernels' loops.
+void bias_add_relu_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  const Tensor& y = ctx.inputs[1];
+  Tensor& dz = ctx.outputs[0];
+  Tensor& db = ctx.outputs[1];
+  const std::int64_t c = db.num_elements(), rows = c > 0 ? dy.num_elements() / c : 0;
+  const int threads = cpu_pool(ctx).size();
+  if (c < 2 || rows < 2 || threads < 2 || rows * c < kElementwiseGrain) {  // sum_over_axes's other paths
+    relu_grad_kernel(ctx);
+    std::vector<int> axes;
+    for (int d = 0; d + 1 < dy.shape().rank(); ++d) axes.push_back(d);
+    sum_over_axes(ctx, dz, axes, db);
+    return;
+  }
+  dispatch_floating(dy.dtype(), op_names::bias_add_relu_grad, [&]<typename T>() {
+    const T* pdy = dy.data<T>();
+    const T* py = y.data<T>();
+    T* pdz = dz.data<T>();
+    std::vector<T> partial(static_cast<std::size_t>(threads * c), T(0));
+    T* pp = partial.data();
+    const std::int64_t chunk = (rows + threads - 1) / threads;
+    parallel_for(ctx, threads, 1, [=](std::int64_t lo, std::int64_t hi) {
+      for (auto t = lo; t < hi; ++t)
+        relu_grad_rows(pdy, py, pdz, pp + t * c, c, t * chunk, std::min(rows, (t + 1) * chunk));
+    });
+    T* pdb = db.data<T>();
+    std::fill(pdb, pdb + c, T(0));
+    for (int t = 0; t < threads; ++t)
+      for (std::int64_t j = 0; j < c; ++j) pdb[j] = pdb[j] + pp[t * c + j];
+  });
+}
+
 void leaky_relu_grad_kernel(KernelContext& ctx) {
   double alpha = ctx.attrs().get_float("alpha");
   map_grad(ctx, op_names::leaky_relu_grad, [alpha](auto dy, auto x) {
@@ -285,6 +336,7 @@ void register_activation_kernels() {
   register_kernel(op_names::sigmoid, cpu, sigmoid_kernel);
   register_kernel(op_names::tanh, cpu, tanh_kernel);
   register_kernel(op_names::relu_grad, cpu, relu_grad_kernel);
+  register_kernel(op_names::bias_add_relu_grad, cpu, bias_add_relu_grad_kernel);
   register_kernel(op_names::leaky_relu_grad, cpu, leaky_relu_grad_kernel);
   register_kernel(op_names::elu_grad, cpu, elu_grad_kernel);
   register_kernel(op_names::sigmoid_grad, cpu, sigmoid_grad_kernel);

@@ -1,5 +1,7 @@
 // Unary math, activations and softmax: builders, shape functions and gradients (with their *_grad ops).
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "tower/core/op_names.h"
@@ -30,17 +32,52 @@ SymbolicTensor elu(const SymbolicTensor& x, double alpha) {
 SymbolicTensor sigmoid(const SymbolicTensor& x) { return x.graph().add1(op_names::sigmoid, {x}); }
 SymbolicTensor tanh(const SymbolicTensor& x) { return x.graph().add1(op_names::tanh, {x}); }
 
+namespace {
+
+// dy = a max pooling's gradient over y (conv, relu, pool): the pooled gradient g, the pooled values m,
+// and the routing of a pooled gradient back to y's shape by the same pooling.
+struct PooledGradient {
+  SymbolicTensor g, m;
+  std::function<SymbolicTensor(const SymbolicTensor&)> route;
+};
+
+std::optional<PooledGradient> pooled_gradient(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  const Node& from = *dy.node();
+  if (from.op() == op_names::max_pool2d_grad && from.inputs()[1] == y) {  // (g, y, m)
+    const SymbolicTensor& m = from.inputs()[2];
+    return PooledGradient{from.inputs()[0], m, [&from, y, m](const SymbolicTensor& d) {
+                            return d.graph().add1(op_names::max_pool2d_grad, {d, y, m}, from.attrs());
+                          }};
+  }
+  if (from.op() == op_names::max_pool2d_with_argmax_grad) {  // (g, argmax of max_pool2d_with_argmax(y))
+    const SymbolicTensor& argmax = from.inputs()[1];
+    Node& pool = *argmax.node();
+    if (pool.op() == op_names::max_pool2d_with_argmax && pool.inputs()[0] == y)
+      return PooledGradient{from.inputs()[0], pool.output(0), [&from, argmax](const SymbolicTensor& d) {
+                              return d.graph().add1(op_names::max_pool2d_with_argmax_grad, {d, argmax}, from.attrs());
+                            }};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 SymbolicTensor relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
   // A ReLU under a max pooling (a convnet's conv, relu, pool): dy = max_pool2d_grad(g, y, m) is nonzero
   // only where y equals its window's max m, so masking dy by y > 0 is masking g by m > 0 before the
   // routing, exactly: one pass over the pooled tensor instead of one over the larger activation.
-  const Node& from = *dy.node();
-  if (from.op() == op_names::max_pool2d_grad && from.inputs()[1] == y) {
-    const SymbolicTensor& g = from.inputs()[0];
-    const SymbolicTensor& m = from.inputs()[2];
-    return dy.graph().add1(op_names::max_pool2d_grad, {relu_grad(g, m), y, m}, from.attrs());
-  }
+  if (auto p = pooled_gradient(dy, y)) return p->route(relu_grad(p->g, p->m));
   return dy.graph().add1(op_names::relu_grad, {dy, y});
+}
+
+std::vector<SymbolicTensor> bias_add_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& y) {
+  // Under a max pooling, as relu_grad: the masked pooled gradient is routed, and the bias's gradient is
+  // its sum, each pooled value landing on exactly one position of dz (a NaN window's is masked to 0).
+  if (auto p = pooled_gradient(dy, y)) {
+    auto pooled = bias_add_relu_grad(p->g, p->m);
+    return {p->route(pooled[0]), pooled[1]};
+  }
+  return dy.graph().add(op_names::bias_add_relu_grad, {dy, y});
 }
 SymbolicTensor leaky_relu_grad(const SymbolicTensor& dy, const SymbolicTensor& x, double alpha) {
   return dy.graph().add1(op_names::leaky_relu_grad, {dy, x}, {{"alpha", alpha}});
@@ -187,6 +224,20 @@ void register_activation_ops() {
   // relu_grad(dy, y) = dy * (y > 0): linear in dy, piecewise constant in y.
   register_op({.name = op_names::relu_grad, .shape = grad_of_y_shape, .grad = [](Node& node, const Grads& g) -> Grads {
                  return {relu_grad(g[0], node.inputs()[1]), SymbolicTensor{}};
+               }});
+  // bias_add_relu_grad(dy, y) = {dz = relu_grad(dy, y), sum of dz over all but the last axis}: both
+  // linear in dy, so the incoming gradients of dz and of the sum (broadcast) add before the mask.
+  register_op({.name = op_names::bias_add_relu_grad,
+               .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
+                 const TensorSpec dz = elementwise_grad_spec(in, "y");
+                 expect_min_rank(dz, 1, "dy");
+                 return std::vector{dz, TensorSpec{Shape{dz.shape.dim(-1)}, dz.dtype}};
+               },
+               .grad = [](Node& node, const Grads& g) -> Grads {
+                 SymbolicTensor d = g[0];
+                 if (g[1].defined()) d = d.defined() ? add(d, g[1]) : broadcast_like(g[1], node.inputs()[0]);
+                 if (!d.defined()) return Grads(2);
+                 return {relu_grad(d, node.inputs()[1]), SymbolicTensor{}};
                }});
   register_op(
       {.name = op_names::leaky_relu_grad, .shape = grad_of_x_shape, .grad = [](Node& node, const Grads& g) -> Grads {

@@ -100,14 +100,16 @@ Grads conv2d_grad(Node& node, const Grads& g) {
   return {ops::conv2d_backward_data(g[0], kernel, x, args), ops::conv2d_backward_filter(x, g[0], kernel, args)};
 }
 
-// As conv2d's, on the gradient through the ReLU; the bias's is bias_add's.
+// As conv2d's, on the gradient through the ReLU; the bias's is bias_add's, from the same pass as the
+// ReLU's mask (bias_add_relu_grad).
 Grads conv2d_bias_grad(Node& node, const Grads& g) {
   auto args = conv_args(node.attrs());
   const auto& x = node.inputs()[0];
   const auto& kernel = node.inputs()[1];
-  const SymbolicTensor dz = node.attrs().get_string("activation") == "relu" ? ops::relu_grad(g[0], node.output(0)) : g[0];
-  return {ops::conv2d_backward_data(dz, kernel, x, args), ops::conv2d_backward_filter(x, dz, kernel, args),
-          ops::bias_add_grad(dz)};
+  const auto dz = node.attrs().get_string("activation") == "relu" ? ops::bias_add_relu_grad(g[0], node.output(0))
+                                                                  : Grads{g[0], ops::bias_add_grad(g[0])};
+  return {ops::conv2d_backward_data(dz[0], kernel, x, args), ops::conv2d_backward_filter(x, dz[0], kernel, args),
+          dz[1]};
 }
 
 // Both backward ops are linear in each argument, so their gradients are the other two conv ops.

@@ -240,9 +240,10 @@ void register_math_ops() {
                .grad = [](Node& node, const Grads& dy) -> Grads {
                  const auto& x = node.inputs()[0];
                  const auto& kernel = node.inputs()[1];
-                 const SymbolicTensor dz =
-                     node.attrs().get_string("activation") == "relu" ? ops::relu_grad(dy[0], node.output(0)) : dy[0];
-                 return {ops::matmul(dz, kernel, false, true), ops::matmul(x, dz, true, false), ops::bias_add_grad(dz)};
+                 const auto dz = node.attrs().get_string("activation") == "relu"
+                                     ? ops::bias_add_relu_grad(dy[0], node.output(0))
+                                     : Grads{dy[0], ops::bias_add_grad(dy[0])};
+                 return {ops::matmul(dz[0], kernel, false, true), ops::matmul(x, dz[0], true, false), dz[1]};
                }});
   register_op({.name = op_names::bias_add,
                .shape =
@@ -257,9 +258,8 @@ void register_math_ops() {
                      return std::vector{in[0]};
                    },
                .grad = [](Node& node, const Grads& dy) -> Grads {
-                 const SymbolicTensor dz =
-                     node.attrs().get_string("activation") == "relu" ? ops::relu_grad(dy[0], node.output(0)) : dy[0];
-                 return {dz, ops::bias_add_grad(dz)};
+                 if (node.attrs().get_string("activation") == "relu") return ops::bias_add_relu_grad(dy[0], node.output(0));
+                 return {dy[0], ops::bias_add_grad(dy[0])};
                }});
   register_op({.name = op_names::bias_add_grad, .shape = [](const std::vector<TensorSpec>& in, const Attrs&) {
                  expect_num_inputs(in, 1);

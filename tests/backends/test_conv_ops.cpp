@@ -9,6 +9,7 @@
 #include "tower/backends/cpu/onednn.h"
 #include "tower/core/autodiff.h"
 #include "tower/core/executor.h"
+#include "tower/core/op_names.h"
 #include "tower/core/ops.h"
 #include "tests/backends/window_reference.h"
 #include "tests/support/grad_check.h"
@@ -244,6 +245,41 @@ TEST_CASE("nn: conv2d_bias equals conv2d then bias_add, and its gradients check"
     check_gradients({{2, 5, 5, 2}, {3, 3, 2, 3}, {3}}, [&](const Inputs& in) {
       return Inputs{ops::conv2d_bias(in[0], in[1], in[2], {.padding = "same"}, activation)};
     });
+  }
+  // Under a max pooling the ReLU's mask and the bias's gradient come from the pooled gradient
+  // (bias_add_relu_grad's rewrite), the routed gradient through max_pool2d_with_argmax.
+  check_gradients({{2, 6, 7, 2}, {3, 3, 2, 3}, {3}}, [&](const Inputs& in) {
+    return Inputs{ops::max_pool2d(ops::conv2d_bias(in[0], in[1], in[2], {.padding = "same"}, "relu"))};
+  });
+  check_gradients({{2, 6, 7, 3}, {3}}, [&](const Inputs& in) {
+    return Inputs{ops::max_pool2d(ops::bias_add(in[0], in[1], "relu"), {.pool_size = {3, 3}, .strides = {2, 2}})};
+  });
+  {
+    // The fused bias gradient sums the pooled gradient, the unfused one the routed gradient: the same
+    // sum in another order, float32 within rounding; dx bit for bit.
+    Graph g;
+    auto x = g.placeholder({4, 12, 12, 8}, DType::float32, "x");
+    auto k = g.placeholder({3, 3, 8, 16}, DType::float32, "k");
+    auto b = g.placeholder({16}, DType::float32, "b");
+    const FeedMap feeds{{x, random_tensor({4, 12, 12, 8}, 34, 0.1, 1.0, false, DType::float32)},
+                        {k, random_tensor({3, 3, 8, 16}, 35, 0.1, 1.0, false, DType::float32)},
+                        {b, random_tensor({16}, 36, 0.1, 1.0, false, DType::float32)}};
+    auto y = ops::conv2d_bias(x, k, b, {}, "relu");
+    auto pooled = ops::max_pool2d(y);
+    auto w = g.constant(random_tensor(pooled.shape(), 37, 0.1, 1.0, false, DType::float32));
+    auto grads = gradients(ops::reduce_sum(ops::multiply(pooled, w)), {x, k, b});
+    CHECK(grads[2].node()->op() == std::string(op_names::bias_add_relu_grad));
+    const Node& pool_grad = *grads[0].node()->inputs()[0].node();  // conv2d_backward_data(dz, ...)
+    CHECK(pool_grad.op() == std::string(op_names::max_pool2d_with_argmax_grad));
+    auto dz = grads[0].node()->inputs()[0];
+    auto r = evaluate({grads[2], dz}, feeds);
+    auto unfused = evaluate({ops::bias_add_grad(ops::relu_grad(g.constant(r[1]), y))}, feeds);
+    const auto fused_db = r[0].to_vector<double>(), unfused_db = unfused[0].to_vector<double>();
+    const auto dz_values = r[1].to_vector<double>();
+    double magnitude = 0;  // sum of |dz| per channel bounds the rounding of either order
+    for (double v : dz_values) magnitude = std::max(magnitude, std::abs(v));
+    for (std::size_t j = 0; j < fused_db.size(); ++j)
+      CHECK(std::abs(fused_db[j] - unfused_db[j]) <= 1e-6 * magnitude * static_cast<double>(dz_values.size()));
   }
   Graph g;
   auto x = g.placeholder({2, 5, 5, 2});

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tower/core/op_names.h"
 #include "tower/core/ops.h"
 #include "tests/support/gpu_parity.h"
 #include "tests/support/grad_check.h"
@@ -184,6 +185,31 @@ TEST_CASE("math: bias_add with relu equals bias_add then relu, and its gradients
   check_close(r[0], r[1], 0, 0);
   check_gradients({{2, 3, 4}, {4}}, [](const Inputs& in) -> Inputs { return {ops::bias_add(in[0], in[1], "relu")}; });
   CHECK_THROWS_AS(ops::bias_add(x, b, "tanh"), ValueError);
+}
+
+TEST_CASE("math: bias_add_relu_grad equals relu_grad then bias_add_grad bit for bit, and its gradients check") {
+  // (5, 4, 6) and one channel take bias_add_grad's own loops; (8, 30, 30, 32) the fused pass, whose
+  // rows split over the pool as sum_over_axes splits them.
+  for (const Shape& shape : {Shape{5, 4, 6}, Shape{8, 30, 30, 32}, Shape{300, 200, 1}})
+    for (DType dtype : {DType::float32, DType::float64}) {
+      CAPTURE(shape.to_string());
+      CAPTURE(dtype_name(dtype));
+      Graph g;
+      auto dy = g.constant(testing::random_tensor(shape, 5, 0.1, 1, false, dtype));
+      Tensor yt = testing::random_tensor(shape, 6, 0.1, 1, false, dtype);
+      if (dtype == DType::float32) yt.data<float>()[1] = 0.0f;  // masked: y > 0 only
+      auto y = g.constant(yt);
+      auto fused = ops::bias_add_relu_grad(dy, y);
+      CHECK(fused[0].node()->op() == std::string(op_names::bias_add_relu_grad));
+      auto dz = ops::relu_grad(dy, y);
+      auto r = evaluate({fused[0], fused[1], dz, ops::bias_add_grad(dz)});
+      check_close(r[0], r[2], 0, 0);
+      check_close(r[1], r[3], 0, 0);
+    }
+  // Linear in dy; y only masks (no gradient reaches it).
+  check_gradients({{3, 4, 5}}, [](const Inputs& in) -> Inputs {
+    return ops::bias_add_relu_grad(in[0], in[0].graph().constant(testing::random_tensor({3, 4, 5}, 7)));
+  });
 }
 
 TEST_CASE("math: dense equals matmul, bias_add and relu bit for bit, and its gradients check") {

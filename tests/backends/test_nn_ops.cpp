@@ -141,7 +141,83 @@ TEST_CASE("nn: relu_grad through max_pool2d_grad masks the pooled gradient, the 
     auto r = evaluate({fused, routed});
     auto unfused = evaluate({ops::relu_grad(g.constant(r[1]), y)});  // a constant: not rewritten
     check_close(r[0], unfused[0], 0, 0);
+    // The same through max_pool2d_with_argmax's gradient (what autodiff builds for ops::max_pool2d).
+    REQUIRE(m.node()->op() == std::string(op_names::max_pool2d_with_argmax));
+    auto routed_by_argmax = ops::max_pool2d_with_argmax_grad(dm, m.node()->output(1), {6, 5}, args);
+    auto fused_by_argmax = ops::relu_grad(routed_by_argmax, y);
+    CHECK(fused_by_argmax.node()->op() == std::string(op_names::max_pool2d_with_argmax_grad));
+    auto ra = evaluate({fused_by_argmax, routed_by_argmax});
+    check_close(ra[1], r[1], 0, 0);
+    check_close(ra[0], unfused[0], 0, 0);
   }
+}
+
+namespace {
+
+// a and b hold the same bits, NaN for NaN (check_close fails on NaN).
+void check_same_bits(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+  for (std::size_t i = 0; i < av.size(); ++i)
+    if (!(std::isnan(av[i]) && std::isnan(bv[i])) &&
+        (av[i] != bv[i] || std::signbit(av[i]) != std::signbit(bv[i])))
+      FAIL_CHECK("element " << i << ": " << av[i] << " and " << bv[i]);
+}
+
+// (2, 7, 6, 3) of small integers (many ties, -0 beside +0), a NaN and a window of -inf.
+Tensor pooling_input(DType dtype) {
+  Tensor x = random_tensor({2, 7, 6, 3}, 51, 0.1, 1.0, false, DType::float64);
+  double* p = x.data<double>();
+  for (std::int64_t i = 0; i < x.num_elements(); ++i) p[i] = std::round(p[i] * 2);
+  p[3] = -0.0;
+  p[4] = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t r : {2, 3})  // channel 0 of image 1, rows 2-3, columns 4-5
+    for (std::int64_t c : {4, 5}) p[((7 + r) * 6 + c) * 3] = -std::numeric_limits<double>::infinity();
+  if (dtype == DType::float64) return x;
+  const auto v = x.to_vector<double>();
+  return Tensor::from_vector<float>(x.shape(), std::vector<float>(v.begin(), v.end()));
+}
+
+}  // namespace
+
+TEST_CASE("nn: max_pool2d_with_argmax gives max_pool2d's values and max_pool2d_grad's routing, bit for bit") {
+  const std::vector<ops::Pool2DArgs> cases = {
+      {},
+      {.pool_size = {3, 3}, .strides = {2, 2}, .padding = "same"},
+      {.padding = "same"},  // 2x2 windows inside x a row at a time, the cut last row one by one
+      {.pool_size = {2, 2}, .strides = {1, 1}, .padding = "same"},  // overlapping windows: dx adds
+      {.pool_size = {2, 3}, .padding = "same"},
+      {.pool_size = {3, 3}, .strides = {1, 2}},
+  };
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const auto& args : cases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(args.pool_size[1]);
+      CAPTURE(args.padding);
+      Graph g;
+      const Tensor xt = pooling_input(dtype);
+      auto x_unknown = g.placeholder({-1, -1, -1, 3}, dtype, "x_unknown");  // unknown size: plain max_pool2d
+      auto x = g.placeholder({-1, 7, 6, 3}, dtype, "x");
+      auto plain = ops::max_pool2d(x_unknown, args);
+      auto pooled = ops::max_pool2d(x, args);
+      CHECK(plain.node()->op() == std::string(op_names::max_pool2d));
+      REQUIRE(pooled.node()->op() == std::string(op_names::max_pool2d_with_argmax));
+      auto argmax = pooled.node()->output(1);
+      CHECK(argmax.dtype() == DType::uint8);
+      Shape dy_shape = pooled.shape();
+      dy_shape[0] = 2;
+      Tensor dyt = random_tensor(dy_shape, 52, 0.1, 1.0, false, dtype);
+      auto dy = g.constant(dyt);
+      auto r = evaluate({plain, pooled, ops::max_pool2d_grad(dy, x_unknown, plain, args),
+                         ops::max_pool2d_with_argmax_grad(dy, argmax, {7, 6}, args)},
+                        {{x_unknown, xt}, {x, xt}});
+      check_same_bits(r[0], r[1]);
+      check_same_bits(r[2], r[3]);
+      // The gradient autodiff builds reads the argmax, not x.
+      auto dx = gradients(ops::reduce_sum(pooled), {x})[0];
+      CHECK(dx.node()->op() == std::string(op_names::max_pool2d_with_argmax_grad));
+      for (const auto& in : dx.node()->inputs()) CHECK(!(in == x));
+    }
 }
 
 TEST_CASE("nn: pooling rejects bad input at build time") {
