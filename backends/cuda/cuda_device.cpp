@@ -388,7 +388,6 @@ void register_cuda_backend() {
   cuda::register_recurrent_kernels();
   cuda::register_attention_kernels();
   cuda::register_collective_kernels();
-  cuda::register_fused_grad_kernels();
   cuda::register_half_support();
 }
 

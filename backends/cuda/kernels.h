@@ -19,6 +19,5 @@ void register_normalization_kernels();   // normalization_ops.cpp + normalizatio
 void register_recurrent_kernels();    // recurrent_ops.cpp + recurrent_kernels.cu: simple_rnn, lstm, gru and gradients
 void register_attention_kernels();    // attention_ops.cpp + attention_kernels.cu: dot_product_attention (cuBLAS)
 void register_collective_kernels();   // collective_ops.cpp + nccl.cpp: all_reduce through NCCL
-void register_fused_grad_kernels();   // fused_grad_ops.cpp + fused_grad_kernels.cu: bias_add_relu_grad, max pool with argmax
 void register_half_support();         // half_ops.cpp: float16/bfloat16 steps, natively or widened to float32
 }

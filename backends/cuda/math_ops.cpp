@@ -1,5 +1,5 @@
 // The CUDA kernel table entries of matmul (cuBLAS GEMM), batch_matmul (strided batched GEMM), dense (cuBLASLt, bias and ReLU in the
-// epilogue), bias_add and bias_add_grad. matmul, batch_matmul and dense also take float16/bfloat16
+// epilogue), bias_add, bias_add_grad and bias_add_relu_grad. matmul, batch_matmul and dense also take float16/bfloat16
 // operands natively (half_ops.cpp sends them here): tensor-core GEMMs with float32 accumulation.
 #include <cstdio>
 #include <cstdlib>
@@ -256,6 +256,15 @@ void bias_add_grad_kernel(KernelContext& ctx) {
   });
 }
 
+// (dy, y) -> {dz = relu_grad(dy, y), bias_add_grad(dz)}: relu_grad's kernel, then bias_add_grad's, on the
+// same stream (the unfused numbers; the one pass is the CPU's gain, which a GPU's bandwidth makes small).
+void bias_add_relu_grad_kernel(KernelContext& ctx) {
+  KernelContext relu{ctx.node, ctx.device, {ctx.inputs[0], ctx.inputs[1]}, {ctx.outputs[0]}};
+  find_kernel(op_names::relu_grad, DeviceKind::cuda)(relu);
+  KernelContext bias{ctx.node, ctx.device, {ctx.outputs[0]}, {ctx.outputs[1]}};
+  bias_add_grad_kernel(bias);
+}
+
 void scale_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
@@ -320,6 +329,7 @@ void register_math_kernels() {
   register_kernel(op_names::dense, DeviceKind::cuda, dense_kernel);
   register_kernel(op_names::bias_add, DeviceKind::cuda, bias_add_kernel);
   register_kernel(op_names::bias_add_grad, DeviceKind::cuda, bias_add_grad_kernel);
+  register_kernel(op_names::bias_add_relu_grad, DeviceKind::cuda, bias_add_relu_grad_kernel);
   register_kernel(op_names::scale, DeviceKind::cuda, scale_kernel);
   register_kernel(op_names::add, DeviceKind::cuda, binary_kernel<BinaryOp::add>);
   register_kernel(op_names::subtract, DeviceKind::cuda, binary_kernel<BinaryOp::subtract>);

@@ -32,4 +32,16 @@ cudaError_t launch_avg_pool2d(const T* x, T* y, const PoolWindow& w, cudaStream_
 template <typename T>
 cudaError_t launch_avg_pool2d_grad(const T* dy, T* dx, const PoolWindow& w, cudaStream_t stream);
 
+// max_pool2d_with_argmax and its gradient: uint8 window positions instead of x and y.
+// y = the max of each window (a later element wins if greater or NaN), argmax = its position in the
+// window, (iy - top) * kernel_w + (ix - left) from the window's corner, 255 where y is NaN.
+template <typename T>
+cudaError_t launch_max_pool2d_with_argmax(const T* x, T* y, std::uint8_t* argmax, const PoolWindow& w,
+                                          cudaStream_t stream);
+// dx (batch, in_h, in_w, c): for each element, the dy of the windows whose argmax names it, added in
+// output order to 0 (one thread per dx element: no atomics, the CPU's sums).
+template <typename T>
+cudaError_t launch_max_pool2d_with_argmax_grad(const T* dy, const std::uint8_t* argmax, T* dx, const PoolWindow& w,
+                                               cudaStream_t stream);
+
 }  // namespace tower::cuda

@@ -1,4 +1,4 @@
-// The CUDA kernel table entries of max_pool2d, avg_pool2d and their gradients (own kernels in
+// The CUDA kernel table entries of max_pool2d, avg_pool2d, max_pool2d_with_argmax and their gradients (own kernels in
 // pool_kernels.cu; see pool_launchers.h for why not cuDNN's).
 #include "tower/backends/cuda/cuda_check.h"
 #include "tower/backends/cuda/kernel_context.h"
@@ -80,6 +80,30 @@ void avg_pool2d_grad_kernel(KernelContext& ctx) {
   });
 }
 
+// x: (batch, h, w, c) -> {y, argmax (uint8)}: (batch, out_h, out_w, c).
+void max_pool2d_with_argmax_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  Tensor& y = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const PoolWindow w = pool_window(ctx, x.shape(), y.shape());
+  dispatch_floating(x.dtype(), op_names::max_pool2d_with_argmax, [&]<typename T>() {
+    CUDA_CHECK(launch_max_pool2d_with_argmax<T>(x.data<T>(), y.data<T>(), ctx.outputs[1].data<std::uint8_t>(), w,
+                                                gpu.stream()));
+  });
+}
+
+// (dy, argmax) -> dx: (batch, input_hw, c).
+void max_pool2d_with_argmax_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.inputs[0];
+  Tensor& dx = ctx.outputs[0];
+  CudaDevice& gpu = gpu_of(ctx);
+  const PoolWindow w = pool_window(ctx, dx.shape(), dy.shape());
+  dispatch_floating(dx.dtype(), op_names::max_pool2d_with_argmax_grad, [&]<typename T>() {
+    CUDA_CHECK(launch_max_pool2d_with_argmax_grad<T>(dy.data<T>(), ctx.inputs[1].data<std::uint8_t>(), dx.data<T>(), w,
+                                                     gpu.stream()));
+  });
+}
+
 }  // namespace
 
 void register_pool_kernels() {
@@ -88,6 +112,8 @@ void register_pool_kernels() {
   register_kernel(op_names::max_pool2d_grad, cuda, max_pool2d_grad_kernel);
   register_kernel(op_names::avg_pool2d, cuda, avg_pool2d_kernel);
   register_kernel(op_names::avg_pool2d_grad, cuda, avg_pool2d_grad_kernel);
+  register_kernel(op_names::max_pool2d_with_argmax, cuda, max_pool2d_with_argmax_kernel);
+  register_kernel(op_names::max_pool2d_with_argmax_grad, cuda, max_pool2d_with_argmax_grad_kernel);
 }
 
 }  // namespace tower::cuda
