@@ -64,7 +64,8 @@ void round_into(KernelContext& ctx, const Tensor& wide, Tensor& half) {
 }
 
 void run_half(KernelContext& ctx, KernelFn kernel) {
-  std::vector<DType> dtypes;
+  thread_local std::vector<DType> dtypes;  // kept: no allocation per step
+  dtypes.clear();
   for (const auto* tensors : {&ctx.inputs, &ctx.outputs})
     for (const Tensor& t : *tensors)
       if (t.defined() && is_floating(t.dtype())) dtypes.push_back(t.dtype());
