@@ -24,6 +24,7 @@ int main(int argc, char** argv) try {
 
   // def preprocess(array): normalizes and reshapes into the appropriate format.
   auto [train, test] = io::load_mnist(args.data);
+  train = apps::first_samples(train, args.train_samples);
   Tensor train_data = io::to_float(train.first, 1.0 / 255, {-1, 28, 28, 1});
   Tensor test_data = io::to_float(test.first, 1.0 / 255, {-1, 28, 28, 1});
 

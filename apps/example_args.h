@@ -1,5 +1,5 @@
-// Command-line options shared by the Keras example ports (mnist_mlp, mnist_cnn): --data, --epochs,
-// --batch-size, --verbose, --dtype-policy.
+// Command-line options shared by the Keras example ports (mnist_mlp, mnist_cnn, conv_autoencoder,
+// fashion_mobilenet): --data, --epochs, --batch-size, --train-samples, --verbose, --dtype-policy.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tower/io/datasets.h"
+#include "tower/layers/engine/batches.h"
 
 namespace tower::apps {
 
@@ -15,6 +16,7 @@ struct ExampleArgs {
   std::string data = io::kFashionMnistDir;
   int epochs = 0;
   std::int64_t batch_size = 128;
+  std::int64_t train_samples = 0;  // train on the first N samples only (x_train[:N]); 0: all of them
   int verbose = 1;
   std::string dtype_policy = "float32";  // Keras's mixed_precision.set_global_policy, before the model
 };
@@ -30,6 +32,8 @@ inline ExampleArgs parse_example_args(int argc, char** argv, const char* program
       "directory with the IDX files (train-images-idx3-ubyte[.gz], ..., t10k-labels-idx1-ubyte[.gz])")(
       "epochs", po::value(&args.epochs)->default_value(default_epochs), "training epochs")(
       "batch-size", po::value(&args.batch_size)->default_value(args.batch_size), "samples per step")(
+      "train-samples", po::value(&args.train_samples)->default_value(args.train_samples),
+      "train on the first N training samples only (Keras: x_train[:N]); 0: all")(
       "verbose", po::value(&args.verbose)->default_value(args.verbose), "0 silent, 1 progress bar, 2 one line per epoch")(
       "dtype-policy", po::value(&args.dtype_policy)->default_value(args.dtype_policy),
       "global dtype policy of the layers: float32, mixed_float16 or mixed_bfloat16 (mixed precision)");
@@ -45,11 +49,18 @@ inline ExampleArgs parse_example_args(int argc, char** argv, const char* program
     std::cout << options << "\n";
     std::exit(0);
   }
-  if (args.epochs < 0 || args.batch_size <= 0) {
-    std::cerr << program << ": --epochs must be >= 0 and --batch-size > 0\n";
+  if (args.epochs < 0 || args.batch_size <= 0 || args.train_samples < 0) {
+    std::cerr << program << ": --epochs and --train-samples must be >= 0 and --batch-size > 0\n";
     std::exit(2);
   }
   return args;
+}
+
+// The first n samples of a split, images and labels (Keras: x_train[:n], y_train[:n]); n = 0 or more
+// than there are keeps them all. CTest's accuracy tests train on part of Fashion-MNIST to fit CI's time.
+inline io::Split first_samples(const io::Split& split, std::int64_t n) {
+  if (n <= 0 || n >= split.first.shape()[0]) return split;
+  return {engine::row_range(split.first, 0, n), engine::row_range(split.second, 0, n)};
 }
 
 }  // namespace tower::apps

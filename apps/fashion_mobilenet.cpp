@@ -29,6 +29,7 @@ KerasTensor conv_dw(const KerasTensor& x, std::int64_t filters, std::int64_t str
 int main(int argc, char** argv) try {
   auto args = apps::parse_example_args(argc, argv, "fashion_mobilenet", 8);
   auto [train, test] = io::load_mnist(args.data);
+  train = apps::first_samples(train, args.train_samples);
   // The images stay uint8 values in float32 (0..255): Rescaling in the model divides them.
   Tensor x_train = io::to_float(train.first, 1.0, {-1, 28, 28, 1});
   Tensor x_test = io::to_float(test.first, 1.0, {-1, 28, 28, 1});

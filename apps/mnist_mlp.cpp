@@ -19,6 +19,7 @@ int main(int argc, char** argv) try {
 
   // the data, split between train and test sets
   auto [train, test] = io::load_mnist(args.data);
+  train = apps::first_samples(train, args.train_samples);
   auto [x_train, y_train] = train;
   auto [x_test, y_test] = test;
 

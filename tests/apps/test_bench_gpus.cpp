@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "tower/core/device.h"
+#include "tests/support/errors.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
+using tower::testing::contains;
 using tower::testing::ProcessResult;
 using tower::testing::run_process;
 using tower::testing::TempDir;
@@ -20,8 +22,6 @@ ProcessResult bench_gpus(std::vector<std::string> args, const TempDir& dir) {
   args.insert(args.begin(), TOWER_BENCH_GPUS);
   return run_process(args, dir);
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/errors.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
+using tower::testing::contains;
 using tower::testing::ProcessResult;
 using tower::testing::run_process;
 using tower::testing::TempDir;
@@ -18,8 +20,6 @@ using tower::testing::write_idx_set;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 ProcessResult train_mnist(std::vector<std::string> args, const TempDir& dir) {
   args.insert(args.begin(), TOWER_TRAIN_MNIST);

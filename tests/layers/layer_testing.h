@@ -8,9 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tower/layers/layers.h"
+#include "tower/layers/registry.h"
 #include "tests/support/grad_check.h"
 
 namespace tower::testing {
@@ -94,5 +97,15 @@ inline void check_weightless_gradients(Layer& layer, const std::vector<Shape>& s
 }
 
 inline std::vector<double> as_doubles(const Tensor& t) { return t.to_vector<double>(); }
+
+// A layer as a model_config entry: {"class_name": ..., "config": get_config()}.
+inline nlohmann::json entry(const Layer& layer) {
+  return {{"class_name", layer.class_name()}, {"config", layer.get_config()}};
+}
+
+// The layer rebuilt from its config gives the same config.
+inline void check_round_trip(const Layer& layer) {
+  CHECK(layers::layer_from_config(entry(layer))->get_config().dump() == layer.get_config().dump());
+}
 
 }  // namespace tower::testing

@@ -11,6 +11,7 @@
 #include "tower/layers/layer_config.h"
 #include "tower/layers/layers.h"
 #include "tower/layers/registry.h"
+#include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
 
 using namespace tower;
@@ -19,9 +20,9 @@ using nlohmann::json;
 using tower::testing::contains;
 using tower::testing::message_of;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 // One layer of every registered class, with arguments other than the defaults where they exist, and
 // the input shape (without batch) to call it on.

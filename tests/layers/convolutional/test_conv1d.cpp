@@ -30,6 +30,8 @@ using tower::testing::random_tensor;
 using tower::testing::run1;
 using Ints = std::vector<std::int64_t>;
 
+using tower::testing::entry;
+
 namespace {
 
 // Keras's Conv1D by its definition: y[n, t, f] = b[f] + sum_{j, c} x[n, t·s + j·d - left, c] K[j, c, f],
@@ -88,8 +90,6 @@ std::vector<double> kernel_grad_loop(const std::vector<double>& x, std::int64_t 
       }
   return g;
 }
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
 
 }  // namespace
 

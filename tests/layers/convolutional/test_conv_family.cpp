@@ -24,17 +24,8 @@ using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
 
-namespace {
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
-
-// The layer rebuilt from its config gives the same config.
-void check_round_trip(const Layer& layer) {
-  const json c = layer.get_config();
-  CHECK(layers::layer_from_config(entry(layer))->get_config().dump() == c.dump());
-}
-
-}  // namespace
+using tower::testing::entry;
+using tower::testing::check_round_trip;
 
 TEST_CASE("Conv2D groups: the kernel splits per group, and the values are per-group convolutions") {
   clear_session();

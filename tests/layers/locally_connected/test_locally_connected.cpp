@@ -30,6 +30,8 @@ using tower::layers::local_conv_kernel_table;
 using tower::layers::LocalConvGeometry;
 using Ints = std::vector<std::int64_t>;
 
+using tower::testing::entry;
+
 namespace {
 
 // tf.keras's local_conv by its definition, on x given in the layer's data_format: for output position
@@ -93,8 +95,6 @@ struct LocalConv {
     return g;
   }
 };
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
 
 }  // namespace
 

@@ -21,9 +21,9 @@ using tower::testing::keras_shape;
 using tower::testing::message_of;
 using tower::testing::run1;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 LayerPtr from(const char* text) { return layers::layer_from_config(json::parse(text)); }
 

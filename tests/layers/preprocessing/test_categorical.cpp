@@ -22,6 +22,8 @@ using tower::testing::message_of;
 using tower::testing::run1;
 using tower::testing::run_layer;
 
+using tower::testing::entry;
+
 namespace {
 
 const json& golden() {
@@ -54,8 +56,6 @@ std::vector<double> flat(const json& nested) {
     for (double d : flat(v)) out.push_back(d);
   return out;
 }
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
 
 }  // namespace
 

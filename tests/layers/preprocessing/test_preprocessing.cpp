@@ -23,15 +23,8 @@ using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
 
-namespace {
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
-
-void check_round_trip(const Layer& layer) {
-  CHECK(layers::layer_from_config(entry(layer))->get_config().dump() == layer.get_config().dump());
-}
-
-}  // namespace
+using tower::testing::entry;
+using tower::testing::check_round_trip;
 
 TEST_CASE("Rescaling: x · scale + offset, integers cast to float32") {
   clear_session();

@@ -25,13 +25,10 @@ using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
 
+using tower::testing::entry;
+using tower::testing::check_round_trip;
+
 namespace {
-
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
-
-void check_round_trip(const Layer& layer) {
-  CHECK(layers::layer_from_config(entry(layer))->get_config().dump() == layer.get_config().dump());
-}
 
 // x (n, h, w, c) as a flat vector and an accessor.
 struct Image {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "tests/layers/layer_testing.h"
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tower/core/random.h"
@@ -24,9 +25,9 @@ using tower::testing::check_close;
 using tower::testing::contains;
 using tower::testing::message_of;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 // mean((y - t)^2) + (l1 sum|a| + l2 sum a^2) / rows for the activations a of each penalised layer.
 double penalty(const std::vector<double>& a, double l1, double l2, double rows) {

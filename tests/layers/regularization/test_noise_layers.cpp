@@ -24,9 +24,9 @@ using tower::testing::keras_shape;
 using tower::testing::message_of;
 using tower::testing::run1;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 struct Moments {
   double mean = 0, variance = 0;

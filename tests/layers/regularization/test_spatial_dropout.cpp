@@ -24,9 +24,9 @@ using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 // y (batch, positions..., c) from x: every (sample, channel) all zero or all x / (1 - rate). Returns
 // the fraction dropped.

@@ -24,9 +24,9 @@ using tower::testing::message_of;
 using tower::testing::random_tensor;
 using tower::testing::run1;
 
-namespace {
+using tower::testing::entry;
 
-json entry(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+namespace {
 
 // Checks that every (sample, channel) of y (batch, steps, c) is all zero or all x / (1 - rate), and
 // returns the fraction of dropped channels.
