@@ -4,8 +4,7 @@
 # (repeatable), which builds only NAME and what it needs (scripts/demo.sh: --target train_mnist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source scripts/ccache.sh
 configure=()
 targets=()
 while [ $# -gt 0 ]; do
@@ -14,5 +13,5 @@ while [ $# -gt 0 ]; do
     *) configure+=("$1"); shift ;;
   esac
 done
-cmake -S . -B build -G Ninja "${launcher[@]}" "${configure[@]}"
+cmake -S . -B build -G Ninja "${ccache_launcher[@]}" "${configure[@]}"
 cmake --build build -j "$(nproc)" "${targets[@]}"

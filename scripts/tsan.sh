@@ -6,10 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=("$@")
 [ ${#tests[@]} -eq 0 ] && tests=(test_core test_parallel)
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source scripts/ccache.sh
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOWER_CUDA=OFF \
-  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread "${launcher[@]}" > /dev/null
+  -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread "${ccache_launcher[@]}" > /dev/null
 cmake --build build-tsan -j "$(nproc)" --target "${tests[@]}"
 for t in "${tests[@]}"; do
   echo "== $t"
