@@ -9,9 +9,7 @@ packages=(
   doctest-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist
   openmpi-bin libopenmpi-dev  # multi-worker jobs (mpirun) and their tests
-  # The sanitizer tree (scripts/asan_tree.sh: ASan/UBSan suites and libFuzzer's targets). clang 16: the
-  # first that captures structured bindings in lambdas (C++20), as the suites do.
-  clang-16 libclang-rt-16-dev
+  clang libclang-rt-dev  # libFuzzer for scripts/fuzz.sh (CI's short fuzzing run)
   libdnnl-dev  # oneDNN: the CPU convolutions and GEMMs (backends/cpu/onednn.cpp)
   graphviz libcairo2-dev  # utils::plot_model runs Graphviz's dot; utils::plot_history draws with cairo
 )

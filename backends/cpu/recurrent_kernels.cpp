@@ -487,8 +487,8 @@ void gru_grad_kernel(KernelContext& ctx) {
         for (std::int64_t r = 0; r < nb; ++r) {
           const std::int64_t e = r * U;
           if (q.kept(b0 + r, s))
-            gru_grad_row2(q, reset_after, g + r * G, hp + e, drh + e, carry + e, d + r * X, dxs + r * X,
-                          scratch.data());
+            gru_grad_row2(q, reset_after, g + r * G, hp + e, reset_after ? nullptr : drh + e, carry + e, d + r * X,
+                          dxs + r * X, scratch.data());  // no drh when reset_after: not even an offset from null
           else
             std::fill_n(dxs + r * X, X, T(0));
         }
