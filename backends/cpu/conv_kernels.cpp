@@ -32,14 +32,20 @@ namespace {
 constexpr std::int64_t kSmallK = 32;
 
 // 32-byte vectors (GCC/Clang vector extension): one AVX register, or two SSE registers in the
-// baseline clone. Accessed through pointers of a may_alias, element-aligned type (unaligned loads).
-// `x - V{}` broadcasts x (unlike x + 0, x - 0 is exactly x, so the compiler emits a bare broadcast).
+// baseline clone. Loaded and stored by memcpy, which both compilers turn into one unaligned move
+// (clang drops `aligned` from a vector typedef that depends on a template parameter, and a cast
+// pointer would then get aligned moves that fault on our pointers). `x - V{}` broadcasts x (unlike
+// x + 0, x - 0 is exactly x, so the compiler emits a bare broadcast).
 template <typename T>
 struct Simd {
-  typedef T Vec __attribute__((vector_size(32), aligned(alignof(T)), may_alias));
+  typedef T Vec __attribute__((vector_size(32)));
   static constexpr std::int64_t lanes = 32 / sizeof(T);
-  static const Vec& at(const T* p) { return *reinterpret_cast<const Vec*>(p); }
-  static Vec& at(T* p) { return *reinterpret_cast<Vec*>(p); }
+  static Vec load(const T* p) {
+    Vec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(T* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 };
 
 // c (m, n) = a (m, k) b (k, n). Two rows at a time, four vectors of each in registers: eight
@@ -63,21 +69,21 @@ inline __attribute__((always_inline)) void small_nn_body(std::int64_t m, std::in
       for (std::int64_t p = 0; p < k; ++p) {
         const V s = a0[p] - V{}, t = a1[p] - V{};
         const T* bp = b + p * n + j;
-        const V b0 = S::at(bp), b1 = S::at(bp + L), b2 = S::at(bp + 2 * L), b3 = S::at(bp + 3 * L);
+        const V b0 = S::load(bp), b1 = S::load(bp + L), b2 = S::load(bp + 2 * L), b3 = S::load(bp + 3 * L);
         x0 += s * b0, x1 += s * b1, x2 += s * b2, x3 += s * b3;
         y0 += t * b0, y1 += t * b1, y2 += t * b2, y3 += t * b3;
       }
-      S::at(c0r + j) = x0, S::at(c0r + j + L) = x1, S::at(c0r + j + 2 * L) = x2, S::at(c0r + j + 3 * L) = x3;
-      S::at(c1r + j) = y0, S::at(c1r + j + L) = y1, S::at(c1r + j + 2 * L) = y2, S::at(c1r + j + 3 * L) = y3;
+      S::store(c0r + j, x0), S::store(c0r + j + L, x1), S::store(c0r + j + 2 * L, x2), S::store(c0r + j + 3 * L, x3);
+      S::store(c1r + j, y0), S::store(c1r + j + L, y1), S::store(c1r + j + 2 * L, y2), S::store(c1r + j + 3 * L, y3);
     }
     for (; j + L <= n; j += L) {
       V x0{}, y0{};
       for (std::int64_t p = 0; p < k; ++p) {
-        const V bv = S::at(b + p * n + j);
+        const V bv = S::load(b + p * n + j);
         x0 += (a0[p] - V{}) * bv;
         y0 += (a1[p] - V{}) * bv;
       }
-      S::at(c0r + j) = x0, S::at(c1r + j) = y0;
+      S::store(c0r + j, x0), S::store(c1r + j, y0);
     }
     for (; j < n; ++j) {
       T x = 0, y = 0;
@@ -108,28 +114,31 @@ inline __attribute__((always_inline)) void small_tn_body(std::int64_t m, std::in
       T* cp = c + p * n;
       std::int64_t j = 0;
       for (; j + 4 * L <= n; j += 4 * L) {
-        V x0 = S::at(cp + j), x1 = S::at(cp + j + L), x2 = S::at(cp + j + 2 * L), x3 = S::at(cp + j + 3 * L);
+        V x0 = S::load(cp + j), x1 = S::load(cp + j + L), x2 = S::load(cp + j + 2 * L), x3 = S::load(cp + j + 3 * L);
         V y0{}, y1{}, y2{}, y3{};
         std::int64_t r = r0;
         for (; r + 2 <= r1; r += 2) {
           const V s = a[r * k + p] - V{}, t = a[(r + 1) * k + p] - V{};
           const T* br = b + r * n + j;
-          x0 += s * S::at(br), x1 += s * S::at(br + L), x2 += s * S::at(br + 2 * L), x3 += s * S::at(br + 3 * L);
+          x0 += s * S::load(br), x1 += s * S::load(br + L);
+          x2 += s * S::load(br + 2 * L), x3 += s * S::load(br + 3 * L);
           br += n;
-          y0 += t * S::at(br), y1 += t * S::at(br + L), y2 += t * S::at(br + 2 * L), y3 += t * S::at(br + 3 * L);
+          y0 += t * S::load(br), y1 += t * S::load(br + L);
+          y2 += t * S::load(br + 2 * L), y3 += t * S::load(br + 3 * L);
         }
         if (r < r1) {
           const V s = a[r * k + p] - V{};
           const T* br = b + r * n + j;
-          x0 += s * S::at(br), x1 += s * S::at(br + L), x2 += s * S::at(br + 2 * L), x3 += s * S::at(br + 3 * L);
+          x0 += s * S::load(br), x1 += s * S::load(br + L);
+          x2 += s * S::load(br + 2 * L), x3 += s * S::load(br + 3 * L);
         }
-        S::at(cp + j) = x0 + y0, S::at(cp + j + L) = x1 + y1;
-        S::at(cp + j + 2 * L) = x2 + y2, S::at(cp + j + 3 * L) = x3 + y3;
+        S::store(cp + j, x0 + y0), S::store(cp + j + L, x1 + y1);
+        S::store(cp + j + 2 * L, x2 + y2), S::store(cp + j + 3 * L, x3 + y3);
       }
       for (; j + L <= n; j += L) {
-        V x0 = S::at(cp + j);
-        for (std::int64_t r = r0; r < r1; ++r) x0 += (a[r * k + p] - V{}) * S::at(b + r * n + j);
-        S::at(cp + j) = x0;
+        V x0 = S::load(cp + j);
+        for (std::int64_t r = r0; r < r1; ++r) x0 += (a[r * k + p] - V{}) * S::load(b + r * n + j);
+        S::store(cp + j, x0);
       }
       for (; j < n; ++j) {
         T x = cp[j];
