@@ -123,6 +123,13 @@ std::vector<std::int64_t> ConfigReader::ints(const char* key, const std::vector<
   return has(key) ? ints(key) : fallback;
 }
 
+std::int64_t ConfigReader::one_int(const char* key, std::int64_t fallback) const {
+  auto v = ints(key, {fallback});
+  if (v.size() != 1)
+    fail(fmt::format("field \"{}\" must be one integer or a list of one, got {}", key, json()[key].dump()));
+  return v[0];
+}
+
 std::vector<std::int64_t> ConfigReader::shape(const char* key) const {
   const auto& v = at(key);
   if (!v.is_array()) fail(fmt::format("field \"{}\" must be a shape list such as [null, 28, 28, 1], got {}", key, v.dump()));

@@ -35,6 +35,8 @@ class ConfigReader {
   // An integer or a list of integers (Keras's tuples); required / with a fallback.
   std::vector<std::int64_t> ints(const char* key) const;
   std::vector<std::int64_t> ints(const char* key, const std::vector<std::int64_t>& fallback) const;
+  // A Keras 1-tuple field (3 or [3]) as one integer; `fallback` when absent.
+  std::int64_t one_int(const char* key, std::int64_t fallback) const;
   // An axis read from `key` (by integer or ints) as an int; ValueError naming the field when it does
   // not fit (a cast would wrap 4294967296 to axis 0).
   int axis(std::int64_t value, const char* key) const;

@@ -36,7 +36,7 @@ struct Event {  // a cudaEvent_t without timing, destroyed with this
   Event& operator=(const Event&) = delete;
 };
 
-void start_kernel(KernelContext& ctx) {
+void start_cuda_kernel(KernelContext& ctx) {
   auto& gpu = static_cast<cuda::CudaDevice&>(ctx.device);
   if (!g_stream || gpu.ordinal() != g_ordinal)
     raise<ValueError>("worker_all_reduce on {}: this worker's NCCL communicator is on GPU {}; a worker sums its "
@@ -72,7 +72,7 @@ void start_kernel(KernelContext& ctx) {
   g_tickets[&ctx.node] = ticket;
 }
 
-void finish_kernel(KernelContext& ctx) {
+void finish_cuda_kernel(KernelContext& ctx) {
   std::uint64_t ticket = 0;
   {
     std::lock_guard lock(g_mutex);
@@ -87,8 +87,8 @@ void finish_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_worker_cuda_kernels(const char* start, const char* finish) {
-  register_kernel(start, DeviceKind::cuda, start_kernel);
-  register_kernel(finish, DeviceKind::cuda, finish_kernel);
+  register_kernel(start, DeviceKind::cuda, start_cuda_kernel);
+  register_kernel(finish, DeviceKind::cuda, finish_cuda_kernel);
 }
 
 std::string nccl_across_workers_unsupported(const std::string& device_name) {

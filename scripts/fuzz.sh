@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz) in build-fuzz/ with clang and runs them (docs/fuzzing.md).
+# Builds the libFuzzer targets (tests/fuzz) in build-asan/ with clang and runs them (docs/fuzzing.md).
 #   scripts/fuzz.sh short            CI: each target from fixed seeds for a fixed number of inputs
 #                                    (deterministic), starting from the committed seed corpus
 #   scripts/fuzz.sh long [seconds] [targets...]
 #                                    each target (default: all) for `seconds` (default 600) on
 #                                    $TOWER_FUZZ_JOBS cores (default: every core); the corpus grows in
-#                                    build-fuzz/corpus/<target> for the next run
+#                                    build-asan/corpus/<target> for the next run
 #   scripts/fuzz.sh build            only configure and build
 # A finding (crash, sanitizer report, exception other than tower::Error, hang) fails the run unless it
-# lies inside libhdf5 (known, docs/fuzzing.md); its input is saved in build-fuzz/findings/<target>/
-# (known ones in .../known/); replay it with build-fuzz/tests/fuzz/<target> <file>.
+# lies inside libhdf5 (known, docs/fuzzing.md); its input is saved in build-asan/findings/<target>/
+# (known ones in .../known/); replay it with build-asan/tests/fuzz/<target> <file>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-short}
-build=build-fuzz
+source scripts/asan_tree.sh
+build=$asan_build
 targets=(fuzz_idx fuzz_hdf5_weights fuzz_keras_model fuzz_model_config fuzz_backup_metadata)
 # The short run: per target, fuzzing sessions from seeds 1..N of R inputs each (about 30 s per target
 # on one core). A session that ends on a known defect of libhdf5 (docs/fuzzing.md) is logged and the
@@ -23,31 +24,10 @@ declare -A short_seeds=([fuzz_idx]=1 [fuzz_hdf5_weights]=6 [fuzz_keras_model]=4 
 declare -A short_runs=([fuzz_idx]=400000 [fuzz_hdf5_weights]=2000 [fuzz_keras_model]=1000 [fuzz_model_config]=100000
                       [fuzz_backup_metadata]=8000)
 
-# clang and libFuzzer's runtime (Debian: clang, libclang-rt-<version>-dev), installed when missing.
-install_clang() {
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  local probe='extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }'
-  links() { command -v clang++ >/dev/null && echo "$probe" | clang++ -x c++ -fsanitize=fuzzer - -o /dev/null 2>/dev/null; }
-  links && return 0
-  local packages=(clang)
-  command -v clang++ >/dev/null && packages=("libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev")
-  echo "fuzz.sh: installing ${packages[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
-  links && return 0
-  packages=("libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev")
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
-  links || { echo "fuzz.sh: clang++ -fsanitize=fuzzer does not link; install libFuzzer" >&2; return 1; }
-}
-
+# The targets link the sanitizer tree's library (scripts/asan_tree.sh: ASan + UBSan, libFuzzer's coverage),
+# the same build-asan/ that scripts/sanitize.sh runs the unit suites in.
 build_targets() {
-  install_clang
-  source scripts/ccache.sh
-  # -O1 with line tables (-g1): a quarter quicker to build than -O2 -g; reports still name file and line.
-  cmake -S . -B "$build" -G Ninja "${ccache_launcher[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DTOWER_FUZZ=ON \
-    -DTOWER_CUDA=OFF -DTOWER_BUILD_TESTS=OFF >/dev/null
+  configure_asan_tree
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 }
 
@@ -80,6 +60,8 @@ seeds() {
 # Options every run shares: no time-based corpus reloads (-reload=0) so that a seeded run is
 # reproducible; a hang is an input taking over 5 s. (Leak checks: on for fuzz_idx, off for the HDF5
 # target, see its __asan_default_options.)
+# A UBSan report (the tree has -fno-sanitize-recover=all) ends the session with its stack, for the triage.
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 common=(-reload=0 -timeout=5 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1)
 
 # True when the finding reported in log $1 lies inside libhdf5: the innermost stack frame outside

@@ -9,7 +9,9 @@ packages=(
   doctest-dev nlohmann-json3-dev libfmt-dev
   dataset-fashion-mnist
   openmpi-bin libopenmpi-dev  # multi-worker jobs (mpirun) and their tests
-  clang libclang-rt-dev  # libFuzzer for scripts/fuzz.sh (CI's short fuzzing run)
+  # The sanitizer tree (scripts/asan_tree.sh: the ASan/UBSan suites and libFuzzer's targets). clang 16: the
+  # first that captures structured bindings in lambdas (C++20), as the suites do; llvm-16: its symbolizer.
+  clang-16 libclang-rt-16-dev llvm-16
   libdnnl-dev  # oneDNN: the CPU convolutions and GEMMs (backends/cpu/onednn.cpp)
   graphviz libcairo2-dev  # utils::plot_model runs Graphviz's dot; utils::plot_history draws with cairo
 )

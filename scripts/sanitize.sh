@@ -1,21 +1,15 @@
 #!/usr/bin/env bash
 # AddressSanitizer + UndefinedBehaviorSanitizer run of the unit suites (CI runs it from scripts/test.sh):
-# a CPU-only build in build-asan/ with -fno-sanitize-recover=all, so that any report (a leak, an
-# out-of-bounds access, a signed overflow, a misaligned or null access) fails its test. The apps the
-# tests start (train_mnist, bench_gpus) are built the same way. Usage: scripts/sanitize.sh [ctest args...]
+# a CPU-only clang build in build-asan/ (scripts/asan_tree.sh; scripts/fuzz.sh links its targets in the
+# same tree) with -fno-sanitize-recover=all, so that any report (a leak, an out-of-bounds access, a
+# signed overflow, a misaligned or null access) fails its test. The apps the tests start (train_mnist,
+# bench_gpus) are built the same way. Usage: scripts/sanitize.sh [ctest args...]
 # (default: every test labelled unit; docs/refusals.md, "How it is tested").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build-asan
-flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-source scripts/ccache.sh
-# The library at -O1 -g1: a quicker build than -O2 -g, with stacks that still name every function,
-# file and line. The test sources at -O0 (TOWER_TEST_COMPILE_OPTIONS): under the sanitizers they
-# compile three times faster than at -O1 (37 s -> 12 s for test_layer_config.cpp) and their loops are
-# not where the time goes. TOWER_INSTALL=OFF: the installed package is checked by the regular build.
-cmake -S . -B "$build" -G Ninja -DTOWER_CUDA=OFF -DTOWER_INSTALL=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DTOWER_TEST_COMPILE_OPTIONS=-O0 -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="$flags" "${ccache_launcher[@]}" >/dev/null
+source scripts/asan_tree.sh
+configure_asan_tree
+build=$asan_build
 # By default only what the unit suites run (target unit_tests: no benchmarks, no MPI suites).
 if [ $# -eq 0 ]; then
   cmake --build "$build" -j "$(nproc)" --target unit_tests

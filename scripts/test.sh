@@ -13,10 +13,11 @@ scripts/build.sh -DTOWER_CUDA=AUTO "$@"
 phase_done "the build (build/)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 phase_done "ctest"
-# The unit suites again under AddressSanitizer and UBSan (CPU build in build-asan/; any report fails).
+# The unit suites again under AddressSanitizer and UBSan (clang CPU build in build-asan/, the tree
+# scripts/asan_tree.sh describes; any report fails).
 # TOWER_SANITIZE=0 skips it.
 if [ "${TOWER_SANITIZE:-1}" != 0 ]; then scripts/sanitize.sh; phase_done "scripts/sanitize.sh"; fi
-# A short, deterministic libFuzzer run of the file readers (docs/fuzzing.md; clang build in
-# build-fuzz/). TOWER_FUZZ_SHORT=0 skips it.
+# A short, deterministic libFuzzer run of the file readers (docs/fuzzing.md; the targets link
+# build-asan/'s library). TOWER_FUZZ_SHORT=0 skips it.
 if [ "${TOWER_FUZZ_SHORT:-1}" != 0 ]; then scripts/fuzz.sh short; phase_done "scripts/fuzz.sh short"; fi
 echo "test.sh: all phases took $SECONDS s"

@@ -11,7 +11,7 @@ namespace tower::cuda {
 namespace {
 
 // x (..., c) seen as (rows, c).
-NormRows rows_of(const Tensor& x) {
+NormRows norm_rows(const Tensor& x) {
   const std::int64_t c = x.shape().dim(-1);
   return {c == 0 ? 0 : x.num_elements() / c, c};
 }
@@ -27,7 +27,7 @@ void batch_norm_training_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const double eps = ctx.attrs().get_float("epsilon");
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, batch_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::batch_norm_training, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_training<T>(x.data<T>(), ctx.inputs[1].data<T>(), ctx.inputs[2].data<T>(), eps,
@@ -41,7 +41,7 @@ void batch_norm_training_kernel(KernelContext& ctx) {
 void batch_norm_training_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[1];
   CudaDevice& gpu = gpu_of(ctx);
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, batch_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::batch_norm_training_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_training_grad<T>(ctx.inputs[0].data<T>(), x.data<T>(), ctx.inputs[2].data<T>(),
@@ -55,7 +55,7 @@ void batch_norm_training_grad_kernel(KernelContext& ctx) {
 void batch_norm_stats_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[3];
   CudaDevice& gpu = gpu_of(ctx);
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, batch_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::batch_norm_stats_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_stats_grad<T>(ctx.inputs[0].data<T>(), ctx.inputs[1].data<T>(),
@@ -70,7 +70,7 @@ void batch_norm_inference_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   CudaDevice& gpu = gpu_of(ctx);
   const double eps = ctx.attrs().get_float("epsilon");
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, batch_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::batch_norm_inference, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_inference<T>(x.data<T>(), ctx.inputs[1].data<T>(), ctx.inputs[2].data<T>(),
@@ -84,7 +84,7 @@ void batch_norm_inference_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[1];
   CudaDevice& gpu = gpu_of(ctx);
   const double eps = ctx.attrs().get_float("epsilon");
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, batch_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::batch_norm_inference_grad, [&]<typename T>() {
     CUDA_CHECK(launch_batch_norm_inference_grad<T>(
@@ -100,7 +100,7 @@ void layer_norm_kernel(KernelContext& ctx) {
   const double eps = ctx.attrs().get_float("epsilon");
   dispatch_floating(x.dtype(), op_names::layer_norm, [&]<typename T>() {
     CUDA_CHECK(launch_layer_norm<T>(x.data<T>(), ctx.inputs[1].data<T>(), ctx.inputs[2].data<T>(), eps,
-                                    ctx.outputs[0].data<T>(), rows_of(x), gpu_of(ctx).stream()));
+                                    ctx.outputs[0].data<T>(), norm_rows(x), gpu_of(ctx).stream()));
   });
 }
 
@@ -109,7 +109,7 @@ void layer_norm_grad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[1];
   CudaDevice& gpu = gpu_of(ctx);
   const double eps = ctx.attrs().get_float("epsilon");
-  const NormRows v = rows_of(x);
+  const NormRows v = norm_rows(x);
   Tensor workspace = workspace_for(gpu, layer_norm_workspace_bytes(v));
   dispatch_floating(x.dtype(), op_names::layer_norm_grad, [&]<typename T>() {
     CUDA_CHECK(launch_layer_norm_grad<T>(ctx.inputs[0].data<T>(), x.data<T>(), ctx.inputs[2].data<T>(), eps,

@@ -13,7 +13,7 @@ namespace {
 
 // The node's pooling windows over x (batch, d, h, w, c) giving y (batch, od, oh, ow, c); "same" padding
 // as TF (and the CPU): the smaller half before.
-Pool3DWindow pool_window(const KernelContext& ctx, const Shape& x, const Shape& y) {
+Pool3DWindow pool3d_window(const KernelContext& ctx, const Shape& x, const Shape& y) {
   const Attrs& attrs = ctx.attrs();
   const auto& pool = attrs.get_ints("pool_size");
   const auto& strides = attrs.get_ints("strides");
@@ -34,7 +34,7 @@ void max_pool3d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  const Pool3DWindow w = pool_window(ctx, x.shape(), y.shape());
+  const Pool3DWindow w = pool3d_window(ctx, x.shape(), y.shape());
   dispatch_floating(x.dtype(), op_names::max_pool3d,
                     [&]<typename T>() { CUDA_CHECK(launch_max_pool3d<T>(x.data<T>(), y.data<T>(), w, gpu.stream())); });
 }
@@ -46,7 +46,7 @@ void max_pool3d_grad_kernel(KernelContext& ctx) {
   const Tensor& y = ctx.inputs[2];
   Tensor& dx = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  const Pool3DWindow w = pool_window(ctx, x.shape(), dy.shape());
+  const Pool3DWindow w = pool3d_window(ctx, x.shape(), dy.shape());
   Tensor argmax(dy.shape(), DType::int64, gpu);  // (batch, od, oh, ow, c): scratch
   dispatch_floating(x.dtype(), op_names::max_pool3d_grad, [&]<typename T>() {
     CUDA_CHECK(launch_max_pool3d_grad<T>(dy.data<T>(), x.data<T>(), y.data<T>(), dx.data<T>(),
@@ -59,7 +59,7 @@ void avg_pool3d_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   Tensor& y = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  const Pool3DWindow w = pool_window(ctx, x.shape(), y.shape());
+  const Pool3DWindow w = pool3d_window(ctx, x.shape(), y.shape());
   dispatch_floating(x.dtype(), op_names::avg_pool3d,
                     [&]<typename T>() { CUDA_CHECK(launch_avg_pool3d<T>(x.data<T>(), y.data<T>(), w, gpu.stream())); });
 }
@@ -69,7 +69,7 @@ void avg_pool3d_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.inputs[0];
   Tensor& dx = ctx.outputs[0];
   CudaDevice& gpu = gpu_of(ctx);
-  const Pool3DWindow w = pool_window(ctx, dx.shape(), dy.shape());
+  const Pool3DWindow w = pool3d_window(ctx, dx.shape(), dy.shape());
   dispatch_floating(dx.dtype(), op_names::avg_pool3d_grad, [&]<typename T>() {
     CUDA_CHECK(launch_avg_pool3d_grad<T>(dy.data<T>(), dx.data<T>(), w, gpu.stream()));
   });

@@ -44,7 +44,7 @@ Shape window_output3(const Shape& x, const Ints& k, const Attrs& attrs, const ch
 
 // ---- conv3d -------------------------------------------------------------------------------------
 
-Attrs conv_attrs(const ops::Conv3DArgs& args) {
+Attrs conv3d_attrs(const ops::Conv3DArgs& args) {
   if (args.groups < 1) raise<ValueError>("conv3d: groups must be at least 1, got {}", args.groups);
   return {{"strides", args.strides},
           {"padding", args.padding},
@@ -52,7 +52,7 @@ Attrs conv_attrs(const ops::Conv3DArgs& args) {
           {"groups", args.groups}};
 }
 
-ops::Conv3DArgs conv_args(const Attrs& attrs) {
+ops::Conv3DArgs conv3d_args(const Attrs& attrs) {
   return {attrs.get_ints("strides"), attrs.get_string("padding"), attrs.get_ints("dilation_rate"),
           attrs.get_int("groups", 1)};
 }
@@ -68,7 +68,7 @@ void expect_kernel(const TensorSpec& x, const TensorSpec& kernel, const char* la
 }
 
 // The output shape of conv3d(x, kernel); checks ranks, dtypes, channels and groups.
-Shape conv_output(const TensorSpec& x, const TensorSpec& kernel, const Attrs& attrs) {
+Shape conv3d_output(const TensorSpec& x, const TensorSpec& kernel, const Attrs& attrs) {
   expect_kernel(x, kernel, "kernel (kernel_d, kernel_h, kernel_w, in_channels / groups, filters)");
   const Shape& k = kernel.shape;
   const std::int64_t groups = attrs.get_int("groups", 1);
@@ -86,13 +86,13 @@ Shape conv_output(const TensorSpec& x, const TensorSpec& kernel, const Attrs& at
 
 Specs conv3d_shape(const Specs& in, const Attrs& attrs) {
   expect_num_inputs(in, 2);
-  return {TensorSpec{conv_output(in[0], in[1], attrs), in[0].dtype}};
+  return {TensorSpec{conv3d_output(in[0], in[1], attrs), in[0].dtype}};
 }
 
 // dy must have the shape conv3d(x, kernel) produces.
-void expect_conv_dy(const TensorSpec& dy, const TensorSpec& x, const TensorSpec& kernel, const Attrs& attrs) {
+void expect_conv3d_dy(const TensorSpec& dy, const TensorSpec& x, const TensorSpec& kernel, const Attrs& attrs) {
   expect_same_dtype(dy, x, "dy", "x");
-  Shape expected = conv_output(x, kernel, attrs);
+  Shape expected = conv3d_output(x, kernel, attrs);
   if (!dy.shape.compatible_with(expected))
     raise<ShapeError>("dy has shape {} but conv3d of x {} with kernel {} gives {}", dy.shape.to_string(),
                       x.shape.to_string(), kernel.shape.to_string(), expected.to_string());
@@ -100,18 +100,18 @@ void expect_conv_dy(const TensorSpec& dy, const TensorSpec& x, const TensorSpec&
 
 Specs conv3d_backward_data_shape(const Specs& in, const Attrs& attrs) {  // (dy, kernel, x)
   expect_num_inputs(in, 3);
-  expect_conv_dy(in[0], in[2], in[1], attrs);
+  expect_conv3d_dy(in[0], in[2], in[1], attrs);
   return {in[2]};
 }
 
 Specs conv3d_backward_filter_shape(const Specs& in, const Attrs& attrs) {  // (x, dy, kernel)
   expect_num_inputs(in, 3);
-  expect_conv_dy(in[1], in[0], in[2], attrs);
+  expect_conv3d_dy(in[1], in[0], in[2], attrs);
   return {in[2]};
 }
 
 Grads conv3d_grad(Node& node, const Grads& g) {
-  auto args = conv_args(node.attrs());
+  auto args = conv3d_args(node.attrs());
   const auto& x = node.inputs()[0];
   const auto& kernel = node.inputs()[1];
   return {ops::conv3d_backward_data(g[0], kernel, x, args), ops::conv3d_backward_filter(x, g[0], kernel, args)};
@@ -119,14 +119,14 @@ Grads conv3d_grad(Node& node, const Grads& g) {
 
 // Both backward ops are linear in each argument, so their gradients are the other two conv ops.
 Grads conv3d_backward_data_grad(Node& node, const Grads& g) {  // (dy, kernel, x)
-  auto args = conv_args(node.attrs());
+  auto args = conv3d_args(node.attrs());
   const auto& dy = node.inputs()[0];
   const auto& kernel = node.inputs()[1];
   return {ops::conv3d(g[0], kernel, args), ops::conv3d_backward_filter(g[0], dy, kernel, args), SymbolicTensor{}};
 }
 
 Grads conv3d_backward_filter_grad(Node& node, const Grads& g) {  // (x, dy, kernel)
-  auto args = conv_args(node.attrs());
+  auto args = conv3d_args(node.attrs());
   const auto& x = node.inputs()[0];
   const auto& dy = node.inputs()[1];
   return {ops::conv3d_backward_data(dy, g[0], x, args), ops::conv3d(x, g[0], args), SymbolicTensor{}};
@@ -167,7 +167,7 @@ Specs conv3d_transpose_shape(const Specs& in, const Attrs& attrs) {
   // The output is what the convolution's data gradient produces: its convolution gives x's size back.
   const TensorSpec out{y, x.dtype};
   const TensorSpec conv_kernel{k, x.dtype};
-  if (!conv_output(out, conv_kernel, attrs)
+  if (!conv3d_output(out, conv_kernel, attrs)
            .compatible_with(Shape{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[4]}))
     raise<ShapeError>("conv3d_transpose of x {} to {}: convolving that back does not give x's size, so no "
                       "convolution has this transpose; change output_padding, the kernel or the padding",
@@ -184,32 +184,32 @@ Grads conv3d_transpose_grad(Node& node, const Grads& g) {
 
 // ---- pooling ------------------------------------------------------------------------------------
 
-Attrs pool_attrs(const ops::Pool3DArgs& args) {
+Attrs pool3d_attrs(const ops::Pool3DArgs& args) {
   // Keras's default strides (= pool_size) are resolved here so that kernels see both explicitly.
   return {{"pool_size", args.pool_size},
           {"strides", args.strides.empty() ? args.pool_size : args.strides},
           {"padding", args.padding}};
 }
 
-ops::Pool3DArgs pool_args(const Attrs& attrs) {
+ops::Pool3DArgs pool3d_args(const Attrs& attrs) {
   return {attrs.get_ints("pool_size"), attrs.get_ints("strides"), attrs.get_string("padding")};
 }
 
-Shape pool_output(const TensorSpec& x, const Attrs& attrs) {
+Shape pool3d_output(const TensorSpec& x, const Attrs& attrs) {
   expect_rank(x, 5, "x (batch, depth, height, width, channels)");
   expect_floating(x, "x");
   return window_output3(x.shape, positive_triple(attrs, "pool_size"), attrs, "pool window", /*dilated=*/false,
                         x.shape[4]);
 }
 
-Specs pool_shape(const Specs& in, const Attrs& attrs) {
+Specs pool3d_shape(const Specs& in, const Attrs& attrs) {
   expect_num_inputs(in, 1);
-  return {TensorSpec{pool_output(in[0], attrs), in[0].dtype}};
+  return {TensorSpec{pool3d_output(in[0], attrs), in[0].dtype}};
 }
 
-void expect_pool_dy(const TensorSpec& dy, const TensorSpec& x, const Attrs& attrs, const char* what) {
+void expect_pool3d_dy(const TensorSpec& dy, const TensorSpec& x, const Attrs& attrs, const char* what) {
   expect_same_dtype(dy, x, what, "x");
-  Shape expected = pool_output(x, attrs);
+  Shape expected = pool3d_output(x, attrs);
   if (!dy.shape.compatible_with(expected))
     raise<ShapeError>("{} has shape {} but pooling x {} gives {}", what, dy.shape.to_string(), x.shape.to_string(),
                       expected.to_string());
@@ -217,14 +217,14 @@ void expect_pool_dy(const TensorSpec& dy, const TensorSpec& x, const Attrs& attr
 
 Specs max_pool3d_grad_shape(const Specs& in, const Attrs& attrs) {  // (dy, x, y)
   expect_num_inputs(in, 3);
-  expect_pool_dy(in[0], in[1], attrs, "dy");
-  expect_pool_dy(in[2], in[1], attrs, "y");
+  expect_pool3d_dy(in[0], in[1], attrs, "dy");
+  expect_pool3d_dy(in[2], in[1], attrs, "y");
   return {in[1]};
 }
 
 Specs avg_pool3d_grad_shape(const Specs& in, const Attrs& attrs) {  // (dy, x)
   expect_num_inputs(in, 2);
-  expect_pool_dy(in[0], in[1], attrs, "dy");
+  expect_pool3d_dy(in[0], in[1], attrs, "dy");
   return {in[1]};
 }
 
@@ -233,41 +233,41 @@ Specs avg_pool3d_grad_shape(const Specs& in, const Attrs& attrs) {  // (dy, x)
 namespace ops {
 
 SymbolicTensor conv3d(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv3DArgs& args) {
-  return x.graph().add1(op_names::conv3d, {x, kernel}, conv_attrs(args));
+  return x.graph().add1(op_names::conv3d, {x, kernel}, conv3d_attrs(args));
 }
 
 SymbolicTensor conv3d_backward_data(const SymbolicTensor& dy, const SymbolicTensor& kernel, const SymbolicTensor& x,
                                     const Conv3DArgs& args) {
-  return dy.graph().add1(op_names::conv3d_backward_data, {dy, kernel, x}, conv_attrs(args));
+  return dy.graph().add1(op_names::conv3d_backward_data, {dy, kernel, x}, conv3d_attrs(args));
 }
 
 SymbolicTensor conv3d_backward_filter(const SymbolicTensor& x, const SymbolicTensor& dy, const SymbolicTensor& kernel,
                                       const Conv3DArgs& args) {
-  return x.graph().add1(op_names::conv3d_backward_filter, {x, dy, kernel}, conv_attrs(args));
+  return x.graph().add1(op_names::conv3d_backward_filter, {x, dy, kernel}, conv3d_attrs(args));
 }
 
 SymbolicTensor conv3d_transpose(const SymbolicTensor& x, const SymbolicTensor& kernel, const Conv3DArgs& args,
                                 const Ints& output_padding) {
-  Attrs attrs = conv_attrs(args);
+  Attrs attrs = conv3d_attrs(args);
   attrs.set("output_padding", output_padding);
   return x.graph().add1(op_names::conv3d_transpose, {x, kernel}, attrs);
 }
 
 SymbolicTensor max_pool3d(const SymbolicTensor& x, const Pool3DArgs& args) {
-  return x.graph().add1(op_names::max_pool3d, {x}, pool_attrs(args));
+  return x.graph().add1(op_names::max_pool3d, {x}, pool3d_attrs(args));
 }
 
 SymbolicTensor avg_pool3d(const SymbolicTensor& x, const Pool3DArgs& args) {
-  return x.graph().add1(op_names::avg_pool3d, {x}, pool_attrs(args));
+  return x.graph().add1(op_names::avg_pool3d, {x}, pool3d_attrs(args));
 }
 
 SymbolicTensor max_pool3d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const SymbolicTensor& y,
                                const Pool3DArgs& args) {
-  return dy.graph().add1(op_names::max_pool3d_grad, {dy, x, y}, pool_attrs(args));
+  return dy.graph().add1(op_names::max_pool3d_grad, {dy, x, y}, pool3d_attrs(args));
 }
 
 SymbolicTensor avg_pool3d_grad(const SymbolicTensor& dy, const SymbolicTensor& x, const Pool3DArgs& args) {
-  return dy.graph().add1(op_names::avg_pool3d_grad, {dy, x}, pool_attrs(args));
+  return dy.graph().add1(op_names::avg_pool3d_grad, {dy, x}, pool3d_attrs(args));
 }
 
 }  // namespace ops
@@ -280,17 +280,17 @@ void register_conv3d_ops() {
                .shape = conv3d_backward_filter_shape,
                .grad = conv3d_backward_filter_grad});
   register_op({.name = op_names::conv3d_transpose, .shape = conv3d_transpose_shape, .grad = conv3d_transpose_grad});
-  register_op({.name = op_names::max_pool3d, .shape = pool_shape, .grad = [](Node& node, const Grads& g) {
-                 return Grads{ops::max_pool3d_grad(g[0], node.inputs()[0], node.output(0), pool_args(node.attrs()))};
+  register_op({.name = op_names::max_pool3d, .shape = pool3d_shape, .grad = [](Node& node, const Grads& g) {
+                 return Grads{ops::max_pool3d_grad(g[0], node.inputs()[0], node.output(0), pool3d_args(node.attrs()))};
                }});
-  register_op({.name = op_names::avg_pool3d, .shape = pool_shape, .grad = [](Node& node, const Grads& g) {
-                 return Grads{ops::avg_pool3d_grad(g[0], node.inputs()[0], pool_args(node.attrs()))};
+  register_op({.name = op_names::avg_pool3d, .shape = pool3d_shape, .grad = [](Node& node, const Grads& g) {
+                 return Grads{ops::avg_pool3d_grad(g[0], node.inputs()[0], pool3d_args(node.attrs()))};
                }});
   register_op({.name = op_names::max_pool3d_grad, .shape = max_pool3d_grad_shape});
   // avg_pool3d_grad is linear in dy: its gradient is avg_pool3d again.
   register_op(
       {.name = op_names::avg_pool3d_grad, .shape = avg_pool3d_grad_shape, .grad = [](Node& node, const Grads& g) {
-         return Grads{ops::avg_pool3d(g[0], pool_args(node.attrs())), SymbolicTensor{}};
+         return Grads{ops::avg_pool3d(g[0], pool3d_args(node.attrs())), SymbolicTensor{}};
        }});
 }
 

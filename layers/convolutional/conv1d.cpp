@@ -12,18 +12,6 @@
 
 namespace tower::layers {
 
-namespace {
-
-// A Keras 1-tuple field (3 or [3]) as one integer.
-std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallback) {
-  auto v = r.ints(key, {fallback});
-  if (v.size() != 1)
-    r.fail(fmt::format("field \"{}\" must be one integer or a list of one, got {}", key, r.json()[key].dump()));
-  return v[0];
-}
-
-}  // namespace
-
 Conv1D::Conv1D(std::int64_t filters, std::int64_t kernel_size, const Conv1DOptions& options)
     : Layer(options.name, "conv1d"), filters_(filters), kernel_size_(kernel_size), options_(options) {
   set_data_format(options.data_format);
@@ -120,9 +108,9 @@ LayerPtr Conv1D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "Conv1D");
   r.check_common();
   r.expect("lora_rank", nullptr, "LoRA");
-  Conv1DOptions options{.strides = one_int(r, "strides", 1),
+  Conv1DOptions options{.strides = r.one_int("strides", 1),
                         .padding = r.string("padding", "valid"),
-                        .dilation_rate = one_int(r, "dilation_rate", 1),
+                        .dilation_rate = r.one_int("dilation_rate", 1),
                         .groups = r.integer("groups", 1),
                         .activation = r.activation("activation"),
                         .use_bias = r.boolean("use_bias", true),
@@ -134,7 +122,7 @@ LayerPtr Conv1D::from_config(const nlohmann::json& config) {
                         .bias_constraint = r.constraint("bias_constraint"),
                         .data_format = r.data_format(), .name = r.name()};
   if (!r.has("kernel_size")) r.fail("the config has no field \"kernel_size\", which this layer needs");
-  return r.finish(Conv1D(r.integer("filters"), one_int(r, "kernel_size", 0), options));
+  return r.finish(Conv1D(r.integer("filters"), r.one_int("kernel_size", 0), options));
 }
 
 }  // namespace tower::layers

@@ -10,18 +10,6 @@
 
 namespace tower::layers {
 
-namespace {
-
-// A Keras 1-tuple field (3 or [3]) as one integer.
-std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallback) {
-  auto v = r.ints(key, {fallback});
-  if (v.size() != 1)
-    r.fail(fmt::format("field \"{}\" must be one integer or a list of one, got {}", key, r.json()[key].dump()));
-  return v[0];
-}
-
-}  // namespace
-
 LocallyConnected1D::LocallyConnected1D(std::int64_t filters, std::int64_t kernel_size,
                                        const LocallyConnected1DOptions& options)
     : Layer(options.name, "locally_connected1d"), filters_(filters), kernel_size_(kernel_size), options_(options) {
@@ -109,7 +97,7 @@ nlohmann::json LocallyConnected1D::get_config() const {
 LayerPtr LocallyConnected1D::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "LocallyConnected1D");
   r.check_common();
-  LocallyConnected1DOptions options{.strides = one_int(r, "strides", 1),
+  LocallyConnected1DOptions options{.strides = r.one_int("strides", 1),
                                     .padding = r.string("padding", "valid"),
                                     .activation = r.activation("activation"),
                                     .use_bias = r.boolean("use_bias", true),
@@ -123,7 +111,7 @@ LayerPtr LocallyConnected1D::from_config(const nlohmann::json& config) {
                                     .implementation = r.integer("implementation", 1),
                                     .name = r.name()};
   if (!r.has("kernel_size")) r.fail("the config has no field \"kernel_size\", which this layer needs");
-  return r.finish(LocallyConnected1D(r.integer("filters"), one_int(r, "kernel_size", 0), options));
+  return r.finish(LocallyConnected1D(r.integer("filters"), r.one_int("kernel_size", 0), options));
 }
 
 }  // namespace tower::layers

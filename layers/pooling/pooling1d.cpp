@@ -7,18 +7,6 @@
 
 namespace tower::layers {
 
-namespace {
-
-// A Keras 1-tuple field (2 or [2]) as one integer.
-std::int64_t one_int(const ConfigReader& r, const char* key, std::int64_t fallback) {
-  auto v = r.ints(key, {fallback});
-  if (v.size() != 1)
-    r.fail(fmt::format("field \"{}\" must be one integer or a list of one, got {}", key, r.json()[key].dump()));
-  return v[0];
-}
-
-}  // namespace
-
 Pooling1D::Pooling1D(std::string class_name, std::int64_t pool_size, const Pooling1DOptions& options)
     : Layer(options.name, to_snake_case(class_name)), class_name_(std::move(class_name)) {
   set_data_format(options.data_format);
@@ -57,10 +45,10 @@ nlohmann::json Pooling1D::get_config() const {
 Pooling1DOptions Pooling1D::options_from_config(const ConfigReader& r) {
   r.check_common();
   Pooling1DOptions options{.padding = r.padding("padding"), .data_format = r.data_format(), .name = r.name()};
-  if (r.has("strides")) options.strides = one_int(r, "strides", 0);
+  if (r.has("strides")) options.strides = r.one_int("strides", 0);
   return options;
 }
 
-std::int64_t Pooling1D::pool_size_from_config(const ConfigReader& r) { return one_int(r, "pool_size", 2); }
+std::int64_t Pooling1D::pool_size_from_config(const ConfigReader& r) { return r.one_int("pool_size", 2); }
 
 }  // namespace tower::layers
