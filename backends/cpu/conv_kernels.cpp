@@ -36,16 +36,20 @@ constexpr std::int64_t kSmallK = 32;
 // (clang drops `aligned` from a vector typedef that depends on a template parameter, and a cast
 // pointer would then get aligned moves that fault on our pointers). `x - V{}` broadcasts x (unlike
 // x + 0, x - 0 is exactly x, so the compiler emits a bare broadcast).
+// Simd's load returns a 32-byte vector, which the compilers flag (-Wpsabi: the ABI of such a return
+// depends on AVX); the helpers are always inlined, so no vector crosses a call.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 template <typename T>
 struct Simd {
   typedef T Vec __attribute__((vector_size(32)));
   static constexpr std::int64_t lanes = 32 / sizeof(T);
-  static Vec load(const T* p) {
+  static inline __attribute__((always_inline)) Vec load(const T* p) {
     Vec v;
     std::memcpy(&v, p, sizeof v);
     return v;
   }
-  static void store(T* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
+  static inline __attribute__((always_inline)) void store(T* p, const Vec& v) { std::memcpy(p, &v, sizeof v); }
 };
 
 // c (m, n) = a (m, k) b (k, n). Two rows at a time, four vectors of each in registers: eight
@@ -165,6 +169,8 @@ TOWER_SIMD_CLONES void small_tn(std::int64_t m, std::int64_t n, std::int64_t k, 
                                 double* c) {
   small_tn_body(m, n, k, a, b, c);
 }
+
+#pragma GCC diagnostic pop
 
 // ---- im2col -------------------------------------------------------------------------------------------
 
