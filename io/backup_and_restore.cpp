@@ -9,6 +9,7 @@
 #include "tower/io/keras_model.h"
 #include "tower/io/keras_weights.h"
 #include "tower/layers/engine/replication.h"
+#include "tower/layers/layer_config.h"
 
 namespace tower::callbacks {
 
@@ -35,7 +36,9 @@ Position read_position(const io::hdf5::File& file, const std::string& what, cons
   }
   nlohmann::json position;
   try {
-    position = nlohmann::json::parse(text);
+    position = layers::parse_json(text, what + ": training_metadata");
+  } catch (const ValueError& e) {  // nested too deep
+    raise<io::FileError>("{}; {}", e.what(), fix);
   } catch (const nlohmann::json::exception& e) {
     raise<io::FileError>("{}: training_metadata is not valid JSON ({}); {}", what, e.what(), fix);
   }

@@ -498,7 +498,7 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
                        what);
     json config;
     try {
-      config = json::parse(file.read_string_attr("model_config"));
+      config = layers::parse_json(file.read_string_attr("model_config"), what + ": model_config");
     } catch (const json::exception& e) {
       raise<FileError>("{}: model_config is not valid JSON: {}", what, e.what());
     }
@@ -519,7 +519,7 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
     if (options.compile && file.has_attr("training_config") && !tmpl) {
       json train_config;
       try {
-        train_config = json::parse(file.read_string_attr("training_config"));
+        train_config = layers::parse_json(file.read_string_attr("training_config"), what + ": training_config");
       } catch (const json::exception& e) {
         raise<FileError>("{}: training_config is not valid JSON: {}", what, e.what());
       }

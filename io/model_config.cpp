@@ -505,7 +505,7 @@ std::string model_to_json(const Model& model) {
 Model model_from_json(const std::string& text) {
   json config;
   try {
-    config = json::parse(text);
+    config = layers::parse_json(text, "model_from_json");
   } catch (const json::parse_error& e) {
     raise<ValueError>("model_from_json: malformed JSON at byte {}: {}", e.byte, e.what());
   } catch (const json::exception& e) {  // a number beyond double's range, say

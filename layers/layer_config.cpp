@@ -268,6 +268,21 @@ DType dtype_from_name(const ConfigReader& reader, const std::string& name) {
                           name));
 }
 
+nlohmann::json parse_json(const std::string& text, const std::string& what) {
+  // The callback sees each object and array as it opens (depth counts the enclosing ones, from 0) and
+  // stops the parse there, so no deeper value is ever built.
+  auto bound = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    const bool opens = event == nlohmann::json::parse_event_t::object_start ||
+                       event == nlohmann::json::parse_event_t::array_start;
+    if (opens && depth >= kMaxJsonDepth)
+      raise<ValueError>("{}: the JSON nests objects and lists more than {} levels deep; Keras writes a few dozen at "
+                        "most (a model in a model), so the text is damaged or not a Keras file",
+                        what, kMaxJsonDepth);
+    return true;
+  };
+  return nlohmann::json::parse(text, bound);
+}
+
 // ---- writing ---------------------------------------------------------------------------------------
 
 double float32_value(double value) { return static_cast<double>(static_cast<float>(value)); }

@@ -103,6 +103,16 @@ class KerasVersionScope {
   int previous_;
 };
 
+// ---- reading JSON text ------------------------------------------------------------------------------
+// The deepest nesting parse_json accepts. Keras's files nest a few dozen levels (a model in a model in
+// a wrapper: about six levels each); thousands would overflow the stack of the code that walks, copies
+// or prints the value.
+inline constexpr int kMaxJsonDepth = 200;
+// nlohmann::json::parse(text), refusing text nested deeper than kMaxJsonDepth with a ValueError that
+// starts with `what` (e.g. `model.h5: model_config`) before the deep part is built. Malformed text
+// still throws nlohmann::json::parse_error, for the caller to word.
+nlohmann::json parse_json(const std::string& text, const std::string& what);
+
 // "float32", "int32", ... -> DType (an InputLayer's dtype); throws naming the layer for others.
 DType dtype_from_name(const ConfigReader& reader, const std::string& name);
 

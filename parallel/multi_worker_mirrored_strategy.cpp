@@ -14,6 +14,7 @@
 
 #include "tower/core/error.h"
 #include "tower/core/ops/shape_utils.h"
+#include "tower/layers/layer_config.h"
 #include "tower/optimizers/optimizer.h"
 #include "tower/parallel/towers.h"
 
@@ -294,7 +295,7 @@ std::string check_cluster_environment(int rank, int size) {
     int expected_rank = 0, expected_size = 0;
     std::string task;
     try {
-      const auto config = nlohmann::json::parse(text);
+      const auto config = layers::parse_json(text, "TF_CONFIG");
       const auto& cluster = config.at("cluster");
       const int chiefs = cluster.contains("chief") ? static_cast<int>(cluster.at("chief").size()) : 0;
       const int workers = cluster.contains("worker") ? static_cast<int>(cluster.at("worker").size()) : 0;
@@ -305,6 +306,8 @@ std::string check_cluster_environment(int rank, int size) {
         return fmt::format("TF_CONFIG: task type \"{}\" is not one tower runs (worker or chief)", type);
       expected_rank = type == "chief" ? index : chiefs + index;
       task = fmt::format("task {{\"type\": \"{}\", \"index\": {}}}", type, index);
+    } catch (const ValueError& e) {  // nested too deep (layers::parse_json)
+      return e.what();
     } catch (const nlohmann::json::exception& e) {
       return fmt::format("TF_CONFIG is not the JSON TensorFlow takes ({}); e.g. {{\"cluster\": {{\"worker\": "
                          "[\"host1:12345\", \"host2:12345\"]}}, \"task\": {{\"type\": \"worker\", \"index\": 0}}}}",

@@ -48,11 +48,12 @@ seeds() {
       mkdir -p "$2/golden"
       for f in "${golden_model_seeds[@]}"; do cp tests/golden/files/models/"$f" "$2/golden/"; done
       echo "tests/fuzz/corpus/keras_model $2/golden" ;;
-    # Every model_config JSON of the golden files: tf.keras, Keras 3, Keras 1 and 2.x dialects.
+    # Every model_config JSON of the golden files (tf.keras, Keras 3, Keras 1 and 2.x dialects), and
+    # deep ones: models nested 30 deep, an argument nested past layers::kMaxJsonDepth.
     fuzz_model_config)
       mkdir -p "$2/golden"
       cp tests/golden/files/configs/*.json "$2/golden/"
-      echo "$2/golden" ;;
+      echo "tests/fuzz/corpus/model_config $2/golden" ;;
     fuzz_backup_metadata) echo tests/fuzz/corpus/backup_metadata ;;
   esac
 }

@@ -20,8 +20,10 @@
 #include "tower/io/datasets.h"
 #include "tower/io/hdf5.h"
 #include "tower/io/idx.h"
+#include "tower/io/keras_model.h"
 #include "tower/io/keras_weights.h"
 #include "tower/io/model_config.h"
+#include "tower/layers/layer_config.h"
 #include "tower/layers/layers.h"
 #include "tower/layers/engine/sequential.h"
 #include "tower/optimizers/optimizers.h"
@@ -538,4 +540,52 @@ TEST_CASE("model_config JSON: a number beyond double's range or a field of the w
   const auto null_mode = message_of<ValueError>([&] { io::model_from_json(config); });
   CHECK(contains(null_mode, "layer config of Dense \"d\": a field has the wrong type or an out-of-range value ("));
   CHECK(contains(null_mode, "type must be string, but is null"));
+}
+
+// Issue 37: JSON nested tens of thousands of levels deep overflowed the stack (SIGSEGV) while it was
+// parsed, copied or printed. Every JSON tower reads is bounded (layers::kMaxJsonDepth), and refused
+// before the deep part is built.
+TEST_CASE("JSON nested too deep: model_from_json, a model file's model_config and a backup's metadata are refused") {
+  const auto lists = [](int n) { return std::string(n, '[') + std::string(n, ']'); };
+  const auto objects = [](int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += R"({"a": )";
+    return text + "1" + std::string(n, '}');
+  };
+  const std::string limit = "more than " + std::to_string(layers::kMaxJsonDepth) + " levels deep";
+  CHECK(contains(message_of<ValueError>([&] { io::model_from_json(lists(100000)); }),
+                 "model_from_json: the JSON nests objects and lists " + limit));
+  // Deep inside a layer's argument, and just within the bound (then the usual config errors apply).
+  const auto with_units = [](const std::string& units) {
+    return R"({"class_name": "Sequential", "config": {"name": "s", "layers": [{"class_name": "Dense", "config": )"
+           R"({"name": "d", "units": )" + units + "}}]}}";
+  };
+  CHECK(contains(message_of<ValueError>([&] { io::model_from_json(with_units(objects(50000))); }), limit));
+  CHECK_FALSE(contains(message_of<ValueError>([&] { io::model_from_json(with_units(lists(layers::kMaxJsonDepth - 5))); }),
+                       limit));
+  // Models nested 30 deep (about a hundred levels of JSON) are within the bound and load.
+  nlohmann::json nested = nlohmann::json::parse(R"({"class_name": "Dense", "config": {"name": "d", "units": 2}})");
+  for (int i = 0; i < 30; ++i) {
+    const std::string n = std::to_string(i);
+    nlohmann::json input = {{"class_name", "InputLayer"}};
+    input["config"] = {{"batch_input_shape", {nullptr, 4}}, {"name", "in" + n}};
+    nlohmann::json outer = {{"class_name", "Sequential"}};
+    outer["config"] = {{"name", "m" + n}};
+    outer["config"]["layers"] = nlohmann::json::array({input, nested});
+    nested = std::move(outer);
+  }
+  CHECK_NOTHROW(io::model_from_json(nested.dump()));
+
+  TempDir dir("msgs");
+  const std::string file = dir / "deep.h5";
+  {
+    auto h5 = io::hdf5::File::create(file);
+    h5.write_string_attr("model_config", objects(30000));
+    h5.create_group("model_weights");
+  }
+  CHECK(contains(message_of<ValueError>([&] { models::load_model(file); }),
+                 "load_model(\"" + file + "\"): model_config: the JSON nests objects and lists " + limit));
+
+  const auto backup = backup_error(objects(30000));
+  CHECK_MESSAGE(contains(backup, "training_metadata: the JSON nests objects and lists " + limit), backup);
 }

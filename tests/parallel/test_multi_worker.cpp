@@ -193,6 +193,8 @@ TEST_CASE("MultiWorkerMirroredStrategy: TF_CONFIG and KERAS_DISTRIBUTION_* are c
   CHECK(contains(parallel::check_cluster_environment(0, 2), "number 1"));
   setenv("TF_CONFIG", "{not json", 1);
   CHECK(contains(parallel::check_cluster_environment(0, 2), "TF_CONFIG is not the JSON"));
+  setenv("TF_CONFIG", (std::string(100000, '[') + std::string(100000, ']')).c_str(), 1);  // issue 37
+  CHECK(contains(parallel::check_cluster_environment(0, 2), "TF_CONFIG: the JSON nests objects and lists more than"));
   unsetenv("TF_CONFIG");
   setenv("KERAS_DISTRIBUTION_PROCESS_ID", "3", 1);
   CHECK(contains(parallel::check_cluster_environment(0, 2), "KERAS_DISTRIBUTION_PROCESS_ID=3"));
