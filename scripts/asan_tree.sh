@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sourced by scripts/sanitize.sh and scripts/fuzz.sh: the one sanitizer tree, build-asan/, that both use.
 # clang, CPU only, AddressSanitizer + UBSan with -fno-sanitize-recover=all (any report fails), and the
-# library also instrumented for libFuzzer (TOWER_FUZZ=ON: coverage and comparison tracing), so that the
-# unit suites and the fuzz targets link the same libtower: CI compiles the library twice (this tree
-# and the regular one), not three times. The library at -O1 -g1: a quicker build than -O2 -g, with
-# stacks that still name every function, file and line. The test sources at -O0
-# (TOWER_TEST_COMPILE_OPTIONS): their loops are not where the time goes. Asserts stay on (no NDEBUG).
+# library also instrumented for libFuzzer (TOWER_FUZZ=ON: coverage and comparison tracing, outside
+# backends/: tests/fuzz/coverage_ignorelist.txt), so that the unit suites and the fuzz targets link the
+# same libtower: CI compiles the library twice (this tree and the regular one), not three times. The
+# library at -O1 -g1: a quicker build than -O2 -g, with stacks that still name every function, file and
+# line. The test sources at -O0 (TOWER_TEST_COMPILE_OPTIONS): their loops are not where the time goes.
+# Asserts stay on (no NDEBUG).
 asan_build=build-asan
 
 # clang 16, libFuzzer's runtime and llvm-symbolizer (Debian: clang-16, libclang-rt-16-dev, llvm-16), installed
