@@ -159,7 +159,7 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 
 History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y_in, const FitOptions& options) {
   if (options.validation_data_by_name) return fit(x_in, y_in, with_positional_validation(options));
-  if (options.validation_split < 0.0 || options.validation_split >= 1.0)
+  if (!(options.validation_split >= 0.0 && options.validation_split < 1.0))  // NaN too (issue 37)
     raise<ValueError>("fit: validation_split must be in [0, 1), got {}", options.validation_split);
   if (options.validation_data && options.validation_dataset)
     raise<ValueError>("fit: give validation_data or validation_dataset, not both");

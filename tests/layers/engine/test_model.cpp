@@ -292,6 +292,8 @@ TEST_CASE("fit: bad data gets clear errors") {
   CHECK(contains(range, "7"));
   CHECK(contains(message_of<ValueError>([&] { model.fit(x, x, {.batch_size = 0}); }), "batch_size"));
   CHECK(contains(message_of<ValueError>([&] { model.fit(x, x, {.validation_split = 1.0}); }), "validation_split"));
+  CHECK(contains(message_of<ValueError>([&] { model.fit(x, x, {.validation_split = std::nan("")}); }),
+                 "validation_split must be in [0, 1), got nan"));
   auto arity = message_of<ValueError>([&] { model.fit(std::vector<Tensor>{x, x}, std::vector<Tensor>{x}, {.verbose = 0}); });
   CHECK(contains(arity, "expects 1 input arrays, got 2"));
 }
