@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by the build scripts (build.sh, sanitize.sh, fuzz.sh, tsan.sh): ccache as the compiler launcher when installed,
+# Sourced by the build scripts (build.sh, asan_tree.sh, tsan.sh): ccache as the compiler launcher when installed,
 # keyed by paths relative to the checkout (CCACHE_BASEDIR, CCACHE_NOHASHDIR) so that a second clone on
 # the same machine reuses the first one's objects, and with the sloppiness that lets it cache files
 # compiled with the precompiled headers (cmake/precompiled/). CCACHE_DISABLE=1 still turns it off.

@@ -33,11 +33,10 @@ constexpr std::int64_t kSmallK = 32;
 
 // 32-byte vectors (GCC/Clang vector extension): one AVX register, or two SSE registers in the
 // baseline clone. Loaded and stored by memcpy, which both compilers turn into one unaligned move
-// (clang drops `aligned` from a vector typedef that depends on a template parameter, and a cast
-// pointer would then get aligned moves that fault on our pointers). `x - V{}` broadcasts x (unlike
-// x + 0, x - 0 is exactly x, so the compiler emits a bare broadcast).
-// Simd's load returns a 32-byte vector, which the compilers flag (-Wpsabi: the ABI of such a return
-// depends on AVX); the helpers are always inlined, so no vector crosses a call.
+// (clang drops `aligned` from a vector typedef that depends on a template parameter, so a cast pointer
+// got aligned moves that fault on our pointers). The helpers are always inlined, so the -Wpsabi
+// warning on returning a 32-byte vector is moot. `x - V{}` broadcasts x (unlike x + 0, x - 0 is
+// exactly x, so the compiler emits a bare broadcast).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 template <typename T>
