@@ -1,5 +1,6 @@
 // Command-line options shared by the Keras example ports (mnist_mlp, mnist_cnn, conv_autoencoder,
-// fashion_mobilenet): --data, --epochs, --batch-size, --train-samples, --verbose, --dtype-policy.
+// fashion_mobilenet): --data, --epochs, --batch-size, --train-samples, --verbose, --dtype-policy (applied
+// by parse_example_args itself).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -7,7 +8,9 @@
 #include <iostream>
 #include <string>
 
+#include "apps/command_line.h"
 #include "tower/io/datasets.h"
+#include "tower/layers/dtype_policy.h"
 #include "tower/layers/engine/batches.h"
 
 namespace tower::apps {
@@ -39,7 +42,7 @@ inline ExampleArgs parse_example_args(int argc, char** argv, const char* program
       "global dtype policy of the layers: float32, mixed_float16 or mixed_bfloat16 (mixed precision)");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    store_command_line(options, argc, argv, vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << program << ": " << e.what() << "\n" << options << "\n";
@@ -51,6 +54,14 @@ inline ExampleArgs parse_example_args(int argc, char** argv, const char* program
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.train_samples < 0) {
     std::cerr << program << ": --epochs and --train-samples must be >= 0 and --batch-size > 0\n";
+    std::exit(2);
+  }
+  // Applied here, before the program builds its model, so that no example can take the option and
+  // ignore it (Keras's mixed precision guide: keras.mixed_precision.set_global_policy(...) first).
+  try {
+    mixed_precision::set_global_policy(args.dtype_policy);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": --dtype-policy: " << e.what() << "\n";
     std::exit(2);
   }
   return args;

@@ -11,9 +11,7 @@
 using namespace tower;
 
 int main(int argc, char** argv) try {
-  auto args = apps::parse_example_args(argc, argv, "mnist_cnn", 12);
-  // Keras's mixed precision guide: keras.mixed_precision.set_global_policy("mixed_float16") first.
-  mixed_precision::set_global_policy(args.dtype_policy);
+  auto args = apps::parse_example_args(argc, argv, "mnist_cnn", 12);  // sets --dtype-policy's global policy
 
   std::int64_t batch_size = args.batch_size;
   std::int64_t num_classes = 10;

@@ -52,6 +52,7 @@ struct Args {
   bool auto_ratios = false;              // --ratios auto
   int virtual_gpus = 0;              // split GPU 0 into this many logical GPUs (0: leave it whole)
   std::string cross_device_ops = "auto";
+  bool cross_device_ops_given = false;  // --cross-device-ops on the command line (refused with one device)
   std::uint64_t seed = 1;
   std::string save, load, resume;
   std::int64_t backup_every = 0;
@@ -62,7 +63,8 @@ struct Args {
 bool has_idx_files(const fs::path& dir) {
   for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                            "t10k-labels-idx1-ubyte"})
-    if (!fs::exists(dir / stem) && !fs::exists(dir / (std::string(stem) + ".gz"))) return false;
+    if (std::error_code ec; !fs::exists(dir / stem, ec) && !fs::exists(dir / (std::string(stem) + ".gz"), ec))
+      return false;
   return true;
 }
 
@@ -70,7 +72,8 @@ bool has_idx_files(const fs::path& dir) {
 // Debian's Fashion-MNIST.
 std::string choose_data(const Args& args) {
   if (!args.data.empty()) {
-    if (!fs::is_directory(args.data)) throw UsageError(fmt::format("--data {}: no such directory", args.data));
+    if (std::error_code ec; !fs::is_directory(args.data, ec))
+      throw UsageError(fmt::format("--data {}: no such directory{}", args.data, ec ? " (" + ec.message() + ")" : ""));
     if (!has_idx_files(args.data))
       throw UsageError(fmt::format(
           "--data {}: the directory lacks the four IDX files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte"
@@ -124,7 +127,7 @@ Args parse(int argc, char** argv) {
       "verbose", po::value(&a.verbose)->default_value(a.verbose), "0 silent, 1 progress bar, 2 one line per epoch");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, options), vm);
+    apps::store_command_line(options, argc, argv, vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::ostringstream help;
@@ -135,6 +138,7 @@ Args parse(int argc, char** argv) {
     std::cout << options << "\n";
     std::exit(0);
   }
+  a.cross_device_ops_given = !vm["cross-device-ops"].defaulted();
   if (a.model != "mlp" && a.model != "cnn") throw UsageError("--model must be mlp or cnn, got " + a.model);
   if (a.epochs < 0) throw UsageError(fmt::format("--epochs must be >= 0, got {}", a.epochs));
   if (a.batch_size <= 0) throw UsageError(fmt::format("--batch-size must be > 0, got {}", a.batch_size));
@@ -187,7 +191,8 @@ Args parse(int argc, char** argv) {
   } catch (const Error& e) {
     throw UsageError(std::string("--optimizer: ") + e.what());
   }
-  if (!a.load.empty() && !fs::is_regular_file(a.load)) throw UsageError("--load " + a.load + ": no such file");
+  if (const std::string why = a.load.empty() ? "" : io::unreadable_reason(a.load); !why.empty())
+    throw UsageError("--load " + a.load + ": " + why);
   if (!a.save.empty()) {  // everything a save can find wrong, found before training rather than after it
     try {
       io::check_writable(a.save, "--save " + a.save);
@@ -272,6 +277,10 @@ std::vector<std::string> training_devices(const Args& a) {
   } else {
     for (int i = 0; i < a.cpu_devices; ++i) devices.push_back(fmt::format("cpu:{}", i));
   }
+  if (devices.size() == 1 && a.cross_device_ops_given && parallel::ProcessGroup::launched_size() <= 1)
+    throw UsageError(fmt::format("--cross-device-ops {} chooses how several devices sum their gradients, and this run "
+                                 "has one device ({}): give several (--gpus N or --cpu-devices N), or leave it out",
+                                 a.cross_device_ops, devices.front()));
   if (!a.ratios.empty() && a.ratios.size() != devices.size())
     throw UsageError(fmt::format("--ratios gives {} shares for {} device(s) ({}); give one per device", a.ratios.size(),
                                  devices.size(), fmt::join(devices, ", ")));

@@ -1,6 +1,6 @@
 // Atomic saves (see hdf5.h, "write_file_atomically"): a file is filled in memory, written to a
-// temporary file beside its target, synced and renamed over it; the checks a save makes before it
-// writes (check_destination, check_can_create).
+// temporary file beside its target, synced and renamed over it. The checks a save makes before it
+// writes are in file_checks.cpp.
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,8 +19,6 @@
 namespace tower::io::hdf5 {
 
 namespace {
-
-std::string temporary_name(const std::string& path) { return path + ".tmp-" + std::to_string(::getpid()); }
 
 // A write past the file size limit (RLIMIT_FSIZE, ulimit -f) raises SIGXFSZ, whose default action kills
 // the process, leaving the temporary file behind. While a save writes, the signal is blocked on the
@@ -65,12 +63,18 @@ std::string write_error_hint(int err) {
   return "";
 }
 
-// Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave
-// an empty file). A full disk or a file size limit shows up here as a FileError. `replaced` is the
+// Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave an
+// empty file). A full disk or a file size limit shows up here as a FileError, the file removed. `replaced` is the
 // file it will replace (null: none), whose mode and owner it takes.
 void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes,
                         const struct stat* replaced) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_EXCL: a link or a special file of that name is never written through. A regular file of that
+  // name is a save's leftover (the name holds this process's ID), replaced.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  struct stat leftover {};
+  if (fd < 0 && errno == EEXIST && ::lstat(path.c_str(), &leftover) == 0 && S_ISREG(leftover.st_mode) &&
+      ::unlink(path.c_str()) == 0)
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) raise<FileError>("{}: cannot create \"{}\": {}", what, path, std::strerror(errno));
   if (replaced) {
     // The owner only where the process may give the file away (root); the mode after it, as chown
@@ -80,6 +84,7 @@ void write_bytes_synced(const std::string& path, const std::string& what, const 
     if (::fchmod(fd, replaced->st_mode & 07777) != 0) {
       const int err = errno;
       ::close(fd);
+      ::unlink(path.c_str());
       raise<FileError>("{}: cannot give \"{}\" the mode of the file it replaces: {}", what, path, std::strerror(err));
     }
   }
@@ -92,6 +97,7 @@ void write_bytes_synced(const std::string& path, const std::string& what, const 
       if (n <= 0) {
         const int err = n < 0 ? errno : EIO;
         ::close(fd);
+        ::unlink(path.c_str());
         raise<FileError>("{}: cannot write \"{}\" ({} of {} bytes written): {}{}", what, path, done, bytes.size(),
                          std::strerror(err), write_error_hint(err));
       }
@@ -101,50 +107,24 @@ void write_bytes_synced(const std::string& path, const std::string& what, const 
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
     ::close(fd);
+    ::unlink(path.c_str());
     raise<FileError>("{}: cannot sync \"{}\": {}{}", what, path, std::strerror(err), write_error_hint(err));
   }
 }
 
 }  // namespace
 
-void check_destination(const std::string& path, const std::string& what) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(path).parent_path();
-  if (!dir.empty() && fs::exists(dir) && !fs::is_directory(dir))
-    raise<FileError>("{}: \"{}\" is not a directory (it is a file)", what, dir.string());
-  if (!dir.empty() && !fs::is_directory(dir))
-    raise<FileError>("{}: the directory \"{}\" does not exist (create it first)", what, dir.string());
-  if (fs::is_directory(path)) raise<FileError>("{}: \"{}\" is a directory; give a file name", what, path);
-  // The rename would replace a file that could not be written in place (and take its mode and
-  // owner): refused, as h5py and Keras cannot open it for writing either. Root's access() says yes
-  // to any file, so a file without any write bit counts as read-only too.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && ((st.st_mode & 0222) == 0 || ::access(path.c_str(), W_OK) != 0))
-    raise<FileError>("{}: \"{}\" is read-only (mode {:04o}); tower does not replace a read-only file: make it "
-                     "writable (chmod u+w \"{}\") or save under another name",
-                     what, path, st.st_mode & 07777, path);
-}
-
-void check_can_create(const std::string& path, const std::string& what) {
-  check_destination(path, what);
-  const std::string scratch = temporary_name(path);
-  const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    raise<FileError>("{}: cannot create files in the directory \"{}\" (\"{}\": {}); choose a directory you can "
-                     "write to",
-                     what, dir.empty() ? "." : dir, scratch, std::strerror(errno));
-  }
-  ::close(fd);
-  ::unlink(scratch.c_str());
-}
+std::string temporary_name(const std::string& target) { return target + ".tmp-" + std::to_string(::getpid()); }
 
 void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
   namespace fs = std::filesystem;
   check_destination(path, what);
+  // Through a symbolic link: the file it names is replaced, from a temporary file in its directory.
+  const std::string target = save_target(path, what);
   struct stat replaced {};
-  const bool replacing = ::stat(path.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
-  const std::string tmp = temporary_name(path);
+  const bool replacing = ::stat(target.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
+  const std::string tmp = temporary_name(target);
+  bool created = false;
   try {
     std::vector<char> bytes;
     {
@@ -154,17 +134,16 @@ void write_file_atomically(const std::string& path, const std::string& what, con
       file.close();
     }
     write_bytes_synced(tmp, what, bytes, replacing ? &replaced : nullptr);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      raise<FileError>("{}: cannot rename \"{}\" to \"{}\": {}", what, tmp, path, std::strerror(errno));
+    created = true;
+    if (std::rename(tmp.c_str(), target.c_str()) != 0)
+      raise<FileError>("{}: cannot replace \"{}\" by the file just written: {}", what, target, std::strerror(errno));
   } catch (const FileError& e) {  // HDF5's errors name the temporary file: say which save failed
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
+    if (created) ::unlink(tmp.c_str());
     std::string message = e.what();
     if (message.rfind(what, 0) != 0) message = what + ": " + message;
     throw FileError(message + (replacing ? " (\"" + path + "\" is unchanged)" : " (no file was written)"));
   } catch (...) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
+    if (created) ::unlink(tmp.c_str());
     throw;
   }
 }

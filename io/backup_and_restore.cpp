@@ -1,7 +1,14 @@
 // BackupAndRestore: the backup file's writer and reader, and when fit saves and restores it.
 #include "tower/io/backup_and_restore.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -60,6 +67,25 @@ Position read_position(const io::hdf5::File& file, const std::string& what, cons
           field("step", "the next batch of that epoch", std::numeric_limits<std::int64_t>::max())};
 }
 
+// Whether `entry` is the temporary file of a backup save that was killed before its rename, and only
+// then: named "<backup>.tmp-<pid>" (io::hdf5::temporary_name) for a process that no longer runs (or
+// this one), a regular file, and empty or an HDF5 file. A user's file of a like name stays.
+bool is_stale_temporary(const fs::directory_entry& entry, const std::string& backup_name) {
+  const std::string name = entry.path().filename().string();
+  const std::string prefix = backup_name + ".tmp-";
+  if (!name.starts_with(prefix) || name.size() == prefix.size() || name.size() > prefix.size() + 9) return false;
+  const std::string digits = name.substr(prefix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  const auto pid = static_cast<pid_t>(std::stol(digits));
+  if (pid != ::getpid() && !(::kill(pid, 0) != 0 && errno == ESRCH)) return false;  // a save still running
+  std::error_code ec;
+  if (!entry.is_regular_file(ec) || entry.is_symlink(ec)) return false;
+  std::ifstream in(entry.path(), std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == 0 || (in.gcount() == 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0);
+}
+
 }  // namespace
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptions options)
@@ -78,22 +104,22 @@ void BackupAndRestore::on_train_begin(const Logs&) {
   resumed_step_ = -1;
   // In a multi-worker job only the chief writes the backup; the others read it where they can see it
   // (the chief's weights, optimizer state and position reach them in fit anyway: Replication::begin_fit).
+  std::error_code ec;
   if (!writes_files(model())) {
-    if (fs::exists(backup_path())) restore();
+    if (fs::exists(backup_path(), ec)) restore();
     return;
   }
-  std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_))
+  if (ec || !fs::is_directory(dir_, ec))
     raise<io::FileError>("BackupAndRestore: cannot create the backup directory \"{}\": {}", dir_,
                          ec ? ec.message() : "a file of that name exists");
   const std::string path = backup_path();
-  // Temporary files of saves that were killed before their rename (write_file_atomically's "<path>.tmp-<pid>").
-  for (const auto& entry : fs::directory_iterator(dir_, ec))
-    if (entry.path().filename().string().starts_with("backup.h5.tmp-")) fs::remove(entry.path(), ec);
   const std::string what = "BackupAndRestore(\"" + path + "\")";
-  io::check_writable(path, what);  // now, not at the end of the first epoch
-  if (fs::exists(path)) restore();
+  io::check_writable(path, what);  // now, not at the end of the first epoch (and refuses a special file)
+  const fs::path target = io::hdf5::save_target(path, what);  // backup.h5, or the file it links to
+  for (const auto& entry : fs::directory_iterator(target.parent_path().empty() ? "." : target.parent_path(), ec))
+    if (is_stale_temporary(entry, target.filename().string())) fs::remove(entry.path(), ec);
+  if (fs::exists(path, ec)) restore();
 }
 
 void BackupAndRestore::restore() {

@@ -521,7 +521,8 @@ File::~File() {
 
 File File::open(const std::string& path) {
   silence_errors();
-  if (!std::filesystem::exists(path)) throw FileError("cannot open \"" + path + "\": no such file");
+  if (const std::string why = unreadable_reason(path); !why.empty())
+    throw FileError("cannot open \"" + path + "\": " + why);
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw FileError("\"" + path + "\" is not an HDF5 file (wrong format, or truncated or corrupt)");

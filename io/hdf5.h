@@ -174,22 +174,36 @@ class File : public Group {
 };
 
 // Writes a new file at `path` atomically: write(file) fills a file in memory, whose bytes are
-// written to "<path>.tmp-<pid>", synced and renamed over `path`. On any failure the temporary file is
-// removed, an existing file at `path` is left as it was, and the error names `what` (e.g.
-// `save_weights("x.h5")`). First it makes check_destination's checks; a file it replaces keeps its
-// mode (and owner, where the process may set it). A file size limit (ulimit -f) fails like a full
-// disk: the SIGXFSZ it raises is blocked and discarded (see atomic_write.cpp, which holds these three).
+// written to temporary_name(target), synced and renamed over the target (save_target: `path`, or the
+// file a symbolic link at `path` names). On any failure the temporary file is removed, an existing
+// file is left as it was, and the error names `what` (e.g. `save_weights("x.h5")`). First it makes
+// check_destination's checks; a file it replaces keeps its mode (and owner, where the process may set
+// it). A file size limit (ulimit -f) fails like a full disk: the SIGXFSZ it raises is blocked and
+// discarded (atomic_write.cpp).
 void write_file_atomically(const std::string& path, const std::string& what,
                            const std::function<void(File&)>& write);
+// "<target>.tmp-<pid>": the temporary file a save writes beside its target.
+std::string temporary_name(const std::string& target);
 
-// What write_file_atomically checks before it writes: the directory of `path` exists, `path` is not
-// a directory, and `path` is not read-only (no write permission for the process, or no write bit at
-// all, which root's access() would ignore): like h5py and Keras, tower does not replace a file that
-// could not be written in place. Throws FileError starting with `what`.
+// The checks of a save, file_checks.cpp. save_target: the file a save of `path` replaces: `path`, or,
+// where it is a symbolic link (a chain of them), the file the link names, as h5py and Keras write
+// through a link. Throws FileError for an empty name, a link loop, and a target that exists and is
+// neither a regular file nor a directory (a FIFO, a device, a socket): a save never replaces those.
+std::string save_target(const std::string& path, const std::string& what);
+// save_target's checks, then: the target's directory exists, the target is not a directory, and it is
+// not read-only (no write permission for the process, or no write bit at all, which root's access()
+// would ignore; the message says whether another user owns it or its file system is read-only): like
+// h5py and Keras, tower does not replace a file that could not be written in place. Throws FileError
+// starting with `what`.
 void check_destination(const std::string& path, const std::string& what);
 // check_destination, then creates and removes the temporary file write_file_atomically would create,
 // so that a save is known to be possible before a long computation (io::check_writable).
 void check_can_create(const std::string& path, const std::string& what);
 
 }  // namespace hdf5
+
+// Why `path` cannot be opened for reading as a file, in words for a message ("no such file", "it is a
+// directory; ...", "Permission denied (... chmod u+r ...)"), or "" when it can (file_checks.cpp).
+std::string unreadable_reason(const std::string& path);
+
 }  // namespace tower::io

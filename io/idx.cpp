@@ -3,6 +3,8 @@
 
 #include <zlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <new>
@@ -10,6 +12,7 @@
 
 #include "tower/core/caching_allocator.h"
 #include "tower/core/error.h"
+#include "tower/io/hdf5.h"
 
 namespace tower::io {
 
@@ -22,11 +25,14 @@ constexpr std::uint64_t kMaxDeflateRatio = 1032;
 class IdxFile {
  public:
   explicit IdxFile(const std::string& path) : path_(path) {
-    std::error_code ec;  // gzopen opens a directory, and reading it fails with a misleading message
+    // gzopen opens a directory, and reading it fails with a misleading message
+    std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
       raise<ValueError>("read_idx(\"{}\"): this is a directory; give the path of an IDX file", path);
+    if (const std::string why = unreadable_reason(path); !why.empty())
+      raise<NotFoundError>("read_idx(\"{}\"): cannot open the file: {}", path, why);
     file_.reset(gzopen(path.c_str(), "rb"));
-    if (!file_) raise<NotFoundError>("read_idx(\"{}\"): cannot open the file", path);
+    if (!file_) raise<NotFoundError>("read_idx(\"{}\"): cannot open the file: {}", path, std::strerror(errno));
     if (std::filesystem::is_regular_file(path, ec)) size_ = std::filesystem::file_size(path, ec);
   }
 

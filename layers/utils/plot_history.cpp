@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tower/core/error.h"
+#include "tower/io/hdf5.h"
 #include "tower/layers/callbacks/callback.h"
 
 #ifdef TOWER_WITH_CAIRO
@@ -254,13 +255,15 @@ void plot_history(const History& history, const std::string& path, const PlotHis
   cairo_surface_flush(surface.get());
   if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
     raise<Error>("plot_history: drawing failed: {}", cairo_status_to_string(cairo_status(cr)));
-  const std::string tmp = path + ".tower-tmp";
+  // Through a symbolic link to the file it names; never over a FIFO or a device (save_target).
+  const std::string target = io::hdf5::save_target(path, "plot_history(\"" + path + "\")");
+  const std::string tmp = target + ".tower-tmp";
   const cairo_status_t status = cairo_surface_write_to_png(surface.get(), tmp.c_str());
   if (status != CAIRO_STATUS_SUCCESS) {
     std::remove(tmp.c_str());
     raise<Error>("plot_history: cannot write \"{}\": {}", path, cairo_status_to_string(status));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
     raise<Error>("plot_history: cannot write \"{}\": {}", path, std::strerror(err));

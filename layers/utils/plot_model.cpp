@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tower/core/error.h"
+#include "tower/io/hdf5.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/engine/model.h"
 
@@ -359,19 +360,21 @@ void plot_model(const Model& model, const std::string& to_file, const PlotModelO
     raise<ValueError>("plot_model: cannot tell the image format of \"{}\": use .png, .svg, .pdf, .jpg, .gif, .ps or "
                       ".dot (the DOT text)", to_file);
   const std::string text = model_to_dot(model, options);
+  // Through a symbolic link to the file it names; never over a FIFO or a device (save_target).
+  const std::string target = io::hdf5::save_target(to_file, "plot_model(\"" + to_file + "\")");
   if (format == "dot") {
-    write_text_file(to_file, text);
+    write_text_file(target, text);
     return;
   }
   if (!graphviz_available())
     raise<Error>("plot_model: Graphviz's `dot` program was not found on PATH; install Graphviz (Debian/Ubuntu: "
                  "apt-get install graphviz, or scripts/install_deps.sh), or write the DOT text with a .dot file name");
-  const std::string dot_file = to_file + ".tower-tmp.gv";
-  const std::string image = to_file + ".tower-tmp";
+  const std::string dot_file = target + ".tower-tmp.gv";
+  const std::string image = target + ".tower-tmp";
   TemporaryFiles cleanup{{dot_file, image}};
   write_text_file(dot_file, text);
   run_program({"dot", "-T" + format, "-o", image, dot_file}, "plot_model");
-  if (std::rename(image.c_str(), to_file.c_str()) != 0)
+  if (std::rename(image.c_str(), target.c_str()) != 0)
     raise<Error>("plot_model: cannot write \"{}\": {}", to_file, std::strerror(errno));
 }
 

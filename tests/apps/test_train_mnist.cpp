@@ -78,6 +78,14 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--ratios", "fast"}, "--ratios takes integers >= 0 or auto"},
       {{"--cpu-devices", "2", "--cross-device-ops", "nccl"}, "--cross-device-ops takes auto, all_reduce or one_device"},
       {{"--no-such-option"}, "unrecognised option"},
+      // Empty and stray values (issue 37): refused, not taken as "the default" or "nothing".
+      {{"--data", ""}, "--data \"\": the value is empty; give one, or leave --data out"},
+      {{"--save", ""}, "--save \"\": the value is empty"},
+      {{"--resume", ""}, "--resume \"\": the value is empty"},
+      {{"--load", ""}, "--load \"\": the value is empty"},
+      {{"--epochs", "1", "model.h5"}, "unexpected argument \"model.h5\""},
+      {{"--cross-device-ops", "all_reduce"}, "--cross-device-ops all_reduce chooses how several devices sum their "
+                                             "gradients, and this run has one device (cpu:0)"},
   };
   for (const auto& c : cases) {
     auto args = c.args;
