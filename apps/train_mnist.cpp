@@ -340,7 +340,9 @@ int run(const Args& a) {
   if (a.verbose > 0 && chief) model.summary();
 
   if (a.epochs > 0) {
-    std::vector<CallbackPtr> callbacks;
+    // A loss that turns NaN (--lr 1e30, or a loaded file's training configuration) ends the run with an
+    // error (exit 1) rather than training on to "loss: nan" and saving a useless model.
+    std::vector<CallbackPtr> callbacks{std::make_shared<callbacks::TerminateOnNaN>(/*raise_error=*/true)};
     if (!a.resume.empty())
       callbacks.push_back(std::make_shared<callbacks::BackupAndRestore>(
           a.resume, callbacks::BackupAndRestoreOptions{.save_freq = a.backup_every}));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <set>
 
 #include "tower/io/rnn_weights_internal.h"
@@ -230,6 +231,23 @@ std::vector<WeightFileLayer> read_weight_file_layers(const hdf5::Group& group) {
   return out;
 }
 
+namespace {
+
+template <typename T>
+std::int64_t count_non_finite(const Tensor& host) {
+  const T* values = host.data<T>();
+  return std::count_if(values, values + host.num_elements(), [](T v) { return !std::isfinite(v); });
+}
+
+// NaN and infinite values in a float32 or float64 tensor (0 for other dtypes).
+std::int64_t non_finite_values(const Tensor& t) {
+  if (t.dtype() != DType::float32 && t.dtype() != DType::float64) return 0;
+  const Tensor host = t.to(cpu_device());
+  return host.dtype() == DType::float32 ? count_non_finite<float>(host) : count_non_finite<double>(host);
+}
+
+}  // namespace
+
 void load_weights_from_group(const hdf5::Group& group, const std::vector<LayerPtr>& layers,
                              const LoadWeightsOptions& options, const std::string& what) {
   if (options.skip_mismatch && !options.by_name)
@@ -255,6 +273,21 @@ void load_weights_from_group(const hdf5::Group& group, const std::vector<LayerPt
       values.push_back(converted_values[i]);
     }
   }
+  // A file of NaN weights (saved by Keras, or by tower with allow_non_finite) loads, as in Keras, but
+  // is told: such a model predicts NaN, and nothing else would say why.
+  std::int64_t bad = 0, total = 0;
+  std::string first;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const std::int64_t n = non_finite_values(values[i]);
+    if (n > 0 && first.empty()) first = plan[i].variable->name();
+    bad += n;
+    total += values[i].num_elements();
+  }
+  if (bad > 0)
+    std::cerr << fmt::format("Warning: {}: {} of the {} loaded weight values are not finite (NaN or infinity), the "
+                             "first in variable \"{}\": the file was saved from a training that diverged, and the "
+                             "model will predict NaN\n",
+                             what, bad, total, first);
   for (std::size_t i = 0; i < plan.size(); ++i) plan[i].variable->assign(values[i]);
 }
 
@@ -304,27 +337,15 @@ void check_writable(const std::string& path, const std::string& what) {
   hdf5::check_can_create(path, what);
 }
 
-namespace {
-
-template <typename T>
-std::int64_t count_non_finite(const Tensor& host) {
-  const T* values = host.data<T>();
-  return std::count_if(values, values + host.num_elements(), [](T v) { return !std::isfinite(v); });
-}
-
-}  // namespace
-
 void refuse_non_finite(const std::vector<VariablePtr>& variables, const std::string& what, const std::string& allow) {
   for (const auto& v : variables) {
     if (v->dtype() != DType::float32 && v->dtype() != DType::float64) continue;
-    const Tensor host = v->value().to(cpu_device());
-    const std::int64_t bad =
-        host.dtype() == DType::float32 ? count_non_finite<float>(host) : count_non_finite<double>(host);
+    const std::int64_t bad = non_finite_values(v->value());
     if (bad > 0)
       raise<ValueError>("{}: variable \"{}\" has {} of {} values not finite (NaN or infinity), as after a training "
-                        "that diverged (a learning rate too high?); a file of them would load without complaint and "
-                        "predict nothing useful, so nothing was written; to write them anyway call {}",
-                        what, v->name(), bad, host.num_elements(), allow);
+                        "that diverged (a learning rate too high?); a file of them would predict "
+                        "nothing useful, so nothing was written; to write them anyway call {}",
+                        what, v->name(), bad, v->value().num_elements(), allow);
   }
 }
 

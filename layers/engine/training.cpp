@@ -2,7 +2,9 @@
 // They read batches through a DataAdapter (layers/engine/data_adapter.h), prepared by
 // layers/engine/batches.h, and run the engine graphs of layers/engine/model_functions.cpp.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -266,6 +268,19 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
   StepBatches batches(d.inputs, "fit", true, dataset ? &options.class_weight : nullptr);
   DataElement element;
   Logs epoch_logs;
+  // The first non-finite loss of this fit is told, once (by the chief of a multi-worker job): "loss:
+  // nan" in the progress bar alone is easily missed, and a training that diverged trains on to the end.
+  bool warned_non_finite = false;
+  const auto warn_non_finite_loss = [&](const Logs& logs, int epoch, std::int64_t step) {
+    const auto loss = logs.get("loss");
+    if (!loss || std::isfinite(*loss)) return false;
+    if (writes_files(*this))
+      std::cerr << fmt::format("\nWarning: fit: the loss of model \"{}\" is {} from epoch {}, batch {} on: the training "
+                               "diverged (is the learning rate, {}, too high?); callbacks::TerminateOnNaN ends "
+                               "fit there\n",
+                               name(), *loss, epoch + 1, step, d.compile_args.optimizer->current_learning_rate());
+    return true;
+  };
   for (int epoch = first_epoch; epoch < options.epochs && !d.stop_training; ++epoch) {
     const std::int64_t skip = epoch == first_epoch ? first_step : 0;
     train.begin_epoch(epoch, skip);
@@ -284,6 +299,7 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
           f.train_step(*d.compile_args.optimizer, batch.x, batch.y, batch.sample_weight, train.own_batches());
       averages.add(f, values);
       auto logs = averages.logs();
+      if (!warned_non_finite) warned_non_finite = warn_non_finite_loss(logs, epoch, step);
       callbacks.each([&](Callback& cb) { cb.on_train_batch_end(step, logs); });
     }
     train.end_epoch();

@@ -122,6 +122,13 @@ TEST_CASE("train_mnist: bad data and bad files end with a message and exit code 
     CHECK(r.exit_code == 1);
     CHECK_MESSAGE(contains(r.output, "label 12"), r.output);
   }
+  SUBCASE("--lr 1e30: the loss turns NaN, and the run ends there (TerminateOnNaN), saving nothing") {
+    const auto r = train_mnist(with({"--optimizer", "sgd", "--lr", "1e30", "--batch-size", "8", "--save", dir / "m.h5"}), dir);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(contains(r.output, "Warning: fit: the loss of model"), r.output);
+    CHECK_MESSAGE(contains(r.output, "NaN or Inf loss encountered at batch"), r.output);
+    CHECK_FALSE(fs::exists(dir / "m.h5"));
+  }
   SUBCASE("--load of a file that is not HDF5") {
     std::ofstream(dir / "text.h5") << "not a model";
     const auto r = train_mnist(with({"--load", dir / "text.h5"}), dir);

@@ -3,7 +3,10 @@
 // planning stays near-linear in the device count.
 #include "tests/bad_input/bad_input.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <iostream>
+#include <sstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -394,4 +397,32 @@ TEST_CASE("planning 64 CPU devices: a parallel fit and evaluate compile and run 
   CHECK(std::isfinite(history.history.at("loss").back()));
   const Logs score = parallel.evaluate(x, y, {.batch_size = 256, .verbose = 0});
   CHECK(score.size() == 2);
+}
+
+// ---- results that mean nothing -------------------------------------------------------------------------
+
+TEST_CASE("a loss that turns NaN is told once, at its first batch; TerminateOnNaN ends fit there") {
+  clear_session();
+  set_random_seed(1);
+  Model m = Sequential({layers::Input({4}), layers::Dense(3, {.activation = "relu"}), layers::Dense(1)});
+  m.compile(optimizers::SGD(1e30), "mse");
+  Tensor x = random_normal({32, 4}, 0, 1, 5), y = random_normal({32, 1}, 0, 1, 6);
+  std::ostringstream warnings;
+  std::streambuf* old = std::cerr.rdbuf(warnings.rdbuf());
+  auto history = m.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0});
+  std::cerr.rdbuf(old);
+  const std::string told = warnings.str();
+  CHECK(std::isnan(history.history.at("loss").back()));
+  CHECK_MESSAGE(contains(told, "Warning: fit: the loss of model \"" + m.name() + "\" is inf from epoch 1, batch 1 on"), told);
+  CHECK_MESSAGE(contains(told, "the training diverged (is the learning rate, 1e+30, too high?); "
+                               "callbacks::TerminateOnNaN ends fit there"),
+                told);
+  CHECK(told.find("Warning: fit") == told.rfind("Warning: fit"));  // once per fit
+  // With TerminateOnNaN, fit ends after that batch.
+  auto counter = std::make_shared<StepCounter>();
+  old = std::cerr.rdbuf(warnings.rdbuf());
+  history = m.fit(x, y, {.batch_size = 8, .epochs = 2, .verbose = 0,
+                         .callbacks = {std::make_shared<callbacks::TerminateOnNaN>(), counter}});
+  std::cerr.rdbuf(old);
+  CHECK(counter->batches == 1);
 }
