@@ -24,12 +24,14 @@ struct Meeting {
   bool aborted = false;       // from abort_collective to reset_collective
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
+  // Its own: a change in one group wakes that group's replicas only (one for every group woke every
+  // waiting replica of every variable's all-reduce: 1,024 CPU devices never finished an epoch).
+  std::condition_variable changed;
 };
 
 struct Meetings {
   std::mutex mutex;
-  std::condition_variable changed;
-  std::map<std::string, Meeting> groups;
+  std::map<std::string, Meeting> groups;  // nodes never move: a Meeting's address is stable
 };
 
 Meetings& meetings() {
@@ -78,7 +80,7 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
   Meetings& all = meetings();
   std::unique_lock lock(all.mutex);
   Meeting& m = all.groups[group];
-  all.changed.wait(lock, [&] { return !m.complete; });  // the last round's replicas are still leaving
+  m.changed.wait(lock, [&] { return !m.complete; });  // the last round's replicas are still leaving
   const auto stopped = [&] {
     return Error(fmt::format("all_reduce \"{}\": replica {} of {} stopped: another replica failed and will not come",
                              group, rank, size));
@@ -97,9 +99,9 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
   if (++m.arrived == size) {
     m.error = disagreement(m);
     m.complete = true;
-    all.changed.notify_all();
+    m.changed.notify_all();
   } else {
-    all.changed.wait(lock, [&] { return m.complete || m.aborted; });
+    m.changed.wait(lock, [&] { return m.complete || m.aborted; });
     if (!m.complete) throw stopped();
   }
   const std::string error = m.error;
@@ -114,13 +116,13 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
       add_part_in_rank_order<double>(m.in, m.out, rank);
     lock.lock();
   }
-  if (++m.summed == size) all.changed.notify_all();
-  all.changed.wait(lock, [&] { return m.summed == size; });
+  if (++m.summed == size) m.changed.notify_all();
+  m.changed.wait(lock, [&] { return m.summed == size; });
   if (++m.left == size) {  // the round is over
     m.arrived = m.summed = m.left = 0;
     m.complete = false;
     m.error.clear();
-    all.changed.notify_all();
+    m.changed.notify_all();
   }
   if (!error.empty()) raise<ValueError>("all_reduce \"{}\": the replicas disagree: {}", group, error);
 }
@@ -128,14 +130,12 @@ void host_all_reduce(const std::string& group, int rank, int size, const Tensor&
 void abort_collective(const std::string& group) {
   abort_backend_collectives(group);  // collectives that wait on a device (NCCL's kernels) end too
   Meetings& all = meetings();
-  {
-    std::lock_guard lock(all.mutex);
-    Meeting& m = all.groups[group];
-    if (m.complete) return;  // everyone came: the round ends as usual
-    m.aborted = true;
-    m.arrived = 0;
-  }
-  all.changed.notify_all();
+  std::lock_guard lock(all.mutex);
+  Meeting& m = all.groups[group];
+  if (m.complete) return;  // everyone came: the round ends as usual
+  m.aborted = true;
+  m.arrived = 0;
+  m.changed.notify_all();
 }
 
 void reset_collective(const std::string& group) {

@@ -123,12 +123,12 @@ Device& cpu_device(int index = 0);
 // variable TOWER_MAX_CPU_DEVICES (read at each call), a number from 1 to kMaxCpuDevicesCeiling;
 // ValueError naming the variable and the range for anything else.
 inline constexpr int kDefaultMaxCpuDevices = 64;
-// What a machine can run: each CPU device is a thread of its own in every plan that runs on it (its
-// lane; fit compiles two or three plans) besides holding its tower's copy of the weights, so 1024
-// devices are some 3000 threads, within the per-user limit of common systems (ulimit -u is 4096 on
-// RHEL-like ones). Planning is near-linear in the devices (docs/benchmarks.md), so threads and memory
-// set this limit, not the planning time.
-inline constexpr int kMaxCpuDevicesCeiling = 1024;
+// What a machine runs in reasonable time and memory: each CPU device is a thread of its own in every
+// plan that runs on it (its lane; fit compiles two or three plans) and holds its tower's copy of the
+// weights, gradients and slots. train_mnist's MLP, an epoch of 8 batches of 128 on 2 cores
+// (docs/benchmarks.md, "Many CPU devices"): 256 devices 10 s and 3.7 GB; 512 29 s and 7.3 GB; 1024
+// 165 s and 14.5 GB, most of a 23 GB machine, so the ceiling is 256.
+inline constexpr int kMaxCpuDevicesCeiling = 256;
 int max_cpu_devices();
 
 // The device new layer weights, and the computations of Keras models built from them, go to (as
