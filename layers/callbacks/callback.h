@@ -46,6 +46,10 @@ class Callback {
   virtual void on_predict_batch_begin(std::int64_t batch, const Logs& logs) {}
   virtual void on_predict_batch_end(std::int64_t batch, const Logs& logs) {}
 
+  // The files this callback writes, as the workers of a multi-worker job compare them at fit's start
+  // (`ModelCheckpoint("ckpt.h5")`); "" when it writes none.
+  virtual std::string writes_to() const { return ""; }
+
  protected:
   Model* model_ = nullptr;
   CallbackParams params_;
