@@ -418,8 +418,6 @@ void CSVLogger::on_train_end(const Logs&) {
   if (file_.is_open()) file_.close();
 }
 
-std::string CSVLogger::writes_to() const { return fmt::format("CSVLogger(\"{}\")", filename_); }
-
 // ---- LambdaCallback -----------------------------------------------------------------------------------
 
 void LambdaCallback::on_train_begin(const Logs& l) { call(hooks_.on_train_begin, l); }

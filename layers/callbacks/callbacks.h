@@ -187,7 +187,6 @@ class CSVLogger : public Callback {
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_end(const Logs& logs) override;
-  std::string writes_to() const override;
 
  private:
   std::string filename_;

@@ -45,8 +45,6 @@ TensorBoard::TensorBoard(TensorBoardOptions options) : options_(std::move(option
 
 TensorBoard::~TensorBoard() = default;
 
-std::string TensorBoard::writes_to() const { return "TensorBoard(log_dir=\"" + options_.log_dir + "\")"; }
-
 io::EventWriter& TensorBoard::train_writer() {
   if (!train_) train_ = std::make_unique<io::EventWriter>((std::filesystem::path(options_.log_dir) / "train").string());
   return *train_;

@@ -59,7 +59,6 @@ class TensorBoard : public Callback {
   void on_train_batch_begin(std::int64_t batch, const Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_test_end(const Logs& logs) override;
-  std::string writes_to() const override;
 
   const TensorBoardOptions& options() const { return options_; }
 
