@@ -197,8 +197,12 @@ class ProcessGroup::Impl {
       if (!error) {
         g_seq = job->description.seq;
         try {
-          const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(timeout_.load()));
+          // The program's end waits as long as the others take to end theirs (as MPI_Finalize would): a
+          // chief may save or evaluate alone for long after fit. A worker waiting in a collective meets it at once.
+          const auto deadline = job->description.kind == static_cast<std::int32_t>(Kind::end)
+                                    ? Clock::time_point::max()
+                                    : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(timeout_.load()));
           if (job->description.kind == static_cast<std::int32_t>(Kind::failure)) {
             announce(*job);
           } else {
