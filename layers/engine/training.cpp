@@ -253,7 +253,8 @@ History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y
       for (const auto& a : x) val_x.push_back(engine::take_rows(a, rows.data(), total - n));
       for (const auto& a : y) val_y.push_back(engine::take_rows(a, rows.data(), total - n));
     }
-    if (n <= 0) raise<ValueError>("fit: no training samples (got {} samples, validation_split {})", total, options.validation_split);
+    if (n <= 0)
+      raise<ValueError>("fit: no training samples (got {} samples, validation_split {})", total, options.validation_split);
 
     // Per-sample weights in the loss: sample_weight times class_weight.
     if (options.sample_weight) sample_weights = sample_weights.clone();

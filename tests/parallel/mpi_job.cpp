@@ -79,7 +79,8 @@ int disagree(const parallel::MultiWorkerMirroredStrategy& strategy, const Args& 
     const bool differs = odd && kind != "none";
     {
       auto scope = strategy.scope();
-      optimizers::OptimizerPtr optimizer = std::make_shared<optimizers::SGD>(differs && kind == "learning_rate" ? 0.01 : 0.1);
+      optimizers::OptimizerPtr optimizer =
+          std::make_shared<optimizers::SGD>(differs && kind == "learning_rate" ? 0.01 : 0.1);
       if (differs && kind == "optimizer") optimizer = std::make_shared<optimizers::Adam>(0.1);
       model.compile(optimizer, "sparse_categorical_crossentropy",
                     differs && kind == "metrics" ? MetricsArg() : MetricsArg({"accuracy"}));
@@ -90,7 +91,8 @@ int disagree(const parallel::MultiWorkerMirroredStrategy& strategy, const Args& 
                    .epochs = kind == "none" ? 1 : differs && kind == "epochs" ? 3 : 4, .verbose = 0, .seed = 17};
     if (kind == "checkpoint" && !odd)
       fit.callbacks.push_back(std::make_shared<callbacks::ModelCheckpoint>(args.dir + "/checkpoint.h5"));
-    if (differs && kind == "backup") fit.callbacks.push_back(std::make_shared<callbacks::BackupAndRestore>(args.dir + "/backup"));
+    if (differs && kind == "backup")
+      fit.callbacks.push_back(std::make_shared<callbacks::BackupAndRestore>(args.dir + "/backup"));
     try {
       model.fit(x, y, fit);
       std::cout << "mpi_job: " << kind << ": trained\n";

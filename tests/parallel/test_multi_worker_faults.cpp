@@ -109,7 +109,8 @@ TEST_CASE("multi-worker faults: workers started with different options get the s
            {"backup", "the callbacks that write files: none (chief) vs BackupAndRestore(\"" + dir_path +
                           "/backup\") (worker 1)"}}) {
     INFO(kind);
-    CHECK(count(r.output, "mpi_job: " + kind + ": " + prefix + what + "; start every worker with the same options") == 2);
+    const std::string message = "mpi_job: " + kind + ": " + prefix + what + "; start every worker with the same options";
+    CHECK(count(r.output, message) == 2);
   }
   // Other data of the same size: the fingerprints differ.
   const std::regex data("mpi_job: data: " + prefix + R"(the training data \(a fingerprint of its first, last and )"
