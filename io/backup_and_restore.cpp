@@ -97,6 +97,7 @@ BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupAndRestoreOptio
 }
 
 std::string BackupAndRestore::backup_path() const { return (fs::path(dir_) / "backup.h5").string(); }
+std::string BackupAndRestore::writes_to() const { return "BackupAndRestore(\"" + dir_ + "\")"; }
 
 void BackupAndRestore::on_train_begin(const Logs&) {
   batches_seen_ = 0;

@@ -32,6 +32,7 @@ class BackupAndRestore : public Callback {
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_end(const Logs& logs) override;
+  std::string writes_to() const override;
 
   std::string backup_path() const;
   // Where the last fit resumed (epoch, step), or (-1, -1) when it started from scratch.

@@ -70,6 +70,8 @@ ModelCheckpoint::ModelCheckpoint(std::string filepath, ModelCheckpointOptions op
   check_mode("ModelCheckpoint", options_.mode);
 }
 
+std::string ModelCheckpoint::writes_to() const { return fmt::format("ModelCheckpoint(\"{}\")", filepath_); }
+
 void ModelCheckpoint::on_train_begin(const Logs&) {
   // The fields fill in the file name only at saving time; a file name with fields is checked as it
   // is written here (its directory, and that files can be created there). A directory with fields

@@ -34,6 +34,7 @@ class ModelCheckpoint : public Callback {
   void on_epoch_begin(int epoch, const Logs& logs) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  std::string writes_to() const override;
 
   // The best monitored value so far (save_best_only), and the path of the last file written.
   std::optional<double> best() const { return best_; }

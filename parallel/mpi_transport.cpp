@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <memory>
+#include <utility>
 #include <thread>
 
 #include "tower/core/error.h"
@@ -22,6 +24,30 @@ namespace tower::parallel::mpi {
 namespace {
 
 constexpr int kHandshakeTag = 7201;
+constexpr int kFailureTag = 7202;  // the text of a failure a worker announces (announce_failure)
+constexpr std::size_t kFailureTextMax = 4000;
+
+bool is(const Description& d, Kind kind) { return d.kind == static_cast<std::int32_t>(kind); }
+
+// The text rank p sent with its failure (it follows its description), or a note when it does not come
+// within a few seconds.
+std::string failure_text(int p) {
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    int found = 0;
+    MPI_Status status;
+    MPI_Iprobe(p, kFailureTag, MPI_COMM_WORLD, &found, &status);
+    if (found) {
+      int n = 0;
+      MPI_Get_count(&status, MPI_CHAR, &n);
+      std::string text(static_cast<std::size_t>(std::max(n, 0)), '\0');
+      MPI_Recv(text.data(), n, MPI_CHAR, p, kFailureTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      return text;
+    }
+    if (Clock::now() > until) return "(its error did not arrive: see its own output)";
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
 
 std::string ranks_text(const std::vector<int>& ranks) {
   return fmt::format("{}", fmt::join(ranks, ", "));
@@ -155,12 +181,90 @@ void handshake(const Description& mine, int rank, int size, double timeout, cons
       MPI_Isend(&mine, sizeof(Description), MPI_BYTE, p, kHandshakeTag, MPI_COMM_WORLD, &requests.back());
     }
   wait_all(requests, mine, timeout, deadline, "handshake", peers);
-  for (int p : peers)
-    if (const Description& other = theirs[static_cast<std::size_t>(p)]; !other.agrees_with(mine))
+  for (int p : peers) {
+    const Description& other = theirs[static_cast<std::size_t>(p)];
+    if (is(other, Kind::failure))
+      throw CollectiveError(fmt::format("worker {} failed: {}; this worker (rank {}) ends in collective #{} ({}) "
+                                        "instead of waiting for it; the job ends",
+                                        p, failure_text(p), rank, mine.seq, mine.to_string()));
+    if (is(other, Kind::end) && !is(mine, Kind::end))
+      throw CollectiveError(fmt::format(
+          "worker {}'s program ended while this worker (rank {}) waits in collective #{} ({}): worker {} stopped "
+          "early (after an error of its own, which it printed, or running other code than this worker); the job ends",
+          p, rank, mine.seq, mine.to_string(), p));
+    if (is(mine, Kind::end) && !is(other, Kind::end))
+      throw CollectiveError(fmt::format(
+          "this worker's program ended while rank {} waits in collective #{} ({}): the workers ran different code "
+          "(this one stopped early, after an error of its own or on another path); the job ends",
+          p, other.seq, other.to_string()));
+    if (!other.agrees_with(mine))
       throw CollectiveError(fmt::format(
           "the workers issued different collectives: this worker (rank {}) issued #{} {}, rank {} issued #{} {}; every "
           "worker must run the same model on the same data, making the same calls in the same order",
           rank, mine.seq, mine.to_string(), p, other.seq, other.to_string()));
+  }
+}
+
+bool announce_failure(const Description& mine, const std::string& text, int rank, int size,
+                      const Clock::time_point& grace_end) {
+  if (size == 1) return true;
+  // What is sent, kept (leaked) when a send is still open at the end: MPI may read it later.
+  auto sent = std::make_unique<std::pair<Description, std::string>>(mine, text.substr(0, kFailureTextMax));
+  std::vector<Description> theirs(static_cast<std::size_t>(size));
+  std::vector<MPI_Request> receives, sends;
+  std::vector<int> peers;
+  for (int p = 0; p < size; ++p)
+    if (p != rank) {
+      receives.emplace_back();
+      MPI_Irecv(&theirs[static_cast<std::size_t>(p)], sizeof(Description), MPI_BYTE, p, kHandshakeTag, MPI_COMM_WORLD,
+                &receives.back());
+      peers.push_back(p);
+      sends.emplace_back();
+      MPI_Isend(&sent->first, sizeof(Description), MPI_BYTE, p, kHandshakeTag, MPI_COMM_WORLD, &sends.back());
+      sends.emplace_back();
+      MPI_Isend(sent->second.data(), static_cast<int>(sent->second.size()), MPI_CHAR, p, kFailureTag, MPI_COMM_WORLD,
+                &sends.back());
+    }
+  // The others' descriptions, for a short while: a worker still computing learns of this failure at its
+  // next collective, from the messages sent above.
+  std::vector<int> arrived(peers.size(), 0);
+  for (;;) {
+    bool all = true;
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      if (!arrived[i]) MPI_Test(&receives[i], &arrived[i], MPI_STATUS_IGNORE);
+      all = all && arrived[i];
+    }
+    if (all || Clock::now() > grace_end) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  bool agreed = true;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (!arrived[i]) {
+      MPI_Cancel(&receives[i]);
+      MPI_Status status;
+      MPI_Wait(&receives[i], &status);
+      int cancelled = 0;
+      MPI_Test_cancelled(&status, &cancelled);
+      arrived[i] = !cancelled;
+    }
+    const Description& other = theirs[static_cast<std::size_t>(peers[i])];
+    if (!arrived[i] || !is(other, Kind::failure) || other.seq != mine.seq) agreed = false;
+    if (arrived[i] && is(other, Kind::failure)) failure_text(peers[i]);  // taken, so that no later receive meets it
+  }
+  // The messages are small (sent at once); a peer that never receives them is ended by the launcher.
+  const auto sent_by = std::max(grace_end, Clock::now() + std::chrono::seconds(1));
+  for (int done = 0;;) {
+    MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) break;
+    if (Clock::now() > sent_by) {
+      for (auto& request : sends)
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+      static_cast<void>(sent.release());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return agreed;
 }
 
 void sum_in_rank_order(float* buffer, std::int64_t n, int rank, int size, const Description& d, double timeout,
@@ -218,6 +322,10 @@ void start(int&, int&) { no_mpi(); }
 void end(bool) {}
 void handshake(const Description&, int, int size, double, const Clock::time_point&) {
   if (size > 1) no_mpi();
+}
+bool announce_failure(const Description&, const std::string&, int, int size, const Clock::time_point&) {
+  if (size > 1) no_mpi();
+  return true;
 }
 void sum_in_rank_order(float*, std::int64_t, int, int, const Description&, double, const Clock::time_point&) { no_mpi(); }
 void sum_in_rank_order(double*, std::int64_t, int, int, const Description&, double, const Clock::time_point&) { no_mpi(); }

@@ -16,7 +16,9 @@ namespace tower::parallel::mpi {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Kind : std::int32_t { all_reduce, broadcast, all_gather, barrier };
+// failure: a worker announces that it failed (ProcessGroup::announce_failure); end: its program ends
+// (ProcessGroup's destructor at exit). Both meet whatever the others issue at the same point.
+enum class Kind : std::int32_t { all_reduce, broadcast, all_gather, barrier, failure, end };
 
 inline const char* kind_name(Kind k) {
   switch (k) {
@@ -24,6 +26,8 @@ inline const char* kind_name(Kind k) {
     case Kind::broadcast: return "broadcast";
     case Kind::all_gather: return "all_gather";
     case Kind::barrier: return "barrier";
+    case Kind::failure: return "failure";
+    case Kind::end: return "end";
   }
   return "?";
 }
@@ -60,7 +64,8 @@ void start(int& rank, int& size);
 void end(bool failed);
 
 // Sends `mine` to every other rank and compares theirs: CollectiveError naming both sides when they
-// differ, or the ranks that did not arrive by the deadline.
+// differ, or the ranks that did not arrive by the deadline; a rank that announced its failure instead
+// (announce_failure) is named with its error, one whose program ended while this one waits likewise.
 void handshake(const Description& mine, int rank, int size, double timeout, const Clock::time_point& deadline);
 // buffer (n elements) becomes the sum over the ranks, added in rank order: rank r adds elements
 // [n r / W, n (r + 1) / W) of every rank's buffer (an all-to-all), then every rank gathers the sums.
@@ -68,6 +73,13 @@ void sum_in_rank_order(float* buffer, std::int64_t n, int rank, int size, const 
                        const Clock::time_point& deadline);
 void sum_in_rank_order(double* buffer, std::int64_t n, int rank, int size, const Description& d, double timeout,
                        const Clock::time_point& deadline);
+// This worker failed with `text`: sends `mine` (Kind::failure) and the text to every other rank, where
+// their handshake meets it, then waits until `grace_end` for their descriptions. True when every other
+// rank announced a failure at the same sequence number (every worker raised the same error, as checks
+// made alike on every worker do): the group stays in step. False otherwise: the others, at their next
+// collective, raise a CollectiveError naming this worker and its text.
+bool announce_failure(const Description& mine, const std::string& text, int rank, int size,
+                      const Clock::time_point& grace_end);
 // root's `bytes` bytes at `data` to every rank.
 void broadcast_bytes(void* data, std::int64_t bytes, int root, const Description& d, double timeout,
                      const Clock::time_point& deadline);

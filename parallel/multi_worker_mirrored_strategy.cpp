@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -210,6 +211,41 @@ class MultiWorkerMirroredStrategy::Workers : public Replication {
       slots[name] = get_tensor(r);
     }
     model.optimizer().set_state(iterations, std::move(slots));
+  }
+
+  // Each worker's record, gathered: every worker finds the same first difference from the chief's, so
+  // every one raises the same error (and the group stays in step: no collective is left half done).
+  void check_agreement(const std::function<Agreement()>& agreement) const override {
+    if (group_.size() == 1) return;
+    std::string mine;
+    for (const auto& [what, value] : agreement()) mine += what + '\t' + value + '\n';
+    const auto all = group_.all_gather(mine, {.what = "fit agreement"});
+    const auto chief = split_lines(all[0]);
+    for (int w = 1; w < group_.size(); ++w) {
+      const auto theirs = split_lines(all[static_cast<std::size_t>(w)]);
+      for (std::size_t k = 0; k < std::max(chief.size(), theirs.size()); ++k) {
+        const std::string a = k < chief.size() ? chief[k] : "", b = k < theirs.size() ? theirs[k] : "";
+        if (a == b) continue;
+        const auto field = [](const std::string& line) { return line.substr(0, line.find('\t')); };
+        const auto value = [](const std::string& line) {
+          const auto tab = line.find('\t');
+          return tab == std::string::npos ? std::string("nothing") : line.substr(tab + 1);
+        };
+        const std::string what = field(a) == field(b) || b.empty() ? field(a) : field(b);
+        raise<ValueError>("MultiWorkerMirroredStrategy: worker {} and the chief disagree on {}: {} (chief) vs {} "
+                          "(worker {}); start every worker with the same options (the same program, arguments and "
+                          "data): the workers train one model together",
+                          w, what, value(a), value(b), w);
+      }
+    }
+  }
+
+  void fit_failed(const std::exception& error) const noexcept override {
+    if (group_.size() == 1 || dynamic_cast<const CollectiveError*>(&error)) return;
+    try {
+      group_.announce_failure(error.what());
+    } catch (...) {  // the group has ended (the program exits): the launcher ends the others
+    }
   }
 
   ProcessGroup& group() const { return group_; }

@@ -97,6 +97,7 @@ struct Job {
   Description description;
   Move move;  // the data movement (MPI), after the handshake; none for a barrier
   Tensor staging;  // what an all-reduce sums in place, or a broadcast fills (shares the caller's memory)
+  std::string text;  // a failure's error (Kind::failure)
   bool done = false;
   std::exception_ptr error;
 };
@@ -122,7 +123,7 @@ class ProcessGroup::Impl {
 
   // Queues a collective; the description's seq is set here, in issue order.
   std::shared_ptr<Job> submit(Kind kind, CollectiveLabel label, std::int64_t bytes, int root, Job::Move move,
-                              Tensor staging = {}) {
+                              Tensor staging = {}, std::string text = {}) {
     auto job = std::make_shared<Job>();
     Description& d = job->description;
     d.kind = static_cast<std::int32_t>(kind);
@@ -132,6 +133,7 @@ class ProcessGroup::Impl {
     std::strncpy(d.what, label.what, sizeof d.what - 1);
     job->move = std::move(move);
     job->staging = std::move(staging);
+    job->text = std::move(text);
     {
       std::lock_guard lock(mutex_);
       d.seq = next_seq_++;
@@ -195,10 +197,18 @@ class ProcessGroup::Impl {
       if (!error) {
         g_seq = job->description.seq;
         try {
-          const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(timeout_.load()));
-          mpi::handshake(job->description, rank_, size_, timeout_.load(), deadline);
-          if (job->move) job->move(*job, deadline);
+          // The program's end waits as long as the others take to end theirs (as MPI_Finalize would): a
+          // chief may save or evaluate alone for long after fit. A worker waiting in a collective meets it at once.
+          const auto deadline = job->description.kind == static_cast<std::int32_t>(Kind::end)
+                                    ? Clock::time_point::max()
+                                    : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(timeout_.load()));
+          if (job->description.kind == static_cast<std::int32_t>(Kind::failure)) {
+            announce(*job);
+          } else {
+            mpi::handshake(job->description, rank_, size_, timeout_.load(), deadline);
+            if (job->move) job->move(*job, deadline);
+          }
         } catch (const CollectiveError& e) {
           std::fprintf(stderr, "tower worker %d of %d: %s\n", rank_, size_, e.what());
           std::fflush(stderr);
@@ -220,6 +230,18 @@ class ProcessGroup::Impl {
       }
       changed_.notify_all();
     }
+  }
+
+  // This worker's failure, told to the others (a short wait for theirs: they may have failed alike). Unless
+  // every worker announced the same failure, every later collective fails: the others end at theirs.
+  void announce(Job& job) {
+    const auto grace = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(2.0, timeout_.load())));
+    if (mpi::announce_failure(job.description, job.text, rank_, size_, Clock::now() + grace)) return;
+    std::lock_guard lock(mutex_);
+    if (!failure_)
+      failure_ = std::make_exception_ptr(CollectiveError(fmt::format(
+          "this worker failed ({}) and told the others, which end at their next collective; the job ends", job.text)));
   }
 
   mutable std::mutex mutex_;
@@ -284,6 +306,14 @@ ProcessGroup::ProcessGroup() {
 
 ProcessGroup::~ProcessGroup() {
   if (!impl_) return;
+  // The program ends: a worker still waiting in a collective learns it there (an error naming this
+  // worker) instead of at the collective's deadline; after a normal end every worker meets it here.
+  if (size_ > 1 && !impl_->failed()) {
+    try {
+      impl_->wait(*impl_->submit(Kind::end, {.what = "the program's end"}, 0, -1, nullptr));
+    } catch (const std::exception&) {  // said on stderr; failed() is now true
+    }
+  }
   const bool failed = impl_->failed();
   impl_->stop();
   impl_.reset();
@@ -389,6 +419,14 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& mine, Colle
   });
   impl_->wait(*job);
   return all;
+}
+
+void ProcessGroup::announce_failure(const std::string& what) {
+  if (size_ == 1) return;
+  try {
+    impl_->wait(*impl_->submit(Kind::failure, {.what = "failure"}, -1, -1, nullptr, {}, what));
+  } catch (const CollectiveError&) {  // the group had failed already: the others know
+  }
 }
 
 void ProcessGroup::barrier(CollectiveLabel label) {

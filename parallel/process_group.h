@@ -9,6 +9,9 @@
 //   - every collective has a deadline (CommunicationOptions): when it passes, the worker prints which
 //     collective it waited on and which ranks had not arrived, and the job ends (MPI_Abort) with a
 //     non-zero exit instead of hanging;
+//   - a worker that fails tells the others (announce_failure, which fit calls), and one whose program
+//     ends says so (at exit): the others end at the collective they wait in, with an error naming it,
+//     long before the deadline;
 //   - sums are added in rank order (reduce-scatter and all-gather by hand, not MPI_SUM, whose order
 //     MPI leaves open): the same bits on every worker and in every repeated run.
 // A build without MPI compiles this file; world() then raises an Error saying MPI was not built in.
@@ -79,6 +82,13 @@ class ProcessGroup {
   // Every rank's `mine`, in rank order.
   std::vector<std::string> all_gather(const std::string& mine, CollectiveLabel label);
   void barrier(CollectiveLabel label);
+
+  // This worker failed with `what` (an error of its own, say in fit): tells the others, which raise a
+  // CollectiveError naming this worker and `what` at the collective they wait in (or their next one)
+  // instead of waiting for its deadline; every later collective of this worker fails. When every
+  // worker announces a failure at the same point (they raised the same error, from a check made alike
+  // on every worker), the group stays usable. Waits at most 2 s for the others.
+  void announce_failure(const std::string& what);
 
   // ---- the graph's asynchronous all-reduce (parallel/worker_ops.h) ----------------------------------
   // Queues the sum of `buffer` (float32 or float64, host), made in place, and returns at once; the

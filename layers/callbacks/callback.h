@@ -46,6 +46,11 @@ class Callback {
   virtual void on_predict_batch_begin(std::int64_t batch, const Logs& logs) {}
   virtual void on_predict_batch_end(std::int64_t batch, const Logs& logs) {}
 
+  // The files this callback writes on the chief of a multi-worker job alone, as the workers compare
+  // them at fit's start (`ModelCheckpoint("ckpt.h5")`, `BackupAndRestore("dir")`); "" for the others
+  // (CSVLogger and TensorBoard write on every worker, each to the path it was given).
+  virtual std::string writes_to() const { return ""; }
+
  protected:
   Model* model_ = nullptr;
   CallbackParams params_;

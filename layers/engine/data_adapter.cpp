@@ -1,9 +1,13 @@
 // epoch_permutation, gather_rows and ArrayDataAdapter.
 #include "tower/layers/engine/data_adapter.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "tower/core/device.h"
 #include "tower/core/error.h"
 #include "tower/core/random.h"
 
@@ -41,6 +45,33 @@ ArrayDataAdapter::ArrayDataAdapter(std::vector<Tensor> x, std::vector<Tensor> y,
 }
 
 // ceil(n / batch) without n + batch - 1, which overflowed for a huge batch_size (into a negative count).
+std::string ArrayDataAdapter::fingerprint() const {
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits
+  const auto mix = [&](const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
+  };
+  const auto add = [&](const Tensor& array) {
+    if (!array.defined()) return;
+    const Tensor host = array.device().host_accessible() ? array : array.to(cpu_device());
+    const std::string header = fmt::format("{} {}", dtype_name(host.dtype()), host.shape().to_string());
+    mix(header.data(), header.size());
+    const std::int64_t rows = host.shape().rank() > 0 ? host.shape().dims()[0] : 1;
+    if (rows <= 0) return;
+    const std::size_t row_bytes = host.nbytes() / static_cast<std::size_t>(rows);
+    const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+    const std::int64_t n = std::min(n_, rows);
+    const auto row = [&](std::int64_t r) { mix(bytes + static_cast<std::size_t>(r) * row_bytes, row_bytes); };
+    for (std::int64_t r = 0; r < std::min<std::int64_t>(4, n); ++r) row(r);
+    for (std::int64_t r = std::max<std::int64_t>(0, n - 4); r < n; ++r) row(r);
+    for (std::int64_t k = 0; k < 56 && n > 0; ++k) row(n * k / 56);
+  };
+  for (const auto& a : x_) add(a);
+  for (const auto& a : y_) add(a);
+  add(sample_weight_);
+  return fmt::format("{:016x}", hash);
+}
+
 std::int64_t ArrayDataAdapter::steps_per_epoch() const { return n_ / batch_size_ + (n_ % batch_size_ != 0); }
 
 void ArrayDataAdapter::begin_epoch(int epoch, std::int64_t skip) {

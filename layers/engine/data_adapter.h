@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tower/core/tensor.h"
@@ -49,6 +50,9 @@ class DataAdapter {
   // The inputs of one batch (their shapes and dtypes), for a model that builds from data
   // (a Sequential without an Input).
   virtual std::vector<Tensor> peek_x() = 0;
+  // A cheap fingerprint of the data, which the workers of a multi-worker job compare at fit's start
+  // (every worker must read the same data); "" when there is none to compare (a pipeline).
+  virtual std::string fingerprint() const { return ""; }
 };
 
 // Host arrays with the same number of rows: x (rows, ...) per input, y (rows, ...) per output (may be
@@ -65,6 +69,9 @@ class ArrayDataAdapter final : public DataAdapter {
   void begin_epoch(int epoch, std::int64_t skip) override;
   bool next(DataElement& batch) override;
   std::vector<Tensor> peek_x() override { return x_; }
+  // A hash (16 hex digits) of every array's dtype and shape and the bytes of its first and last 4 rows
+  // and of 56 rows strided over the first n: a few hundred rows, however large the data.
+  std::string fingerprint() const override;
 
  private:
   std::vector<Tensor> x_, y_;

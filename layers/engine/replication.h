@@ -14,10 +14,12 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tower/core/executor.h"
@@ -126,6 +128,19 @@ class Replication {
   // step: the processes check that they train the same model on the same data (steps_per_epoch, -1
   // when unknown) and take the chief's weights, optimizer state and position (epoch, step).
   virtual void begin_fit(Model& model, std::int64_t steps_per_epoch, int& epoch, std::int64_t& step) const {}
+
+  // What the processes of a job must train with alike, as (what, value) pairs in a fixed order: the
+  // compile configuration, the data (its samples, a fingerprint), fit's options, the callbacks that
+  // write files (Model::run_fit makes them: fit_agreement in layers/engine/training.cpp).
+  using Agreement = std::vector<std::pair<std::string, std::string>>;
+  // fit's start, before the callbacks' on_train_begin: in a job, the processes compare `agreement()`
+  // (made only then) with the chief's, and every one raises the same ValueError naming the first
+  // worker and field that differ, with both values.
+  virtual void check_agreement(const std::function<Agreement()>& agreement) const {}
+  // fit (or what it called) raised `error` on this process. In a job, the others are told (unless
+  // the error is a collective's, which they see themselves), so that they end at their next
+  // collective with an error naming this worker instead of waiting for its deadline. Never throws.
+  virtual void fit_failed(const std::exception& error) const noexcept {}
 };
 
 // Whether `model` writes files from this process: false on a worker other than the chief of a

@@ -1,6 +1,8 @@
 // Model's training loops: fit, evaluate and predict (on arrays or datasets) and the *_on_batch steps.
 // They read batches through a DataAdapter (layers/engine/data_adapter.h), prepared by
 // layers/engine/batches.h, and run the engine graphs of layers/engine/model_functions.cpp.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "tower/layers/callbacks/callbacks.h"
 #include "tower/layers/engine/batches.h"
 #include "tower/layers/engine/model_internal.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower {
 
@@ -25,6 +28,74 @@ using engine::StepBatches;
 using engine::to_dtype;
 
 namespace {
+
+// ---- what the workers of a multi-worker job compare at fit's start (Replication::check_agreement) ----
+
+std::string joined_or(const std::vector<std::string>& items, const char* none) {
+  return items.empty() ? std::string(none) : fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string loss_text(const losses::Loss& loss) {
+  const auto& o = loss.options();
+  const losses::LossOptions d;
+  std::vector<std::string> args;
+  if (o.from_logits != d.from_logits) args.push_back(fmt::format("from_logits={}", o.from_logits));
+  if (o.label_smoothing != d.label_smoothing) args.push_back(fmt::format("label_smoothing={}", o.label_smoothing));
+  if (o.delta != d.delta) args.push_back(fmt::format("delta={}", o.delta));
+  if (o.apply_class_balancing != d.apply_class_balancing) args.push_back("apply_class_balancing=true");
+  if (o.alpha != d.alpha) args.push_back(fmt::format("alpha={}", o.alpha));
+  if (o.gamma != d.gamma) args.push_back(fmt::format("gamma={}", o.gamma));
+  if (o.axis != d.axis) args.push_back(fmt::format("axis={}", o.axis));
+  return args.empty() ? loss.name() : fmt::format("{}({})", loss.name(), fmt::join(args, ", "));
+}
+
+Replication::Agreement fit_agreement(const Model& model, const FitOptions& options, const DataAdapter& train) {
+  Replication::Agreement a;
+  const auto& args = model.compile_args();
+  const auto optimizer = optimizers::to_config(*args.optimizer);
+  a.emplace_back("the optimizer", optimizer.at("class_name").get<std::string>());
+  for (const auto& [key, value] : optimizer.at("config").items())  // learning_rate (or its schedule), ...
+    if (key != "name") a.emplace_back(fmt::format("the optimizer's {}", key), value.dump());
+  std::vector<std::string> items;
+  for (const auto& loss : args.losses) items.push_back(loss_text(loss));
+  a.emplace_back("the loss", joined_or(items, "none"));
+  items.clear();
+  for (const auto& metric : args.metrics) items.push_back(metric.name());
+  a.emplace_back("the metrics", joined_or(items, "none"));
+  items.clear();
+  for (double w : args.loss_weights) items.push_back(fmt::format("{}", w));
+  a.emplace_back("the loss_weights", joined_or(items, "none"));
+  if (train.num_samples() >= 0) a.emplace_back("the number of training samples", std::to_string(train.num_samples()));
+  if (const std::string print = train.fingerprint(); !print.empty())
+    a.emplace_back("the training data (a fingerprint of its first, last and strided rows)", print);
+  a.emplace_back("batch_size", std::to_string(options.batch_size));
+  a.emplace_back("epochs", std::to_string(options.epochs));
+  a.emplace_back("initial_epoch", std::to_string(options.initial_epoch));
+  a.emplace_back("shuffle", options.shuffle ? "true" : "false");
+  a.emplace_back("validation_split", fmt::format("{}", options.validation_split));
+  items.clear();
+  for (const auto& [k, w] : options.class_weight) items.push_back(fmt::format("{}: {}", k, w));
+  a.emplace_back("class_weight", joined_or(items, "none"));
+  items.clear();
+  for (const auto& cb : options.callbacks)
+    if (cb) {
+      if (std::string target = cb->writes_to(); !target.empty()) items.push_back(std::move(target));
+    }
+  a.emplace_back("the callbacks that write files", joined_or(items, "none"));
+  return a;
+}
+
+// Runs fit's `body`; when it throws, the model's replication tells the other workers of a job first.
+template <typename Body>
+History telling_workers(const Model& model, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    if (model.replication()) model.replication()->fit_failed(e);
+    throw;
+  }
+}
+
 // Calls every callback's hook.
 struct CallbackList {
   std::vector<CallbackPtr> all;
@@ -161,73 +232,78 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 
 History Model::fit(const std::vector<Tensor>& x_in, const std::vector<Tensor>& y_in, const FitOptions& options) {
   if (options.validation_data_by_name) return fit(x_in, y_in, with_positional_validation(options));
-  if (!(options.validation_split >= 0.0 && options.validation_split < 1.0))  // NaN too (issue 37)
-    raise<ValueError>("fit: validation_split must be in [0, 1), got {}", options.validation_split);
-  if (options.validation_data && options.validation_dataset)
-    raise<ValueError>("fit: give validation_data or validation_dataset, not both");
-  auto [x, y, sample_weights, total] = prepare_arrays(x_in, &y_in, options.sample_weight, options.batch_size, "fit");
-  check_class_weight_for(*this, options.class_weight, "fit");
+  return telling_workers(*this, [&]() -> History {
+    if (!(options.validation_split >= 0.0 && options.validation_split < 1.0))  // NaN too (issue 37)
+      raise<ValueError>("fit: validation_split must be in [0, 1), got {}", options.validation_split);
+    if (options.validation_data && options.validation_dataset)
+      raise<ValueError>("fit: give validation_data or validation_dataset, not both");
+    auto [x, y, sample_weights, total] = prepare_arrays(x_in, &y_in, options.sample_weight, options.batch_size, "fit");
+    check_class_weight_for(*this, options.class_weight, "fit");
 
-  // Validation data: given, or the last validation_split of the samples (before shuffling).
-  std::int64_t n = total;
-  std::vector<Tensor> val_x, val_y;
-  if (options.validation_data) {
-    auto val = prepare_arrays(options.validation_data->first, &options.validation_data->second, std::nullopt, 1,
-                              "fit(validation_data)");
-    val_x = std::move(val.x);
-    val_y = std::move(val.y);
-  } else if (options.validation_split > 0.0 && !options.validation_dataset) {
-    n = static_cast<std::int64_t>(static_cast<double>(total) * (1.0 - options.validation_split));
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(total - n));
-    std::iota(rows.begin(), rows.end(), n);
-    for (const auto& a : x) val_x.push_back(engine::take_rows(a, rows.data(), total - n));
-    for (const auto& a : y) val_y.push_back(engine::take_rows(a, rows.data(), total - n));
-  }
-  if (n <= 0) raise<ValueError>("fit: no training samples (got {} samples, validation_split {})", total, options.validation_split);
+    // Validation data: given, or the last validation_split of the samples (before shuffling).
+    std::int64_t n = total;
+    std::vector<Tensor> val_x, val_y;
+    if (options.validation_data) {
+      auto val = prepare_arrays(options.validation_data->first, &options.validation_data->second, std::nullopt, 1,
+                                "fit(validation_data)");
+      val_x = std::move(val.x);
+      val_y = std::move(val.y);
+    } else if (options.validation_split > 0.0 && !options.validation_dataset) {
+      n = static_cast<std::int64_t>(static_cast<double>(total) * (1.0 - options.validation_split));
+      std::vector<std::int64_t> rows(static_cast<std::size_t>(total - n));
+      std::iota(rows.begin(), rows.end(), n);
+      for (const auto& a : x) val_x.push_back(engine::take_rows(a, rows.data(), total - n));
+      for (const auto& a : y) val_y.push_back(engine::take_rows(a, rows.data(), total - n));
+    }
+    if (n <= 0)
+      raise<ValueError>("fit: no training samples (got {} samples, validation_split {})", total, options.validation_split);
 
-  // Per-sample weights in the loss: sample_weight times class_weight.
-  if (options.sample_weight) sample_weights = sample_weights.clone();
-  if (!options.class_weight.empty()) {
-    if (y.size() != 1) raise<ValueError>("fit: class_weight needs a model with one output, got {}", y.size());
-    apply_class_weight(options.class_weight, y[0], sample_weights);
-  }
+    // Per-sample weights in the loss: sample_weight times class_weight.
+    if (options.sample_weight) sample_weights = sample_weights.clone();
+    if (!options.class_weight.empty()) {
+      if (y.size() != 1) raise<ValueError>("fit: class_weight needs a model with one output, got {}", y.size());
+      apply_class_weight(options.class_weight, y[0], sample_weights);
+    }
 
-  // The seed is drawn before anything else can draw one, so a resumed run draws the same (docs/data.md).
-  // The training rows are the first n (validation_split keeps the last ones).
-  std::uint64_t seed = options.seed ? options.seed : next_seed();
-  if (data_->replication) seed = data_->replication->common_seed(seed);  // every worker shuffles alike
-  ArrayDataAdapter train(x, y, sample_weights, options.batch_size, options.shuffle, seed, n);
-  std::unique_ptr<DataAdapter> validation;
-  if (options.validation_dataset) {
-    validation = options.validation_dataset->make_adapter();
-  } else if (!val_x.empty()) {
-    validation = std::make_unique<ArrayDataAdapter>(
-        val_x, val_y, Tensor(), options.validation_batch_size ? options.validation_batch_size : options.batch_size);
-  }
-  return run_fit(train, validation.get(), options, false, &y);
+    // The seed is drawn before anything else can draw one, so a resumed run draws the same (docs/data.md).
+    // The training rows are the first n (validation_split keeps the last ones).
+    std::uint64_t seed = options.seed ? options.seed : next_seed();
+    if (data_->replication) seed = data_->replication->common_seed(seed);  // every worker shuffles alike
+    ArrayDataAdapter train(x, y, sample_weights, options.batch_size, options.shuffle, seed, n);
+    std::unique_ptr<DataAdapter> validation;
+    if (options.validation_dataset) {
+      validation = options.validation_dataset->make_adapter();
+    } else if (!val_x.empty()) {
+      validation = std::make_unique<ArrayDataAdapter>(
+          val_x, val_y, Tensor(), options.validation_batch_size ? options.validation_batch_size : options.batch_size);
+    }
+    return run_fit(train, validation.get(), options, false, &y);
+  });
 }
 
 History Model::fit(const DataSource& data, const FitOptions& options) {
   if (options.validation_data_by_name) return fit(data, with_positional_validation(options));
-  const FitOptions defaults;
-  if (options.batch_size != defaults.batch_size || options.validation_split != 0.0 || options.sample_weight ||
-      options.validation_batch_size != 0 || !options.shuffle || options.seed != 0)
-    raise<ValueError>("fit(dataset): batch_size, validation_split, sample_weight, validation_batch_size, shuffle and "
-                      "seed are for arrays; batch, split, weight and shuffle the dataset instead (docs/data.md)");
-  if (options.validation_data && options.validation_dataset)
-    raise<ValueError>("fit: give validation_data or validation_dataset, not both");
-  auto train = data.make_adapter();
-  if (!has_graph()) build_from_data(train->peek_x());
-  check_class_weight_for(*this, options.class_weight, "fit");
-  std::unique_ptr<DataAdapter> validation;
-  if (options.validation_dataset) {
-    validation = options.validation_dataset->make_adapter();
-  } else if (options.validation_data) {
-    auto val = prepare_arrays(options.validation_data->first, &options.validation_data->second, std::nullopt, 1,
-                              "fit(validation_data)");
-    validation = std::make_unique<ArrayDataAdapter>(val.x, val.y, Tensor(), defaults.batch_size);
-  }
-  return run_fit(*train, validation.get(), options, true, nullptr);
+  return telling_workers(*this, [&]() -> History {
+    const FitOptions defaults;
+    if (options.batch_size != defaults.batch_size || options.validation_split != 0.0 || options.sample_weight ||
+        options.validation_batch_size != 0 || !options.shuffle || options.seed != 0)
+      raise<ValueError>("fit(dataset): batch_size, validation_split, sample_weight, validation_batch_size, shuffle and "
+                        "seed are for arrays; batch, split, weight and shuffle the dataset instead (docs/data.md)");
+    if (options.validation_data && options.validation_dataset)
+      raise<ValueError>("fit: give validation_data or validation_dataset, not both");
+    auto train = data.make_adapter();
+    if (!has_graph()) build_from_data(train->peek_x());
+    check_class_weight_for(*this, options.class_weight, "fit");
+    std::unique_ptr<DataAdapter> validation;
+    if (options.validation_dataset) {
+      validation = options.validation_dataset->make_adapter();
+    } else if (options.validation_data) {
+      auto val = prepare_arrays(options.validation_data->first, &options.validation_data->second, std::nullopt, 1,
+                                "fit(validation_data)");
+      validation = std::make_unique<ArrayDataAdapter>(val.x, val.y, Tensor(), defaults.batch_size);
+    }
+    return run_fit(*train, validation.get(), options, true, nullptr);
+  });
 }
 
 History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOptions& options, bool dataset,
@@ -245,6 +321,8 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
                     {.epochs = options.epochs, .steps = std::max<std::int64_t>(steps, 0), .verbose = options.verbose},
                     d.replication ? d.replication->fit_callbacks() : std::vector<CallbackPtr>{});
   d.stop_training = false;
+  // A multi-worker job: every worker compiled alike and trains alike on the same data.
+  if (d.replication) d.replication->check_agreement([&] { return fit_agreement(*this, options, train); });
   // First the callbacks (BackupAndRestore restores the weights, the optimizer state and the position
   // here), then the training graph, whose random counters start at the restored step count.
   callbacks.each([&](Callback& cb) { cb.on_train_begin({}); });

@@ -6,6 +6,12 @@
 //   --scenario different_model  worker 1 builds Dense(17) where the others build Dense(16)
 //   --scenario fewer_batches    worker 1 reads 56 samples, the others 64
 //   --scenario mismatch         worker 1 issues a barrier before fit, the others do not
+//   --scenario throw            worker 1's callback throws a ValueError before step 2 of epoch 1
+//   --scenario exit_early       worker 1 returns from main before fit (as after an error of its own)
+//   --scenario disagree         one fit per option worker 1 gives otherwise (learning rate, optimizer,
+//                               metrics, other data of the same size, batch_size, epochs, a
+//                               ModelCheckpoint on the chief only, a BackupAndRestore on worker 1 only),
+//                               each error printed as "mpi_job: <kind>: <error>", then a fit all agree on
 // and, with MPI_JOB_KILL_AT=E:S:R in the environment (so that a rerun is the same command), worker R
 // kills itself (SIGKILL) before step S of epoch E.
 #include <signal.h>
@@ -45,6 +51,8 @@ class Fault : public Callback {
       ::kill(::getpid(), SIGKILL);
     }
     if (args_.scenario == "stall" && rank_ == 1 && epoch_ == 0 && step == 2) ::sleep(600);
+    if (args_.scenario == "throw" && rank_ == 1 && epoch_ == 1 && step == 2)
+      raise<ValueError>("mpi_job: worker 1 throws at epoch 1 step 2");
   }
 
  private:
@@ -56,6 +64,43 @@ Sequential make_model(bool wider) {
   set_random_seed(4);
   return Sequential({layers::Input({6}), layers::Dense(wider ? 17 : 16, {.activation = "relu"}), layers::Dropout(0.25),
                      layers::Dense(8, {.activation = "tanh"}), layers::Dense(3, {.activation = "softmax"})});
+}
+
+// The disagree scenario: fits that worker 1 starts with one option the others give otherwise.
+int disagree(const parallel::MultiWorkerMirroredStrategy& strategy, const Args& args) {
+  const bool odd = strategy.worker_index() == 1;
+  Sequential model;
+  {
+    auto scope = strategy.scope();
+    model = make_model(false);
+  }
+  for (const std::string kind : {"learning_rate", "optimizer", "metrics", "data", "batch_size", "epochs",
+                                 "checkpoint", "backup", "none"}) {
+    const bool differs = odd && kind != "none";
+    {
+      auto scope = strategy.scope();
+      optimizers::OptimizerPtr optimizer =
+          std::make_shared<optimizers::SGD>(differs && kind == "learning_rate" ? 0.01 : 0.1);
+      if (differs && kind == "optimizer") optimizer = std::make_shared<optimizers::Adam>(0.1);
+      model.compile(optimizer, "sparse_categorical_crossentropy",
+                    differs && kind == "metrics" ? MetricsArg() : MetricsArg({"accuracy"}));
+    }
+    auto [x, y] = testing::tower_test_data(64);
+    if (differs && kind == "data") x = random_normal({64, 6}, 0.0, 1.0, 43);  // other data, as many samples
+    FitOptions fit{.batch_size = differs && kind == "batch_size" ? 16 : 8,
+                   .epochs = kind == "none" ? 1 : differs && kind == "epochs" ? 3 : 4, .verbose = 0, .seed = 17};
+    if (kind == "checkpoint" && !odd)
+      fit.callbacks.push_back(std::make_shared<callbacks::ModelCheckpoint>(args.dir + "/checkpoint.h5"));
+    if (differs && kind == "backup")
+      fit.callbacks.push_back(std::make_shared<callbacks::BackupAndRestore>(args.dir + "/backup"));
+    try {
+      model.fit(x, y, fit);
+      std::cout << "mpi_job: " << kind << ": trained\n";
+    } catch (const ValueError& e) {
+      std::cout << "mpi_job: " << kind << ": " << e.what() << "\n";
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -72,6 +117,11 @@ int main(int argc, char** argv) {
   try {
     parallel::MultiWorkerMirroredStrategy strategy({"cpu:0"});
     const int rank = strategy.worker_index();
+    if (args.scenario == "disagree") return disagree(strategy, args);
+    if (args.scenario == "exit_early" && rank == 1) {
+      std::cerr << "mpi_job: worker 1 returns before fit\n";
+      return 1;
+    }
     Sequential model;
     {
       auto scope = strategy.scope();

@@ -6,7 +6,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tower/io/keras_model.h"
 #include "tower/layers/layers.h"
@@ -73,13 +78,76 @@ TEST_CASE("multi-worker faults: a worker with a different model gets an error na
   CHECK(count(r.output, what) == 2);  // both workers say it
 }
 
-TEST_CASE("multi-worker faults: a worker with fewer batches gets an error, not a hang") {
+TEST_CASE("multi-worker faults: a worker with fewer samples gets an error, not a hang") {
   Deadline deadline("30");
   TempDir dir("mw_data");
   const auto r = run_job("fewer_batches", dir);
   INFO(r.output);
   CHECK(r.exit_code != 0);
-  CHECK(count(r.output, "worker 0 has 8 batches per epoch, worker 1 has 7") == 2);
+  CHECK(count(r.output, "worker 1 and the chief disagree on the number of training samples: 64 (chief) vs 56 "
+                        "(worker 1)") == 2);
+}
+
+// Issue 37: workers started with other options trained as one job without a word. Every kind in one
+// job (a fit each, which every worker ends with the same error; the group stays in step for the next).
+TEST_CASE("multi-worker faults: workers started with different options get the same named error on every worker") {
+  Deadline deadline("30");
+  TempDir dir("mw_disagree");
+  const auto r = run_job("disagree", dir);
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  const std::string prefix = "MultiWorkerMirroredStrategy: worker 1 and the chief disagree on ";
+  const std::string dir_path = dir.path.string();
+  for (const auto& [kind, what] : std::vector<std::pair<std::string, std::string>>{
+           {"learning_rate", "the optimizer's learning_rate: 0.1 (chief) vs 0.01 (worker 1)"},
+           {"optimizer", "the optimizer: SGD (chief) vs Adam (worker 1)"},
+           {"metrics", "the metrics: accuracy (chief) vs none (worker 1)"},
+           {"batch_size", "batch_size: 8 (chief) vs 16 (worker 1)"},
+           {"epochs", "epochs: 4 (chief) vs 3 (worker 1)"},
+           {"checkpoint", "the callbacks that write files: ModelCheckpoint(\"" + dir_path +
+                              "/checkpoint.h5\") (chief) vs none (worker 1)"},
+           {"backup", "the callbacks that write files: none (chief) vs BackupAndRestore(\"" + dir_path +
+                          "/backup\") (worker 1)"}}) {
+    INFO(kind);
+    const std::string message = "mpi_job: " + kind + ": " + prefix + what + "; start every worker with the same options";
+    CHECK(count(r.output, message) == 2);
+  }
+  // Other data of the same size: the fingerprints differ.
+  const std::regex data("mpi_job: data: " + prefix + R"(the training data \(a fingerprint of its first, last and )"
+                        R"(strided rows\): ([0-9a-f]{16}) \(chief\) vs ([0-9a-f]{16}) \(worker 1\))");
+  CHECK(std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), data), std::sregex_iterator()) == 2);
+  CHECK(count(r.output, "mpi_job: none: trained") == 2);  // then a fit they agree on trains
+  CHECK_FALSE(std::filesystem::exists(dir.path / "checkpoint.h5"));  // refused before the first epoch
+}
+
+// Issue 37: the others waited in their next collective for its whole deadline (here 60 s).
+TEST_CASE("multi-worker faults: when one worker throws in fit, the others end within seconds, naming it and its "
+          "error") {
+  Deadline deadline("60");
+  TempDir dir("mw_throw");
+  double seconds = 0;
+  const auto r = run_job("throw", dir, &seconds);
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(seconds < 15);
+  CHECK(contains(r.output, "mpi_job: mpi_job: worker 1 throws at epoch 1 step 2"));  // its own error
+  CHECK(std::regex_search(r.output, std::regex(R"(tower worker 0 of 2: worker 1 failed: mpi_job: worker 1 throws at )"
+                                               R"(epoch 1 step 2; this worker \(rank 0\) ends in collective #[0-9]+ )"
+                                               R"(\(all_reduce of gradients bucket 0)")));
+  CHECK_FALSE(contains(r.output, "did not arrive"));
+}
+
+TEST_CASE("multi-worker faults: when one worker's program ends early, the others end within seconds, naming it") {
+  Deadline deadline("60");
+  TempDir dir("mw_exit");
+  double seconds = 0;
+  const auto r = run_job("exit_early", dir, &seconds);
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(seconds < 15);
+  CHECK(contains(r.output, "mpi_job: worker 1 returns before fit"));
+  CHECK(std::regex_search(r.output, std::regex(R"(tower worker 0 of 2: worker 1's program ended while this worker )"
+                                               R"(\(rank 0\) waits in collective #[0-9]+ \()")));
 }
 
 TEST_CASE("multi-worker faults: workers that issue different collectives get a named error on every rank") {
