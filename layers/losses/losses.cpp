@@ -51,6 +51,16 @@ void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred) {
   }
 }
 
+std::function<SymbolicTensor(const SymbolicTensor&, const SymbolicTensor&)> with_matched_ranks(
+    std::function<SymbolicTensor(const SymbolicTensor&, const SymbolicTensor&)> function) {
+  if (!function) return function;
+  return [f = std::move(function)](const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
+    SymbolicTensor t = y_true, p = y_pred;
+    match_ranks(t, p);
+    return f(t, p);
+  };
+}
+
 // Keras's "sum over batch size" reduction of the full values gives the same total.
 SymbolicTensor per_sample(const SymbolicTensor& values) {
   if (values.rank() <= 1) return values;
@@ -474,7 +484,7 @@ Loss::Loss(const std::string& name, const LossOptions& options) : name_(canonica
       if (auto r = registered().find(name); r != registered().end()) {
         name_ = name;
         options_ = {};  // the options of tower's losses mean nothing to the user's function
-        function_ = r->second;
+        function_ = internal::with_matched_ranks(r->second);
         return;
       }
     }
@@ -505,7 +515,8 @@ Loss::Loss(const std::string& name, const LossOptions& options) : name_(canonica
   };
 }
 
-Loss::Loss(Function function, std::string name) : name_(std::move(name)), function_(std::move(function)) {
+Loss::Loss(Function function, std::string name)
+    : name_(std::move(name)), function_(internal::with_matched_ranks(std::move(function))) {
   if (!function_) raise<ValueError>("Loss \"{}\": the function is empty", name_);
 }
 

@@ -1,6 +1,7 @@
 // Helpers shared by losses.cpp and metrics.cpp (Keras's losses/loss.py utilities), defined in losses.cpp.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "tower/core/graph.h"
@@ -14,6 +15,11 @@ SymbolicTensor squeeze_last(const SymbolicTensor& x);           // (..., 1) -> (
 SymbolicTensor expand_last(const SymbolicTensor& x);            // (...) -> (..., 1)
 // Keras's squeeze_or_expand_to_same_rank: drops or adds a trailing 1 when the ranks differ by one.
 void match_ranks(SymbolicTensor& y_true, SymbolicTensor& y_pred);
+// A user's loss or metric function, called as Keras calls one (LossFunctionWrapper; tf.keras 2's
+// MeanMetricWrapper for metrics): y_true and y_pred through match_ranks first, so that labels (batch,)
+// meet a (batch, 1) output as (batch, 1) and a function ported line by line gives the built-in's numbers.
+std::function<SymbolicTensor(const SymbolicTensor&, const SymbolicTensor&)> with_matched_ranks(
+    std::function<SymbolicTensor(const SymbolicTensor&, const SymbolicTensor&)> function);
 // Per-sample values (batch,): the mean over every axis after the batch.
 SymbolicTensor per_sample(const SymbolicTensor& values);
 // per_sample of values whose masked steps are left out (Keras's apply_mask): with mask (batch, time)

@@ -153,7 +153,7 @@ void register_metric(const std::string& name, Metric::Function function) {
 Metric::Metric(const std::string& name) : name_(name) {
   if (const auto* custom = tower::internal::scoped_custom_metric(name)) {  // custom_objects win, as in Keras
     kind_ = name;
-    function_ = *custom;
+    function_ = with_matched_ranks(*custom);
     return;
   }
   if (is_accuracy(name)) {
@@ -166,7 +166,7 @@ Metric::Metric(const std::string& name) : name_(name) {
       std::lock_guard lock(registered_mutex);
       if (auto r = registered().find(name); r != registered().end()) {
         kind_ = name;
-        function_ = r->second;
+        function_ = with_matched_ranks(r->second);
         return;
       }
     }
@@ -190,7 +190,7 @@ Metric::Metric(const std::string& name) : name_(name) {
 }
 
 Metric::Metric(Function function, std::string name)
-    : name_(std::move(name)), kind_(name_), function_(std::move(function)) {
+    : name_(std::move(name)), kind_(name_), function_(with_matched_ranks(std::move(function))) {
   if (!function_) raise<ValueError>("Metric \"{}\": the function is empty", name_);
 }
 

@@ -693,6 +693,35 @@ TEST_CASE("golden: per-sample losses") {
   }
 }
 
+TEST_CASE("golden: a user's loss and metric get y_true at y_pred's rank, as Keras brings them") {
+  // make_loss_ranks.py: Keras 3's LossFunctionWrapper (how compile wraps a function) around a loss
+  // ported line by line; labels (batch,) against a (batch, 1) output gave (batch, batch) before.
+  Golden g(kFiles + "loss_ranks.h5");
+  const auto user_mse = [](const SymbolicTensor& y_true, const SymbolicTensor& y_pred) {
+    return ops::reduce_mean(ops::square(ops::subtract(y_true, y_pred)), {-1});
+  };
+  const Loss loss(user_mse, "user_mse");
+  const Metric metric(user_mse, "user_mse");
+  for (const auto& name : g.children("/")) {
+    CAPTURE(name);
+    const Tensor y_true = g.read(name + "/y_true"), y_pred = g.read(name + "/y_pred");
+    Graph graph;
+    const auto t = graph.constant(y_true), p = graph.constant(y_pred);
+    const auto values = Executor().run({}, {loss(t, p), metric(t, p), Loss("mse")(t, p)});
+    expect_close("loss_ranks.h5 " + name + "/per_sample", values[0], g.read(name + "/per_sample"));
+    expect_close("loss_ranks.h5 " + name + " metric", values[1], g.read(name + "/builtin_mse"));
+    expect_close("loss_ranks.h5 " + name + " built-in mse", values[2], g.read(name + "/builtin_mse"));
+    if (y_pred.shape().rank() < 2) continue;  // a model's output has a feature axis
+    // Through compile and evaluate, as Keras's evaluate_loss: a model whose output is its input.
+    auto dims = y_pred.shape().dims();
+    dims.erase(dims.begin());
+    Model model = Sequential({layers::Input(Shape(dims)), layers::Activation("linear")});
+    model.compile(optimizers::SGD(), Loss(user_mse, "user_mse"));
+    const Logs score = model.evaluate(y_pred, y_true, {.batch_size = 8, .verbose = 0});
+    expect_close("loss_ranks.h5 " + name + "/evaluate_loss", score[0], g.read(name + "/evaluate_loss").item());
+  }
+}
+
 TEST_CASE("golden: per-sample metrics") {
   Golden g(kFiles + "metrics.h5");
   const std::map<std::string, Metric> table = {
