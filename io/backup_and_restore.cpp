@@ -139,8 +139,18 @@ void BackupAndRestore::restore() {
   try {
     io::load_weights_from_group(file.group("model_weights"), m.layers(), {}, what);
     if (file.is_group("optimizer_weights")) {
-      auto state = io::read_optimizer_state(file.group("optimizer_weights"), m);
-      m.optimizer().set_state(state.iterations, std::move(state.slots));
+      // A state of another optimizer or model: the backup was made by another run (slots that do not
+      // fit are found when they are made, at the first step, and name the backup then).
+      const std::string other_run = fmt::format("the backup was saved by a run with another optimizer or model: train "
+                                                "as that run did, or delete the backup directory \"{}\" to start over",
+                                                dir_);
+      io::OptimizerState state;
+      try {
+        state = io::read_optimizer_state(file.group("optimizer_weights"), m);
+      } catch (const ValueError& e) {
+        raise<io::FileError>("{}: {}; {}", what, e.what(), other_run);
+      }
+      m.optimizer().set_state(state.iterations, std::move(state.slots), what + ": " + other_run);
     }
   } catch (const io::ChecksumError& e) {
     raise<io::ChecksumError>("{}: {}; or delete the backup to start afresh", what, e.what());

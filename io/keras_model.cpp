@@ -523,11 +523,18 @@ Model load_model_hdf5(const std::string& path, const LoadModelOptions& options) 
       } catch (const json::exception& e) {
         raise<FileError>("{}: training_config is not valid JSON: {}", what, e.what());
       }
-      compile_from_config(model, train_config);
+      try {  // the file's training configuration, named: the error is the file's, not the caller's code
+        compile_from_config(model, train_config);
+      } catch (const ValueError& e) {
+        raise<ValueError>("{}: training_config: {}; to load the model without it, call load_model(path, "
+                          "{{.compile = false}}) and compile it yourself", what, e.what());
+      }
       if (file.is_group("optimizer_weights")) {
         try {  // as Keras: a model whose optimizer state cannot be placed still loads, with a warning
           auto state = read_optimizer_state(file.group("optimizer_weights"), model);
-          model.optimizer().set_state(state.iterations, std::move(state.slots));
+          model.optimizer().set_state(state.iterations, std::move(state.slots),
+                                      what + ": its optimizer state was saved for another model; load it with "
+                                             "{.compile = false} and compile afresh");
         } catch (const ChecksumError&) {  // damage, though, is an error
           throw;
         } catch (const Error& e) {

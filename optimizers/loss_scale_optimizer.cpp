@@ -170,7 +170,8 @@ std::vector<VariablePtr> LossScaleOptimizer::variables() const {
   return out;
 }
 
-void LossScaleOptimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values) {
+void LossScaleOptimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values,
+                                   const std::string& source) {
   set_iterations(iterations);
   std::map<std::string, Tensor> own;
   for (const char* name : {kScaleName, kCounterName, kAppliedName})
@@ -185,7 +186,7 @@ void LossScaleOptimizer::set_state(std::int64_t iterations, std::map<std::string
       own.erase(it);
     }
   for (auto& [name, value] : own) pending_own_[name] = value;
-  inner_->set_state(iterations, std::move(slot_values));
+  inner_->set_state(iterations, std::move(slot_values), source);
 }
 
 nlohmann::json LossScaleOptimizer::get_config() const {

@@ -53,7 +53,8 @@ class LossScaleOptimizer : public Optimizer {
   std::vector<VariablePtr> variables() const override;
   // "LossScaleOptimizer/dynamic_scale:0" and "LossScaleOptimizer/step_counter:0" go to its own
   // variables, everything else (and the step count) to the inner optimizer.
-  void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values) override;
+  void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values,
+                 const std::string& source = "") override;
 
  protected:
   Node* update_step(Graph&, const VariablePtr&, const SymbolicTensor&, const SymbolicTensor&, const SymbolicTensor&,

@@ -172,6 +172,7 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
     }
     created = make_variable(slot_full_name, value, false);
     if (auto saved = pending_.find(created->name()); saved != pending_.end()) {  // state loaded from a file
+      check_saved_shape(*created, saved->second);
       created->assign(saved->second);
       pending_.erase(saved);
     }
@@ -399,14 +400,21 @@ nlohmann::json Optimizer::get_config() const {
   return c;
 }
 
-void Optimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values) {
+void Optimizer::check_saved_shape(const Variable& slot, const Tensor& saved) const {
+  if (saved.shape() == slot.shape()) return;
+  raise<ShapeError>("{}: saved state \"{}\" has shape {} but the slot has {}; {}", name(), slot.name(),
+                    saved.shape().to_string(), slot.shape().to_string(),
+                    state_source_.empty() ? "was it saved for another model?" : state_source_);
+}
+
+void Optimizer::set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values,
+                          const std::string& source) {
   if (iterations < 0) raise<ValueError>("{}: saved iterations must be >= 0, got {}", name(), iterations);
+  state_source_ = source;
   for (const auto& slot : slot_order_) {
     auto it = slot_values.find(slot->name());
     if (it == slot_values.end()) continue;
-    if (it->second.shape() != slot->shape())
-      raise<ShapeError>("{}: saved state \"{}\" has shape {} but the slot has {}; was it saved for another model?",
-                        name(), slot->name(), it->second.shape().to_string(), slot->shape().to_string());
+    check_saved_shape(*slot, it->second);
     slot->assign(it->second);
     slot_values.erase(it);
   }

@@ -114,8 +114,10 @@ class Optimizer {
   // Restores saved state: the step count, and slot values by tower slot name ("Adam/m/dense/kernel:0").
   // Slots that exist are assigned now; the others are created with the next training graph, so their
   // values wait and are given to them then (as Keras 2 deferred optimizer weights after load_model).
-  // A value whose shape differs from its slot's throws when the slot is assigned.
-  virtual void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values);
+  // A value whose shape differs from its slot's throws when the slot is assigned, naming `source`
+  // (where the state comes from and what to do about it, e.g. a backup and how to start over) if given.
+  virtual void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values,
+                         const std::string& source = "");
   // Values set_state() keeps for slots not created yet (saved again by a model saved before training).
   const std::map<std::string, Tensor>& pending_state() const { return pending_; }
 
@@ -177,6 +179,8 @@ class Optimizer {
   std::map<std::pair<const Variable*, std::string>, std::pair<VariablePtr, VariablePtr>> slots_;
   std::vector<VariablePtr> slot_order_;
   std::map<std::string, Tensor> pending_;  // set_state() values for slots not created yet
+  std::string state_source_;  // set_state()'s source, for the error of a value that does not fit
+  void check_saved_shape(const Variable& slot, const Tensor& saved) const;  // ShapeError naming state_source_
 };
 
 using OptimizerPtr = std::shared_ptr<Optimizer>;

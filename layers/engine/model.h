@@ -153,6 +153,10 @@ struct LoadWeightsOptions {
   bool skip_mismatch = false;   // with by_name: skip layers whose weight count or shapes differ
 };
 
+// The deepest nesting of models in models a Model accepts (ValueError beyond it): building, copying,
+// saving and describing a model recurse once per level.
+inline constexpr int kMaxModelNesting = 100;
+
 class Model : public Layer {
  public:
   // A functional model from inputs to outputs (KerasTensors made by calling layers on the inputs).

@@ -70,6 +70,8 @@ struct Model::Data {
   // Made by Sequential: layers() hides the InputLayer and the class name is "Sequential", also
   // through a plain Model copy (`Model m = sequential;`).
   bool sequential = false;
+  // 1 for a model of plain layers; 1 + the deepest nested model's otherwise (at most kMaxModelNesting).
+  int nesting = 1;
 
   bool compiled = false;
   CompileArgs compile_args;

@@ -589,3 +589,61 @@ TEST_CASE("JSON nested too deep: model_from_json, a model file's model_config an
   const auto backup = backup_error(objects(30000));
   CHECK_MESSAGE(contains(backup, "training_metadata: the JSON nests objects and lists " + limit), backup);
 }
+
+TEST_CASE("models nested in models beyond kMaxModelNesting are refused where the next level is made") {
+  // Each level is checked as it is made, so a loop making thousands of levels stops at the bound, with
+  // no deep recursion (building, copying or describing thousands of levels overflowed the stack).
+  clear_session();
+  Model inner = Sequential({layers::Input({2}), layers::Dense(2)});
+  for (int level = 2; level <= kMaxModelNesting; ++level) inner = Sequential({layers::Input({2}), inner});
+  const Tensor x = Tensor::zeros(Shape({1, 2}));
+  CHECK(inner.predict(x, {.verbose = 0}).shape() == Shape({1, 2}));  // the bound itself works
+  const std::string sequential = message_of<ValueError>([&] { Sequential({layers::Input({2}), inner}); });
+  CHECK_MESSAGE(contains(sequential, "it would nest models 101 deep (a model in a model in ...); tower allows at most "
+                                     "100"),
+                sequential);
+  const KerasTensor input = layers::Input({2});
+  CHECK(contains(message_of<ValueError>([&] { Model(input, inner(input)); }), "nest models 101 deep"));
+}
+
+TEST_CASE("a backup's optimizer state of another run, and a file's training_config, name the file and the fix") {
+  TempDir dir("msgs");
+  // A backup written by a run with Adam, resumed by a run with RMSprop.
+  Small adam;
+  adam.model.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+  auto keep = std::make_shared<callbacks::BackupAndRestore>((dir.path / "backup").string(),
+                                                            callbacks::BackupAndRestoreOptions{.delete_checkpoint = false});
+  adam.model.fit(adam.x, adam.y, {.epochs = 1, .verbose = 0, .callbacks = {keep}});
+  Small rmsprop;
+  rmsprop.model.compile(optimizers::RMSprop(), "sparse_categorical_crossentropy");
+  auto resume = std::make_shared<callbacks::BackupAndRestore>((dir.path / "backup").string());
+  const std::string msg = message_of<io::FileError>(
+      [&] { rmsprop.model.fit(rmsprop.x, rmsprop.y, {.epochs = 2, .verbose = 0, .callbacks = {resume}}); });
+  CHECK_MESSAGE(contains(msg, "BackupAndRestore(\"" + (dir / "backup/backup.h5") + "\"): optimizer weight"), msg);
+  CHECK_MESSAGE(contains(msg, "the backup was saved by a run with another optimizer or model: train as that run did, "
+                              "or delete the backup directory"),
+                msg);
+  // A saved slot of another shape, found when the slot is made at the first step: named by its source.
+  Small other;
+  other.model.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+  other.model.optimizer().set_state(1, {{"Adam/m/" + other.model.layers()[0]->weights()[0]->name(),
+                                         Tensor::zeros(Shape({5, 5}))}},
+                                    "BackupAndRestore(\"b.h5\"): the backup was saved by another run");
+  const std::string slot = message_of<ShapeError>([&] { other.model.fit(other.x, other.y, {.epochs = 1, .verbose = 0}); });
+  CHECK_MESSAGE(contains(slot, "has shape (5, 5) but the slot has (4, 3); BackupAndRestore(\"b.h5\")"), slot);
+
+  // A model file whose training_config names a loss this program does not know.
+  const std::string file = dir / "model.h5";
+  {
+    auto h5 = io::hdf5::File::create(file);
+    h5.write_string_attr("model_config", io::model_to_config(adam.model).dump());
+    auto weights = h5.create_group("model_weights");
+    io::save_weights_to_group(weights, adam.model.layers());
+    h5.write_string_attr("training_config", R"({"loss": "my_contrastive_loss", "optimizer_config": )"
+                                            R"({"class_name": "SGD", "config": {"learning_rate": 0.01}}})");
+  }
+  const std::string config = message_of<ValueError>([&] { models::load_model(file); });
+  CHECK_MESSAGE(contains(config, "load_model(\"" + file + "\"): training_config: Unknown loss \"my_contrastive_loss\""),
+                config);
+  CHECK_MESSAGE(contains(config, "load_model(path, {.compile = false})"), config);
+}
