@@ -193,6 +193,14 @@ Args parse(int argc, char** argv) {
   }
   if (const std::string why = a.load.empty() ? "" : io::unreadable_reason(a.load); !why.empty())
     throw UsageError("--load " + a.load + ": " + why);
+  if (!a.resume.empty()) {  // a directory, or a name BackupAndRestore can create one under
+    std::error_code ec;
+    const auto status = fs::status(a.resume, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw UsageError(fmt::format("--resume {}: {}", a.resume, io::unreadable_reason(a.resume)));
+    if (fs::exists(status) && !fs::is_directory(status))
+      throw UsageError(fmt::format("--resume {}: this is a file; give the directory to keep the backup in", a.resume));
+  }
   if (!a.save.empty()) {  // everything a save can find wrong, found before training rather than after it
     try {
       io::check_writable(a.save, "--save " + a.save);

@@ -424,8 +424,9 @@ TEST_CASE("train_mnist --resume naming a file, not a directory: a clear error") 
   const std::string file = dir / "not-a-dir";
   write_file(file, "x");
   const auto r = train_mnist({"--data", dir.path.string(), "--epochs", "1", "--verbose", "0", "--resume", file}, dir);
-  CHECK(r.exit_code == 1);  // a runtime error, not a crash
-  CHECK_MESSAGE(contains(r.output, "BackupAndRestore: cannot create the backup directory \"" + file + "\""), r.output);
+  CHECK(r.exit_code == 2);  // a usage error, before any data is read
+  CHECK_MESSAGE(contains(r.output, "--resume " + file + ": this is a file; give the directory to keep the backup in"),
+                r.output);
   CHECK(testing::read_bytes(file) == "x");
 }
 

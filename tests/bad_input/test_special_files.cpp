@@ -198,6 +198,10 @@ TEST_CASE("a symbolic link loop, an empty name: a save says which, and writes no
   CHECK_MESSAGE(contains(r.output, "leads back to itself"), r.output);
   const auto data = tower::testing::train_mnist({"--data", dir / "a.h5", "--epochs", "1"}, dir);
   CHECK_MESSAGE(data.exit_code == 2, data.output);
+  const auto resume = tower::testing::train_mnist({"--resume", dir / "a.h5"}, dir);
+  CHECK_MESSAGE(resume.exit_code == 2, resume.output);
+  CHECK_MESSAGE(contains(resume.output, "--resume " + (dir / "a.h5") + ": it is a symbolic link that leads back"),
+                resume.output);
 }
 
 TEST_CASE("BackupAndRestore's clean-up removes only the temporary files of tower's own killed saves") {
