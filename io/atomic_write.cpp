@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "tower/core/error.h"
 #include "tower/io/hdf5.h"
@@ -64,8 +63,8 @@ std::string write_error_hint(int err) {
 }
 
 // Creates `path` holding `bytes` and syncs it to disk (a crash just after a rename must not leave an
-// empty file). A full disk or a file size limit shows up here as a FileError, the file removed. `replaced` is the
-// file it will replace (null: none), whose mode and owner it takes.
+// empty file). A full disk or a file size limit shows up here as a FileError, the file removed.
+// `replaced` is the file it will replace (null: none), whose mode and owner it takes.
 void write_bytes_synced(const std::string& path, const std::string& what, const std::vector<char>& bytes,
                         const struct stat* replaced) {
   // O_EXCL: a link or a special file of that name is never written through. A regular file of that
@@ -117,7 +116,6 @@ void write_bytes_synced(const std::string& path, const std::string& what, const 
 std::string temporary_name(const std::string& target) { return target + ".tmp-" + std::to_string(::getpid()); }
 
 void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
-  namespace fs = std::filesystem;
   check_destination(path, what);
   // Through a symbolic link: the file it names is replaced, from a temporary file in its directory.
   const std::string target = save_target(path, what);

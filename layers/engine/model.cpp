@@ -130,7 +130,8 @@ void Model::set_graph(const std::vector<KerasTensor>& inputs, const std::vector<
   // recursive) cannot overflow the stack; checked level by level, so no deep recursion happens here.
   int nesting = 1;
   for (const auto& layer : order.layers)
-    if (const auto* inner = dynamic_cast<const Model*>(layer.get())) nesting = std::max(nesting, inner->data_->nesting + 1);
+    if (const auto* inner = dynamic_cast<const Model*>(layer.get()))
+      nesting = std::max(nesting, inner->data_->nesting + 1);
   if (nesting > kMaxModelNesting)
     raise<ValueError>("Model \"{}\": it would nest models {} deep (a model in a model in ...); tower allows at most {} "
                       "(Keras's own files nest a few levels): flatten the inner models into one",

@@ -353,9 +353,9 @@ History Model::run_fit(DataAdapter& train, DataAdapter* validation, const FitOpt
     const auto loss = logs.get("loss");
     if (!loss || std::isfinite(*loss)) return false;
     if (writes_files(*this))
-      std::cerr << fmt::format("\nWarning: fit: the loss of model \"{}\" is {} from epoch {}, batch {} on: the training "
-                               "diverged (is the learning rate, {}, too high?); callbacks::TerminateOnNaN ends "
-                               "fit there\n",
+      std::cerr << fmt::format("\nWarning: fit: the loss of model \"{}\" is {} from epoch {}, batch {} on: the "
+                               "training diverged (is the learning rate, {}, too high?); callbacks::TerminateOnNaN "
+                               "ends fit there\n",
                                name(), *loss, epoch + 1, step, d.compile_args.optimizer->current_learning_rate());
     return true;
   };

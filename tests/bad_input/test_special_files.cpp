@@ -168,8 +168,8 @@ TEST_CASE("a save through a symbolic link replaces the file it names, and the li
   // ModelCheckpoint and BackupAndRestore write through links too.
   fs::create_directory(dir / "backup");
   fs::create_symlink(dir / "real/backup.h5", dir / "backup/backup.h5");
-  auto backup = std::make_shared<callbacks::BackupAndRestore>(dir / "backup",
-                                                              callbacks::BackupAndRestoreOptions{.delete_checkpoint = false});
+  auto backup = std::make_shared<callbacks::BackupAndRestore>(
+      dir / "backup", callbacks::BackupAndRestoreOptions{.delete_checkpoint = false});
   auto checkpoint = std::make_shared<callbacks::ModelCheckpoint>(dir / "link.h5");
   FileSnapshot trained(dir / "real/model.h5");
   m.fit(x, y, {.batch_size = 4, .epochs = 1, .verbose = 0, .callbacks = {backup, checkpoint}});
