@@ -286,6 +286,7 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
     // (clipped, then weight decay), and the accumulator reset.
     for (std::size_t i = 0; i < variables.size(); ++i) {
       if (!grads[i].defined()) continue;
+      Graph::DeviceScope on_variable(graph, variables[i]->device().name());  // written in place: on its device
       auto acc = slot(graph, variables[i], "gradient_accumulator");
       Node* add = ops::assign(acc, ops::add(acc, grads[i]));
       accumulate_nodes_.insert(add);
@@ -307,6 +308,9 @@ std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<Sy
   for (std::size_t i = 0; i < variables.size(); ++i)
     if (clipped[i].defined()) {
       extra_updates_.clear();
+      // A variable is written in place, so its update runs on its device (a model placed on several
+      // devices by DefaultDeviceScope has variables on each; the gradient is copied there).
+      Graph::DeviceScope on_variable(graph, variables[i]->device().name());
       const bool wide = variables[i]->dtype() == DType::float64;
       applied.push_back(update_step(graph, variables[i], graph.variable(variables[i]), clipped[i],
                                     wide ? in_float64(learning_rate, learning_rate_64) : learning_rate,

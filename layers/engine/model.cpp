@@ -98,6 +98,27 @@ GraphOrder order_graph(const std::vector<KerasTensor>& inputs, const std::vector
 
 }  // namespace
 
+namespace {
+
+// Where a layer's call runs when nothing else places it: the one device its weights live on; for a
+// layer without weights (or a nested model, whose own layers place themselves), its first input's
+// device; "" for none. A layer whose weights live on two devices cannot run in one place: ValueError.
+std::string placement_of(const Layer& layer, const std::vector<SymbolicTensor>& args) {
+  if (dynamic_cast<const Model*>(&layer) == nullptr) {
+    const auto weights = layer.weights();
+    for (const auto& w : weights)
+      if (&w->value().device() != &weights.front()->value().device())
+        raise<ValueError>("layer \"{}\": its weights live on two devices (\"{}\" on {}, \"{}\" on {}), so it cannot "
+                          "run in one place; create all of a layer's weights under one DefaultDeviceScope",
+                          layer.name(), weights.front()->name(), weights.front()->value().device().name(), w->name(),
+                          w->value().device().name());
+    if (!weights.empty()) return weights.front()->value().device().name();
+  }
+  return args.empty() || !args.front().defined() ? std::string() : args.front().node()->device();
+}
+
+}  // namespace
+
 // ---- construction ------------------------------------------------------------------------------
 
 Model::Model(const std::vector<KerasTensor>& inputs, const std::vector<KerasTensor>& outputs, const std::string& name)
@@ -224,8 +245,15 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
       auto mask = masks.find({x.node().get(), x.index()});
       arg_masks.push_back(mask == masks.end() ? SymbolicTensor() : mask->second);
     }
-    std::optional<Graph::DeviceScope> on_device;  // the call's own device (a tower), if any
-    if (!node->device.empty()) on_device.emplace(ctx.graph, node->device);
+    // The call's own device (a tower), if any; else, outside any device scope (a tower's, a strategy's),
+    // where the layer's weights live (placement by DefaultDeviceScope, docs/parallel.md), or, for a
+    // layer without weights, where its first input was computed.
+    std::optional<Graph::DeviceScope> on_device;
+    if (!node->device.empty()) {
+      on_device.emplace(ctx.graph, node->device);
+    } else if (ctx.graph.current_device().empty()) {
+      if (std::string home = placement_of(*node->layer, args); !home.empty()) on_device.emplace(ctx.graph, home);
+    }
     std::vector<SymbolicTensor> results;
     {
       MasksScope scope(ctx, &arg_masks);

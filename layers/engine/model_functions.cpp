@@ -96,18 +96,13 @@ void Model::check_inputs(const std::vector<Tensor>& x, const char* where) const 
 
 namespace {
 
-// Where a model computes: on the device its weights live on (DefaultDeviceScope at build time),
-// or the default device for a model without weights.
+// The device of the nodes nothing else places (the fed batches, the losses and metrics): where the
+// model's first weight lives (DefaultDeviceScope at build time), or the default device for a model
+// without weights. Layers whose weights live on other devices run there (placement by scope: Model::call
+// places each layer's call where its weights are, and the optimizer updates each variable on its device).
 Device& compute_device(const Model& model) {
   const auto weights = model.weights();
-  if (weights.empty()) return default_device();
-  Device& first = weights.front()->value().device();
-  for (const auto& w : weights)
-    if (&w->value().device() != &first)
-      raise<ValueError>("Model \"{}\": its weights live on several devices (\"{}\" on {}, \"{}\" on {}); build the "
-                        "model under one DefaultDeviceScope, or use parallel::multi_gpu_model for several devices",
-                        model.name(), weights.front()->name(), first.name(), w->name(), w->value().device().name());
-  return first;
+  return weights.empty() ? default_device() : weights.front()->value().device();
 }
 
 // A placeholder for a batch of arrays like `like` (any batch size).
