@@ -5,14 +5,18 @@
 
 #include <filesystem>
 
+#include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
 #include "tests/support/temp_dir.h"
 #include "tower/io/keras_model.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
+#include "tower/parallel/multi_gpu_model.h"
 
 using namespace tower;
 using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
 using tower::testing::TempDir;
 
 namespace placement_test {
@@ -99,4 +103,46 @@ TEST_CASE("placement: a placed model saves as a one-device model, and its file l
   again.load_weights(dir / "placed.h5");
   check_close(again.predict(x, {.verbose = 0}).to(cpu_device()), placed.predict(x, {.verbose = 0}).to(cpu_device()),
               1e-6, 1e-6);
+}
+
+TEST_CASE("placement: a placed Sequential trains like one on one device; towers refuse a placed model") {
+  auto [x, y] = data();
+  const auto sequential = [](const std::vector<std::string>& devices) {
+    clear_session();
+    set_random_seed(11);
+    Sequential m;
+    m.add(layers::Input({6}));
+    {
+      DefaultDeviceScope on(devices.front());
+      m.add(layers::Dense(12, {.activation = "relu"}));
+      m.add(layers::Dropout(0.0));
+    }
+    {
+      DefaultDeviceScope on(devices.back());
+      m.add(layers::Dense(3, {.activation = "softmax"}));
+    }
+    return m;
+  };
+  Model one = sequential({"cpu:0"}), placed = sequential({"cpu:2", "cpu:1"});
+  one.compile(optimizers::SGD(0.05), "sparse_categorical_crossentropy");
+  placed.compile(optimizers::SGD(0.05), "sparse_categorical_crossentropy");
+  one.fit(x, y, {.batch_size = 6, .epochs = 2, .verbose = 0, .shuffle = false});
+  placed.fit(x, y, {.batch_size = 6, .epochs = 2, .verbose = 0, .shuffle = false});
+  const auto wa = host_weights(one), wb = host_weights(placed);
+  for (std::size_t i = 0; i < wa.size(); ++i) check_close(wb[i], wa[i], 1e-5, 1e-6);
+  CHECK(placed.layers()[0]->weights()[0]->value().device().name() == "cpu:2");
+  CHECK(placed.layers()[2]->weights()[0]->value().device().name() == "cpu:1");
+
+  // Towers run a whole copy of a model on each device: a placed model is refused by name, a model
+  // built on one device is wrapped as before.
+  const std::string refused = message_of<ValueError>(
+      [&] { parallel::multi_gpu_model(sequential({"cpu:2", "cpu:1"}), {"cpu:4", "cpu:5"}); });
+  CHECK_MESSAGE(contains(refused, "is placed on several devices"), refused);
+  CHECK_MESSAGE(contains(refused, "on cpu:2"), refused);
+  CHECK_MESSAGE(contains(refused, "on cpu:1"), refused);
+  Model towers = parallel::multi_gpu_model(sequential({"cpu:0"}), {"cpu:4", "cpu:5"});
+  towers.compile(optimizers::SGD(0.05), "sparse_categorical_crossentropy");
+  towers.fit(x, y, {.batch_size = 6, .epochs = 2, .verbose = 0, .shuffle = false});
+  const auto tw = host_weights(towers);
+  for (std::size_t i = 0; i < wa.size(); ++i) check_close(tw[i], wa[i], 1e-5, 1e-6);
 }
