@@ -23,17 +23,7 @@ Model multi_gpu_model(const Model& model, const std::vector<std::string>& device
         "multi_gpu_model: model \"{}\" has no input shape yet; build it (an Input first) before "
         "wrapping it",
         inner->name());
-  // A model placed on several devices (DefaultDeviceScope around some layers) cannot also be replicated:
-  // each tower runs the whole model on its device, from one mirror set per variable.
-  const auto weights = inner->weights();
-  for (const auto& w : weights)
-    if (&w->value().device() != &weights.front()->value().device())
-      raise<ValueError>("multi_gpu_model: model \"{}\" is placed on several devices (\"{}\" on {}, \"{}\" on {}); "
-                        "towers run a whole copy of the model on each device, so they take a model built on one "
-                        "device: build it without the DefaultDeviceScopes to wrap it, or train it placed, without "
-                        "towers",
-                        inner->name(), weights.front()->name(), weights.front()->value().device().name(), w->name(),
-                        w->value().device().name());
+  check_not_placed(*inner, "multi_gpu_model");  // a tower is a whole copy of the model on one device
   const auto towers = std::make_shared<const Towers>(devices, options, "multi_gpu_model");  // checks the arguments
   const auto& names = towers->devices();
   const std::string& merge = towers->options().merge_device;

@@ -417,6 +417,7 @@ std::unique_ptr<ReplicatedCall> Towers::call(Model& model, CallContext& ctx,
                                              const std::vector<SymbolicTensor>& inputs) const {
   // A parallel wrapper's towers run the model it wraps; a strategy's run the model itself.
   Model replicated = model.wrapped_model() ? *model.wrapped_model() : model;
+  check_not_placed(replicated, "towers");  // e.g. a DefaultDeviceScope inside MirroredStrategy::scope()
   auto call = std::make_unique<Call>(*this, ctx.graph);
   call->build(replicated, ctx, inputs);
   return call;
@@ -446,6 +447,17 @@ std::map<std::string, std::map<const Variable*, VariablePtr>> Towers::mirrors_of
     for (const auto& v : variables)
       if (auto m = mirrors_->find(v, d)) out[d][v.get()] = m;
   return out;
+}
+
+void check_not_placed(const Model& model, const std::string& who) {
+  const auto weights = model.weights();
+  for (const auto& w : weights)
+    if (&w->value().device() != &weights.front()->value().device())
+      raise<ValueError>("{}: model \"{}\" is placed on several devices (\"{}\" on {}, \"{}\" on {}); towers run a whole "
+                        "copy of the model on each device, so they take a model built on one device: build it "
+                        "without the DefaultDeviceScopes to replicate it, or train it placed, without towers",
+                        who, model.name(), weights.front()->name(), weights.front()->value().device().name(),
+                        w->name(), w->value().device().name());
 }
 
 std::shared_ptr<const Towers> towers_of(const Model& model) {

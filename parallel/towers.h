@@ -67,6 +67,10 @@ class Towers : public Replication {
 
 // The towers `model` runs on (its Replication, when that is parallel::Towers), or null.
 std::shared_ptr<const Towers> towers_of(const Model& model);
+// Towers run a whole copy of a model on each device, from one mirror set per variable: a model placed
+// on several devices (DefaultDeviceScope around some of its layers) is a ValueError starting with `who`
+// and naming two of its variables and their devices.
+void check_not_placed(const Model& model, const std::string& who);
 // Their devices (empty: the model is not run as towers), and the mirrors of its weights per device.
 std::vector<std::string> tower_devices(const Model& model);
 std::map<std::string, std::map<const Variable*, VariablePtr>> mirrors(const Model& model);

@@ -11,6 +11,7 @@
 #include "tower/io/keras_model.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
+#include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
 
 using namespace tower;
@@ -145,4 +146,25 @@ TEST_CASE("placement: a placed Sequential trains like one on one device; towers 
   towers.fit(x, y, {.batch_size = 6, .epochs = 2, .verbose = 0, .shuffle = false});
   const auto tw = host_weights(towers);
   for (std::size_t i = 0; i < wa.size(); ++i) check_close(tw[i], wa[i], 1e-5, 1e-6);
+}
+
+TEST_CASE("placement: a model placed on several devices under MirroredStrategy's scope is refused by name") {
+  // Its towers would each run the whole model from one mirror set per variable (it trained to other
+  // weights than the unplaced model, silently, before this refusal).
+  auto [x, y] = data();
+  parallel::MirroredStrategy strategy({"cpu:1", "cpu:2"});
+  Model m = [&] {
+    auto scope = strategy.scope();
+    clear_session();
+    KerasTensor input = layers::Input({6});
+    KerasTensor h = layers::Dense(4, {.name = "first"})(input);  // on cpu:1, the strategy's first device
+    DefaultDeviceScope elsewhere("cpu:3");
+    KerasTensor out = layers::Dense(3, {.activation = "softmax", .name = "elsewhere"})(h);
+    Model model(input, out);
+    model.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    return model;
+  }();
+  const std::string msg = message_of<ValueError>([&] { m.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0}); });
+  CHECK_MESSAGE(contains(msg, "towers: model \"" + m.name() + "\" is placed on several devices"), msg);
+  CHECK_MESSAGE(contains(msg, "on cpu:3"), msg);
 }
