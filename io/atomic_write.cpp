@@ -116,9 +116,8 @@ void write_bytes_synced(const std::string& path, const std::string& what, const 
 std::string temporary_name(const std::string& target) { return target + ".tmp-" + std::to_string(::getpid()); }
 
 void write_file_atomically(const std::string& path, const std::string& what, const std::function<void(File&)>& write) {
-  check_destination(path, what);
   // Through a symbolic link: the file it names is replaced, from a temporary file in its directory.
-  const std::string target = save_target(path, what);
+  const std::string target = check_destination(path, what);
   struct stat replaced {};
   const bool replacing = ::stat(target.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode);
   const std::string tmp = temporary_name(target);

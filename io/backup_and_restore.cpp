@@ -116,8 +116,8 @@ void BackupAndRestore::on_train_begin(const Logs&) {
                          ec ? ec.message() : "a file of that name exists");
   const std::string path = backup_path();
   const std::string what = "BackupAndRestore(\"" + path + "\")";
-  io::check_writable(path, what);  // now, not at the end of the first epoch (and refuses a special file)
-  const fs::path target = io::hdf5::save_target(path, what);  // backup.h5, or the file it links to
+  // Checked now, not at the end of the first epoch; the target is backup.h5, or the file it links to.
+  const fs::path target = io::hdf5::check_can_create(path, what);
   for (const auto& entry : fs::directory_iterator(target.parent_path().empty() ? "." : target.parent_path(), ec))
     if (is_stale_temporary(entry, target.filename().string())) fs::remove(entry.path(), ec);
   if (fs::exists(path, ec)) restore();

@@ -78,7 +78,7 @@ std::string save_target(const std::string& path, const std::string& what) {
   return target;
 }
 
-void check_destination(const std::string& path, const std::string& what) {
+std::string check_destination(const std::string& path, const std::string& what) {
   const std::string target = save_target(path, what);
   const std::string shown = target == path ? "\"" + path + "\"" : "\"" + path + "\" (a link to \"" + target + "\")";
   const fs::path dir = fs::path(target).parent_path();
@@ -92,7 +92,8 @@ void check_destination(const std::string& path, const std::string& what) {
   // owner): refused, as h5py and Keras cannot open it for writing either. Root's access() says yes
   // to any file, so a file without any write bit counts as read-only too.
   struct stat st {};
-  if (::stat(target.c_str(), &st) != 0 || ((st.st_mode & 0222) != 0 && ::access(target.c_str(), W_OK) == 0)) return;
+  if (::stat(target.c_str(), &st) != 0 || ((st.st_mode & 0222) != 0 && ::access(target.c_str(), W_OK) == 0))
+    return target;
   struct statvfs fs_info {};
   if (::statvfs(target.c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_RDONLY) != 0)
     raise<FileError>("{}: {} is on a read-only file system; save it elsewhere", what, shown);
@@ -105,14 +106,13 @@ void check_destination(const std::string& path, const std::string& what) {
                    what, shown, st.st_mode & 07777, target);
 }
 
-void check_can_create(const std::string& path, const std::string& what) {
-  check_destination(path, what);
-  const std::string target = save_target(path, what);
+std::string check_can_create(const std::string& path, const std::string& what) {
+  const std::string target = check_destination(path, what);
   const std::string scratch = temporary_name(target);
   const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
-    if (err == EEXIST) return;  // a file of that name: the directory is writable
+    if (err == EEXIST) return target;  // a file of that name: the directory is writable
     const std::string dir = fs::path(target).parent_path().string();
     struct statvfs fs_info {};
     const bool read_only = ::statvfs(dir.empty() ? "." : dir.c_str(), &fs_info) == 0 &&
@@ -124,6 +124,7 @@ void check_can_create(const std::string& path, const std::string& what) {
   }
   ::close(fd);
   ::unlink(scratch.c_str());
+  return target;
 }
 
 }  // namespace hdf5

@@ -194,11 +194,11 @@ std::string save_target(const std::string& path, const std::string& what);
 // not read-only (no write permission for the process, or no write bit at all, which root's access()
 // would ignore; the message says whether another user owns it or its file system is read-only): like
 // h5py and Keras, tower does not replace a file that could not be written in place. Throws FileError
-// starting with `what`.
-void check_destination(const std::string& path, const std::string& what);
+// starting with `what`; returns the target.
+std::string check_destination(const std::string& path, const std::string& what);
 // check_destination, then creates and removes the temporary file write_file_atomically would create,
 // so that a save is known to be possible before a long computation (io::check_writable).
-void check_can_create(const std::string& path, const std::string& what);
+std::string check_can_create(const std::string& path, const std::string& what);  // the target
 
 }  // namespace hdf5
 
