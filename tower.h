@@ -32,3 +32,4 @@
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tower/parallel/multi_worker_mirrored_strategy.h"
+#include "tower/parallel/pipeline_model.h"

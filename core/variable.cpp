@@ -20,6 +20,16 @@ Variable::Variable(std::string name, Tensor initial_value, bool trainable)
   if (!value_.defined()) raise<ValueError>("variable \"{}\" needs an initial value", name_);
 }
 
+void Variable::relocate(Device& device) {
+  if (&device == &value_.device()) return;
+  try {
+    value_ = value_.to(device);
+  } catch (const OutOfMemoryError& e) {
+    raise_variable_out_of_memory(name_, value_.shape(), value_.dtype(), &e);
+  }
+  note_written();
+}
+
 void Variable::sync_from_primary() {
   if (!primary_ || synced_version_ == primary_->version()) return;
   value_.copy_from(primary_->value());

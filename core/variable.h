@@ -27,6 +27,11 @@ class Variable {
     note_written();
   }
 
+  // Moves the value to `device` (a copy there; the old storage is freed when nothing else holds it).
+  // Plans compiled before read the old storage: the models that use the variable must build their
+  // engine graphs again (Model::move_weights does, for the model it moves). No-op where it already is.
+  void relocate(Device& device);
+
   // Counts the writes to the value: assign(), and every run of a plan that updates the variable
   // (the Plan calls note_written()). Mirrors compare it to know when they are out of date.
   std::uint64_t version() const { return version_; }
@@ -46,7 +51,7 @@ class Variable {
  private:
   friend std::shared_ptr<Variable> make_mirror(const std::shared_ptr<Variable>& primary, Device& device);
   std::string name_;
-  Tensor value_;  // storage stays put for the variable's life: plans point into it
+  Tensor value_;  // storage stays put (plans point into it) until relocate()
   bool trainable_;
   std::uint64_t version_ = 0;
   std::shared_ptr<Variable> primary_;

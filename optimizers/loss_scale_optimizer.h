@@ -51,6 +51,7 @@ class LossScaleOptimizer : public Optimizer {
                                      const std::vector<VariablePtr>& variables, const SymbolicTensor& learning_rate,
                                      const SymbolicTensor& iteration) override;
   std::vector<VariablePtr> variables() const override;
+  std::vector<VariablePtr> slots_of(const Variable& variable) const override { return inner_->slots_of(variable); }
   // "LossScaleOptimizer/dynamic_scale:0" and "LossScaleOptimizer/step_counter:0" go to its own
   // variables, everything else (and the step count) to the inner optimizer.
   void set_state(std::int64_t iterations, std::map<std::string, Tensor> slot_values,

@@ -151,6 +151,13 @@ void Optimizer::set_learning_rate(double value) {
 
 std::vector<VariablePtr> Optimizer::variables() const { return slot_order_; }
 
+std::vector<VariablePtr> Optimizer::slots_of(const Variable& variable) const {
+  std::vector<VariablePtr> out;
+  for (const auto& [key, entry] : slots_)
+    if (key.first == &variable) out.push_back(entry.second);
+  return out;
+}
+
 VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::string& slot_name, double initial,
                                      const std::optional<Shape>& shape) {
   auto key = std::make_pair(variable.get(), slot_name);

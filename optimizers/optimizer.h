@@ -105,6 +105,8 @@ class Optimizer {
   // Slot variables in creation order (optimizer_weights in a full-model file); LossScaleOptimizer's
   // own (dynamic_scale, step_counter) and then its inner optimizer's.
   virtual std::vector<VariablePtr> variables() const;
+  // The slots made so far for `variable` (Model::move_weights moves them with it).
+  virtual std::vector<VariablePtr> slots_of(const Variable& variable) const;
 
   // Keras's optimizer.get_config() in tf.keras 2.11+'s spelling: {"name": "Adam", "learning_rate":
   // 0.001 or a schedule's {"class_name", "config"}, "clipnorm": null, ..., the optimizer's own

@@ -16,19 +16,12 @@
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizer.h"
 #include "tower/parallel/process_group.h"
+#include "tower/parallel/batch_parts.h"
 #include "tower/parallel/tower_meter.h"
 
 namespace tower::parallel {
 
 namespace {
-
-// The rows of x (batch, ...) as a float scalar, from the elements it has at run time.
-SymbolicTensor rows_of(const SymbolicTensor& x) {
-  std::int64_t per_row = 1;
-  for (int d = 1; d < x.rank(); ++d) per_row *= x.shape()[d];
-  const SymbolicTensor ones = ops::ones_like(is_floating(x.dtype()) ? x : ops::cast(x, DType::float32));
-  return ops::scale(ops::reduce_sum(ones), 1.0 / static_cast<double>(std::max<std::int64_t>(per_row, 1)));
-}
 
 // Every worker's rows of `out` (rows, ...), in rank order, on the host.
 Tensor gather_rows(ProcessGroup& group, const Tensor& out) {
@@ -46,53 +39,13 @@ Tensor gather_rows(ProcessGroup& group, const Tensor& out) {
   return all;
 }
 
-// An update a tower's call made (BatchNormalization's moving statistics): its index in
-// CallContext::updates and the rows of that tower's share of the batch.
-struct TowerUpdate {
-  std::size_t index;
-  SymbolicTensor rows;  // scalar, float
-};
-
-// A variable that the towers' calls update (the moving statistics): their new values weighted by their
-// rows, and the rows.
-struct MovingSums {
-  const Variable* variable;
-  SymbolicTensor weighted, rows;
-};
-
-// In a multi-worker job: every worker's weighted values and rows summed across the workers, in one
-// all-reduce per dtype, so that every worker's moving statistics follow the global batch.
-void sum_across_workers(Graph& graph, std::vector<MovingSums>& sums, WorkerTransport transport) {
-  std::map<DType, std::vector<MovingSums*>> by_dtype;
-  for (auto& sum : sums) by_dtype[sum.weighted.dtype()].push_back(&sum);
-  int index = 0;
-  for (auto& [dtype, group] : by_dtype) {
-    Graph::DeviceScope on(graph, group.front()->variable->device().name());
-    std::vector<SymbolicTensor> parts;
-    std::vector<std::int64_t> sizes;
-    for (MovingSums* sum : group) {
-      parts.push_back(ops::reshape(sum->weighted, {-1}));
-      sizes.push_back(sum->weighted.shape().num_elements());
-      parts.push_back(ops::reshape(sum->rows, {1}));
-      sizes.push_back(1);
-    }
-    const SymbolicTensor total =
-        worker_all_reduce(ops::concat(parts, 0), index++, transport, "moving statistics");
-    const auto pieces = ops::split(total, 0, sizes);
-    for (std::size_t k = 0; k < group.size(); ++k) {
-      group[k]->weighted = ops::reshape(pieces[2 * k], group[k]->weighted.shape().dims());
-      group[k]->rows = ops::reshape(pieces[2 * k + 1], group[k]->rows.shape().dims());
-    }
-  }
-}
-
 }  // namespace
 
 // ---- the towers of one engine graph --------------------------------------------------------------
 
 class Towers::Call : public ReplicatedCall {
  public:
-  Call(const Towers& towers, Graph& graph) : towers_(towers), graph_(graph) {}
+  Call(const Towers& towers, Graph& graph) : towers_(towers), graph_(graph), parts_(towers.ratios_) {}
 
   // Adds the towers: every share and first row is made before any tower's ops, where the batch is
   // (lanes run their steps in graph order, so a tower would otherwise wait for the towers before it
@@ -124,8 +77,7 @@ class Towers::Call : public ReplicatedCall {
     local_.resize(n);
     if (towers_.mirrors_)
       for (std::size_t t = 0; t < n; ++t) local_[t] = towers_.mirrors_->on(devices[t], model.weights());
-    std::vector<TowerUpdate> tower_updates;
-    parts_.assign(model.outputs().size(), {});
+    std::vector<CallUpdate> tower_updates;
     for (std::size_t t = 0; t < n; ++t) {
       Graph::DeviceScope on(graph_, devices[t]);
       const ReplicaContext replica{.local_variables = towers_.mirrors_ ? &local_[t] : nullptr,
@@ -135,14 +87,17 @@ class Towers::Call : public ReplicatedCall {
       const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
       const auto outs = model.call(ctx, shares[t]);
       ctx.replica = outer;
-      for (std::size_t k = 0; k < outs.size(); ++k) parts_[k].push_back(outs[k]);
+      parts_.add(outs, devices[t]);
       if (ctx.updates && !shares[t].empty())
         for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) tower_updates.push_back({k, rows_of(shares[t][0])});
     }
-    if (!tower_updates.empty()) merge_updates(ctx, tower_updates);
+    if (!tower_updates.empty())
+      merge_updates(
+          ctx, tower_updates, [this](const VariablePtr& primary) { return copies_of(primary); },
+          towers_.worker_ ? std::optional(towers_.worker_->transport) : std::nullopt);
     // The whole batch's outputs (predict only: training and evaluation gather none).
     Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);
-    for (const auto& parts : parts_) outputs_.push_back(ops::concat(parts, 0));
+    for (std::size_t k = 0; k < model.outputs().size(); ++k) outputs_.push_back(parts_.concatenated(k));
   }
 
   const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
@@ -150,29 +105,7 @@ class Towers::Call : public ReplicatedCall {
   // Each tower sums its share's values and counts them on its device; only those scalars meet.
   SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
                             const PerSample& per_sample) override {
-    const auto& devices = towers_.devices_;
-    if (weight_shares_.empty())
-      for (std::size_t t = 0; t < devices.size(); ++t)
-        weight_shares_.push_back(ops::batch_share(sample_weight, towers_.ratios_, static_cast<int>(t)));
-    auto& y_shares = y_shares_[output];
-    if (y_shares.empty())
-      for (std::size_t t = 0; t < devices.size(); ++t)
-        y_shares.push_back(ops::batch_share(y, towers_.ratios_, static_cast<int>(t)));
-    SymbolicTensor sum, count;
-    std::int64_t per_row = 1;  // values per sample
-    for (std::size_t t = 0; t < devices.size(); ++t) {
-      SymbolicTensor tower_sum, tower_count;
-      {
-        Graph::DeviceScope on(graph_, devices[t]);
-        const auto v = per_sample(y_shares[t], parts_.at(output)[t], weight_shares_[t]);
-        if (t == 0)
-          for (int d = 1; d < v.rank(); ++d) per_row *= v.shape()[d];
-        tower_sum = ops::reduce_sum(v);
-        tower_count = ops::reduce_sum(ops::ones_like(v));
-      }
-      sum = sum.defined() ? ops::add(sum, tower_sum) : tower_sum;
-      count = count.defined() ? ops::add(count, tower_count) : tower_count;
-    }
+    auto [sum, count, per_row] = parts_.sums(output, y, sample_weight, per_sample);
     if (towers_.worker_) {  // this worker's part of the global mean: its sum over the global count
       const SymbolicTensor rows = sum.dtype() == DType::float32 ? global_rows_ : ops::cast(global_rows_, sum.dtype());
       count = per_row == 1 ? rows : ops::scale(rows, static_cast<double>(per_row));
@@ -183,24 +116,7 @@ class Towers::Call : public ReplicatedCall {
   // Each tower computes its share's statistics on its device; they are added where they meet.
   SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
                            const PerSample& per_batch) override {
-    const auto& devices = towers_.devices_;
-    if (weight_shares_.empty())
-      for (std::size_t t = 0; t < devices.size(); ++t)
-        weight_shares_.push_back(ops::batch_share(sample_weight, towers_.ratios_, static_cast<int>(t)));
-    auto& y_shares = y_shares_[output];
-    if (y_shares.empty())
-      for (std::size_t t = 0; t < devices.size(); ++t)
-        y_shares.push_back(ops::batch_share(y, towers_.ratios_, static_cast<int>(t)));
-    SymbolicTensor sum;
-    for (std::size_t t = 0; t < devices.size(); ++t) {
-      SymbolicTensor part;
-      {
-        Graph::DeviceScope on(graph_, devices[t]);
-        part = per_batch(y_shares[t], parts_.at(output)[t], weight_shares_[t]);
-      }
-      sum = sum.defined() ? ops::add(sum, part) : part;
-    }
-    return sum;
+    return parts_.batch_sum(output, y, sample_weight, per_batch);
   }
 
   // Without mirrors the towers' gradients meet in the shared variables; with them, every copy is a
@@ -298,17 +214,14 @@ class Towers::Call : public ReplicatedCall {
   bool adds_weight_losses() const override { return !towers_.worker_ || towers_.worker_->rank == 0; }
 
  private:
-  void merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates);
   // Every copy of `primary`: itself, then its mirrors in device order.
   std::vector<VariablePtr> copies_of(const VariablePtr& primary) const;
 
   const Towers& towers_;
   Graph& graph_;
   std::vector<std::map<const Variable*, VariablePtr>> local_;  // [tower]: the copies it reads
-  std::vector<std::vector<SymbolicTensor>> parts_;             // [output][tower]
+  BatchParts parts_;                                           // [tower]: its outputs
   std::vector<SymbolicTensor> outputs_;
-  std::vector<SymbolicTensor> weight_shares_;                           // [tower]
-  std::map<std::size_t, std::vector<SymbolicTensor>> y_shares_;         // [output][tower]
   std::vector<VariablePtr> mirrors_read_;
   bool mirrors_listed_ = false;
   // A worker of a multi-worker job: its first row and the global batch's rows, fed per step.
@@ -323,66 +236,6 @@ std::vector<VariablePtr> Towers::Call::copies_of(const VariablePtr& primary) con
     for (const auto& device : towers_.devices_)
       if (auto mirror = towers_.mirrors_->find(primary, device)) copies.push_back(mirror);
   return copies;
-}
-
-// Towers call the same layers once each, so a variable that a layer updates (the moving statistics)
-// gets one assign per tower (of the variable, or of the tower's mirror of it), and the last would win.
-// They become one assign of the towers' new values averaged by their shares' rows, given to every copy
-// of the variable: the moving mean then follows the global batch's mean, whatever the ratios, and a
-// tower with an empty share (whose statistics are 0 there) counts for nothing.
-void Towers::Call::merge_updates(CallContext& ctx, const std::vector<TowerUpdate>& tower_updates) {
-  // primary -> its towers' assigns, in the order the calls made them: the same in every process (an
-  // order by address would differ between workers, whose sums must line up).
-  std::vector<std::pair<const Variable*, std::vector<const TowerUpdate*>>> by_variable;
-  std::map<const Variable*, VariablePtr> primary_of;
-  std::map<const Variable*, std::size_t> slot;  // primary -> its entry in by_variable
-  for (const auto& u : tower_updates) {
-    Node* update = (*ctx.updates)[u.index];
-    if (update->op() != op_names::assign) continue;
-    const VariablePtr& target = update->inputs()[0].node()->variable();
-    if (!target) continue;
-    const VariablePtr& primary = target->primary() ? target->primary() : target;
-    if (slot.emplace(primary.get(), by_variable.size()).second) {
-      by_variable.emplace_back(primary.get(), std::vector<const TowerUpdate*>{});
-      primary_of[primary.get()] = primary;
-    }
-    by_variable[slot.at(primary.get())].second.push_back(&u);
-  }
-  std::vector<MovingSums> sums;
-  std::set<std::size_t> replaced;
-  for (const auto& [variable, updates] : by_variable) {
-    if (updates.size() < 2 && copies_of(primary_of.at(variable)).size() < 2 && !towers_.worker_) continue;
-    Graph::DeviceScope on_variable(ctx.graph, variable->device().name());
-    MovingSums& sum = sums.emplace_back(MovingSums{variable, {}, {}});
-    for (const TowerUpdate* u : updates) {
-      const Node* update = (*ctx.updates)[u->index];
-      const SymbolicTensor& value = update->inputs()[1];
-      const SymbolicTensor share = value.dtype() == u->rows.dtype() ? u->rows : ops::cast(u->rows, value.dtype());
-      const SymbolicTensor term = ops::multiply(value, share);
-      sum.weighted = sum.weighted.defined() ? ops::add(sum.weighted, term) : term;
-      sum.rows = sum.rows.defined() ? ops::add(sum.rows, share) : share;
-      replaced.insert(u->index);
-    }
-  }
-  if (towers_.worker_) sum_across_workers(ctx.graph, sums, towers_.worker_->transport);
-  std::vector<Node*> merged;
-  for (const MovingSums& sum : sums) {
-    SymbolicTensor average;
-    {
-      Graph::DeviceScope on_variable(ctx.graph, sum.variable->device().name());
-      average = ops::divide(sum.weighted, sum.rows);
-    }
-    for (const auto& copy : copies_of(primary_of.at(sum.variable))) {
-      Graph::DeviceScope on_copy(ctx.graph, copy->device().name());
-      merged.push_back(ops::assign(ctx.graph.variable(copy), average));
-    }
-  }
-  if (replaced.empty()) return;
-  std::vector<Node*> kept;
-  for (std::size_t k = 0; k < ctx.updates->size(); ++k)
-    if (!replaced.count(k)) kept.push_back((*ctx.updates)[k]);
-  kept.insert(kept.end(), merged.begin(), merged.end());
-  *ctx.updates = std::move(kept);
 }
 
 // ---- Towers --------------------------------------------------------------------------------------------

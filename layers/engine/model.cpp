@@ -5,11 +5,13 @@
 #include <set>
 #include <utility>
 
+#include "tower/core/device.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/layers/engine/model_internal.h"
 #include "tower/layers/engine/replication.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower {
 
@@ -280,6 +282,17 @@ std::vector<SymbolicTensor> Model::call(CallContext& ctx, const std::vector<Symb
 std::vector<SymbolicTensor> Model::compute_mask(const std::vector<SymbolicTensor>&,
                                                 const std::vector<SymbolicTensor>&) const {
   return data_->output_masks;
+}
+
+void Model::move_weights(const Layer& layer, const std::string& device_name) {
+  Device& to = device(device_name);  // unknown names: NotFoundError listing the visible devices
+  const auto& optimizer = data_->compile_args.optimizer;
+  for (const auto& w : layer.weights()) {
+    if (optimizer)
+      for (const auto& slot : optimizer->slots_of(*w)) slot->relocate(to);
+    w->relocate(to);
+  }
+  reset_functions();  // their plans read the old storage
 }
 
 std::shared_ptr<const Model> Model::wrapped_model() const { return data_->wrapped; }

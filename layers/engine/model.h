@@ -292,6 +292,12 @@ class Model : public Layer {
   // Drops the engine graphs: the next step builds them through `replication`.
   void set_replication(std::shared_ptr<const Replication> replication);
 
+  // Moves the weights of `layer` (one of this model's layers, or of a model nested in it), and the
+  // optimizer slots made for them, to `device`; the engine graphs are built again at the next step. Model
+  // parallelism by placement after the fact (parallel::pipeline_model's stages): Model::call then runs
+  // the layer there. Another model made of the same layers must be compiled again before it trains.
+  void move_weights(const Layer& layer, const std::string& device);
+
   // The model this one runs on several devices (parallel::multi_gpu_model's template), or null.
   // Saving and loading weights or the whole model go to it, so files never nest.
   std::shared_ptr<const Model> wrapped_model() const;
