@@ -26,6 +26,7 @@
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tower/parallel/multi_worker_mirrored_strategy.h"
+#include "tower/parallel/pipeline_model.h"
 
 #ifndef TOWER_DATA_DIR
 #define TOWER_DATA_DIR "data"
@@ -47,6 +48,8 @@ struct Args {
   std::string data;
   std::vector<std::string> gpus;
   int cpu_devices = 1;
+  std::vector<std::string> pipeline_stages;  // one device per stage (parallel::pipeline_model)
+  int micro_batches = 1;
   std::vector<std::string> ratio_args;  // as given: integers or "auto"
   std::vector<std::int64_t> ratios;      // each tower's share of a batch; empty: equal
   bool auto_ratios = false;              // --ratios auto
@@ -108,6 +111,11 @@ Args parse(int argc, char** argv) {
       "gpus", po::value(&a.gpus)->multitoken()->default_value({}, ""),
       "GPUs: a count (--gpus 3) or a list of ids (--gpus 0 2 3); default: none (CPU)")(
       "cpu-devices", po::value(&a.cpu_devices)->default_value(a.cpu_devices), "CPU devices (towers) to train on")(
+      "pipeline-stages", po::value(&a.pipeline_stages)->multitoken(),
+      "train the model cut into consecutive stages, one per device (--pipeline-stages cpu:1 cpu:2, or cuda:0 "
+      "cuda:1), its cuts balancing the stages' parameters")(
+      "micro-batches", po::value(&a.micro_batches)->default_value(a.micro_batches),
+      "with --pipeline-stages: micro-batches per batch (GPipe), so that the stages work at the same time")(
       "ratios", po::value(&a.ratio_args)->multitoken(),
       "each tower's share of a batch (--ratios 3 2: 60 % and 40 %), or auto (measured in the first epoch); "
       "default: equal shares")(
@@ -158,6 +166,12 @@ Args parse(int argc, char** argv) {
                                  "of its own and holds a copy of the weights)",
                                  a.cpu_devices, max_cpu, kMaxCpuDevicesCeiling));
   if (a.cpu_devices > 1 && !a.gpus.empty()) throw UsageError("--cpu-devices and --gpus exclude each other; give one");
+  if (a.micro_batches < 1) throw UsageError(fmt::format("--micro-batches must be >= 1, got {}", a.micro_batches));
+  if (!vm["micro-batches"].defaulted() && a.pipeline_stages.empty())
+    throw UsageError("--micro-batches cuts the batches of a pipeline: give its stages with --pipeline-stages DEVICE...");
+  if (!a.pipeline_stages.empty() && (a.cpu_devices > 1 || !a.gpus.empty() || parallel::ProcessGroup::launched_size() > 1))
+    throw UsageError("--pipeline-stages with towers (--cpu-devices, --gpus) or several workers (mpirun) is not built "
+                     "yet: a pipeline trains on its stages' devices alone; leave out one or the other");
   a.auto_ratios = a.ratio_args.size() == 1 && a.ratio_args[0] == "auto";
   if (!a.auto_ratios)
     for (const auto& r : a.ratio_args) {
@@ -333,6 +347,19 @@ int run(const Args& a) {
   if (workers) {
     out << fmt::format("Training as {} workers of {} device(s) each: {} replicas in sync\n", workers->num_workers(),
                        devices.size(), workers->num_replicas_in_sync());
+  } else if (!a.pipeline_stages.empty()) {
+    try {
+      model = parallel::pipeline_model(model, a.pipeline_stages, {.micro_batches = a.micro_batches});
+    } catch (const ValueError& e) {  // a device listed twice, more stages than layers with weights
+      throw UsageError(std::string("--pipeline-stages: ") + e.what());
+    } catch (const NotFoundError& e) {  // a device that does not exist
+      throw UsageError(std::string("--pipeline-stages: ") + e.what());
+    }
+    std::vector<std::string> stages;
+    for (const auto& stage : parallel::pipeline_of(model)->stages())
+      stages.push_back(fmt::format("{} ({})", stage.device, fmt::join(stage.layers, ", ")));
+    std::cout << fmt::format("Training as a pipeline of {} stages, {} micro-batch(es) a batch: {}\n",
+                             stages.size(), a.micro_batches, fmt::join(stages, "; "));
   } else if (devices.size() > 1) {
     model = parallel::multi_gpu_model(
         model, devices, {.ratios = a.ratios,

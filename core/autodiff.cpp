@@ -9,17 +9,6 @@
 
 namespace tower {
 
-namespace {
-
-SymbolicTensor sum_all(const std::vector<SymbolicTensor>& terms) {
-  if (terms.empty()) return {};
-  SymbolicTensor total = terms[0];
-  for (std::size_t i = 1; i < terms.size(); ++i) total = ops::add(total, terms[i]);
-  return total;
-}
-
-}  // namespace
-
 std::vector<SymbolicTensor> gradients(const SymbolicTensor& y, const std::vector<SymbolicTensor>& xs,
                                       const SymbolicTensor& grad_y) {
   if (!y.defined()) raise<ValueError>("gradients: y is undefined");
@@ -41,10 +30,14 @@ std::vector<SymbolicTensor> gradients(const SymbolicTensor& y, const std::vector
       for (const auto& in : graph.node(id).inputs()) to_y[static_cast<std::size_t>(in.node()->id())] = 1;
   auto relevant = [&](int id) { return from_x[static_cast<std::size_t>(id)] && to_y[static_cast<std::size_t>(id)]; };
 
-  std::map<std::pair<int, int>, std::vector<SymbolicTensor>> grads;  // (node id, output) -> contributions
+  // (node id, output) -> the sum of the contributions so far. Each is added as it comes (on the
+  // producer's device, in the order they come), so that one contribution at a time is alive beside the
+  // sum: a variable that M micro-batches (or towers sharing it) read gets M contributions, which summed
+  // only at the end would all be held until the backward pass is over.
+  std::map<std::pair<int, int>, SymbolicTensor> grads;
   {
     Graph::DeviceScope scope(graph, y.node()->device());
-    grads[{top, y.index()}].push_back(grad_y.defined() ? grad_y : ops::ones_like(y));
+    grads[{top, y.index()}] = grad_y.defined() ? grad_y : ops::ones_like(y);
   }
 
   for (int id = top; id >= 0; --id) {
@@ -57,8 +50,7 @@ std::vector<SymbolicTensor> gradients(const SymbolicTensor& y, const std::vector
     for (int k = 0; k < node.num_outputs(); ++k) {
       auto it = grads.find({id, k});
       if (it == grads.end()) continue;
-      output_grads[static_cast<std::size_t>(k)] = sum_all(it->second);
-      it->second = {output_grads[static_cast<std::size_t>(k)]};
+      output_grads[static_cast<std::size_t>(k)] = it->second;
       any = true;
     }
     if (!any) continue;
@@ -72,19 +64,20 @@ std::vector<SymbolicTensor> gradients(const SymbolicTensor& y, const std::vector
       if (input_grads[i].shape().rank() != in.shape().rank())
         raise<ShapeError>("gradient of {} for input {} has shape {}, expected {}", node.describe(), i,
                           input_grads[i].shape().to_string(), in.shape().to_string());
-      grads[{in.node()->id(), in.index()}].push_back(input_grads[i]);
+      SymbolicTensor& sum = grads[{in.node()->id(), in.index()}];
+      if (!sum.defined()) {
+        sum = input_grads[i];
+      } else {
+        Graph::DeviceScope on_producer(graph, in.node()->device());
+        sum = ops::add(sum, input_grads[i]);
+      }
     }
   }
 
   std::vector<SymbolicTensor> out;
   for (const auto& x : xs) {
     auto it = grads.find({x.node()->id(), x.index()});
-    if (it == grads.end()) {
-      out.emplace_back();
-      continue;
-    }
-    Graph::DeviceScope scope(graph, x.node()->device());
-    out.push_back(sum_all(it->second));
+    out.push_back(it == grads.end() ? SymbolicTensor() : it->second);
   }
   return out;
 }

@@ -156,6 +156,12 @@ std::vector<Device*> list_devices(DeviceKind kind);
 // are the visible GPUs unless set_logical_device_configuration split them).
 int device_count(DeviceKind kind);
 
+// Gives cpu:<index> a memory limit as a logical GPU has one (LogicalDeviceConfiguration::memory_limit):
+// an allocation that would take it past `bytes` throws OutOfMemoryError naming the device and the limit,
+// as a full GPU would, so that tests and benchmarks of model parallelism can show a model that does not
+// fit one device training on several. 0 lifts the limit. Defined by the CPU backend.
+void set_cpu_device_memory_limit(int index, std::size_t bytes);
+
 // --- logical GPUs ------------------------------------------------------------------------------
 
 // One logical GPU carved out of a physical one (tf.config.LogicalDeviceConfiguration).

@@ -40,16 +40,37 @@ void set_cpu_device_threads(int index, int threads) {
 
 CpuDevice::CpuDevice(int index, int threads) : Device(DeviceKind::cpu, index), pool_(threads) {}
 
+void set_cpu_device_memory_limit(int index, std::size_t bytes) {
+  static_cast<CpuDevice&>(cpu_device(index)).set_memory_limit(bytes);
+}
+
+namespace {
+std::size_t rounded_bytes(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64; }
+}  // namespace
+
 void* CpuDevice::do_allocate(std::size_t bytes) {
-  std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  const std::size_t rounded = rounded_bytes(bytes);
+  const std::size_t held = held_.fetch_add(rounded) + rounded;
+  if (const std::size_t limit = limit_; limit > 0 && held > limit) {
+    held_ -= rounded;
+    raise<OutOfMemoryError>("{}: out of memory allocating {} ({} in use of its memory limit of {}, "
+                            "set_cpu_device_memory_limit){}",
+                            name(), format_bytes(bytes), format_bytes(held - rounded), format_bytes(limit),
+                            kSmallerBatchAdvice);
+  }
   void* p = std::aligned_alloc(64, rounded);
-  if (!p)
+  if (!p) {
+    held_ -= rounded;
     raise<OutOfMemoryError>("{}: out of memory allocating {} ({} in use){}", name(), format_bytes(bytes),
                             format_bytes(memory_stats().in_use), kSmallerBatchAdvice);
+  }
   return p;
 }
 
-void CpuDevice::do_deallocate(void* ptr, std::size_t) { std::free(ptr); }
+void CpuDevice::do_deallocate(void* ptr, std::size_t bytes) {
+  std::free(ptr);
+  held_ -= rounded_bytes(bytes);
+}
 
 void CpuDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuDevice::copy_to_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }

@@ -1,6 +1,7 @@
 // CpuDevice: host memory (64-byte aligned) and a thread pool per device ("cpu:0", "cpu:1", ...).
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "tower/core/device.h"
@@ -19,6 +20,9 @@ class CpuDevice final : public Device {
   void copy_within(void* dst, const void* src, std::size_t bytes) override;
 
   ThreadPool& pool() { return pool_; }
+  // The most bytes this device holds at once (0: no limit): set_cpu_device_memory_limit.
+  void set_memory_limit(std::size_t bytes) { limit_ = bytes; }
+  std::size_t memory_limit() const { return limit_; }
 
  protected:
   void* do_allocate(std::size_t bytes) override;
@@ -26,6 +30,8 @@ class CpuDevice final : public Device {
 
  private:
   ThreadPool pool_;
+  std::atomic<std::size_t> limit_{0};
+  std::atomic<std::size_t> held_{0};  // bytes allocated (rounded), counted before the allocation
 };
 
 // Threads for CPU devices created from now on: cpu:0 defaults to every hardware thread, cpu:N

@@ -11,6 +11,8 @@
 #include "tests/support/errors.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/grad_check.h"
+#include "tower/io/keras_model.h"
 
 using tower::testing::contains;
 using tower::testing::ProcessResult;
@@ -78,6 +80,11 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--ratios", "fast"}, "--ratios takes integers >= 0 or auto"},
       {{"--cpu-devices", "2", "--cross-device-ops", "nccl"}, "--cross-device-ops takes auto, all_reduce or one_device"},
       {{"--no-such-option"}, "unrecognised option"},
+      {{"--micro-batches", "0"}, "--micro-batches must be >= 1, got 0"},
+      {{"--micro-batches", "4"}, "--micro-batches cuts the batches of a pipeline: give its stages with --pipeline-stages"},
+      {{"--pipeline-stages", "cpu:1", "cpu:1"}, "--pipeline-stages: pipeline_model: device cpu:1 is listed twice"},
+      {{"--pipeline-stages", "cpu:1", "cpu:2", "--cpu-devices", "2"}, "--pipeline-stages with towers (--cpu-devices, "
+                                                                       "--gpus) or several workers (mpirun) is not built yet"},
       // Empty and stray values (issue 37): refused, not taken as "the default" or "nothing".
       {{"--data", ""}, "--data \"\": the value is empty; give one, or leave --data out"},
       {{"--save", ""}, "--save \"\": the value is empty"},
@@ -178,4 +185,29 @@ TEST_CASE("train_mnist --cpu-devices 2 --ratios 3 1 trains through towers; the s
   const auto loaded = train_mnist({"--data", dir.path.string(), "--epochs", "0", "--verbose", "0", "--load", towers}, dir);
   REQUIRE_MESSAGE(loaded.exit_code == 0, loaded.output);
   CHECK(value_after(loaded.output, "Test loss: ") == value_after(r.output, "Test loss: "));
+}
+
+TEST_CASE("train_mnist --pipeline-stages cpu:1 cpu:2 --micro-batches 4 gives the one-device weights (SGD, --seed)") {
+  TempDir dir("app");
+  write_idx_set(dir.path, 256, 32);
+  const std::vector<std::string> common = {"--data", dir.path.string(), "--epochs", "1", "--verbose", "0",
+                                           "--optimizer", "sgd", "--lr", "0.1", "--seed", "3"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return more;
+  };
+  const std::string one = dir / "one.h5", piped = dir / "piped.h5";
+  const auto a = train_mnist(with({"--save", one}), dir);
+  REQUIRE_MESSAGE(a.exit_code == 0, a.output);
+  const auto b =
+      train_mnist(with({"--pipeline-stages", "cpu:1", "cpu:2", "--micro-batches", "4", "--save", piped}), dir);
+  REQUIRE_MESSAGE(b.exit_code == 0, b.output);
+  CHECK_MESSAGE(contains(b.output, "Training as a pipeline of 2 stages, 4 micro-batch(es) a batch: cpu:1 (flatten, "
+                                   "dense, dropout"),
+                b.output);
+  // The file is the one-device file, with the one-device weights (Dropout draws the same masks).
+  const tower::Model ma = tower::models::load_model(one), mb = tower::models::load_model(piped);
+  const auto wa = ma.get_weights(), wb = mb.get_weights();
+  REQUIRE(wa.size() == wb.size());
+  for (std::size_t i = 0; i < wa.size(); ++i) tower::testing::check_close(wb[i], wa[i], 1e-5, 1e-5);
 }

@@ -232,3 +232,54 @@ TEST_CASE("pipeline: cuts by name or balanced by parameters, and what is refused
   // Nothing moved: the refused calls checked before any weight left cpu:0.
   for (const auto& w : m.weights()) CHECK(w->device().name() == "cpu:0");
 }
+
+TEST_CASE("model parallelism: a model over one device's memory limit is refused there and trains on two") {
+  // 4 Dense layers, 662,026 parameters: with Adam, 10.6 MB of weights, gradients and slots. Each of
+  // cpu:1 and cpu:2 may hold 9 MiB: one device cannot train it (it needs 10.2 MiB); two, by placement
+  // (6.1 MiB on cpu:1) or as a pipeline of 2 micro-batches (8.1 MiB: a micro-batch's gradient
+  // contributions are alive beside their sums), can.
+  struct Limits {
+    Limits() {
+      for (int d : {1, 2}) set_cpu_device_memory_limit(d, 9u << 20);
+    }
+    ~Limits() {
+      for (int d : {1, 2}) set_cpu_device_memory_limit(d, 0);
+    }
+  } limits;
+  const Tensor x = random_normal({32, 256}, 0, 1, 6);
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 32; ++i) labels.push_back(i % 10);
+  const Tensor y = Tensor::from_vector<std::int32_t>({32}, labels);
+  // first..last: the devices of the layers (the first two, the last two).
+  const auto model = [](const std::string& first, const std::string& last) {
+    clear_session();
+    set_random_seed(4);
+    KerasTensor input = layers::Input({256}), h;
+    {
+      DefaultDeviceScope on(first);
+      h = layers::Dense(512, {.activation = "relu", .name = "d1"})(input);
+      h = layers::Dense(512, {.activation = "relu", .name = "d2"})(h);
+    }
+    DefaultDeviceScope on(last);
+    h = layers::Dense(512, {.activation = "relu", .name = "d3"})(h);
+    return Model(input, layers::Dense(10, {.activation = "softmax", .name = "d4"})(h));
+  };
+  {
+    Model one = model("cpu:1", "cpu:1");
+    one.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+    const std::string msg = message_of<OutOfMemoryError>([&] { one.fit(x, y, {.batch_size = 16, .verbose = 0}); });
+    CHECK_MESSAGE(contains(msg, "cpu:1: out of memory allocating"), msg);
+    CHECK_MESSAGE(contains(msg, "of its memory limit of 9.00 MiB"), msg);
+  }
+  {
+    Model placed = model("cpu:1", "cpu:2");
+    placed.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+    placed.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+    CHECK(device("cpu:1").memory_stats().in_use <= (9u << 20));
+  }
+  Model inner = model("cpu:0", "cpu:0");
+  Model piped = parallel::pipeline_model(inner, {"cpu:1", "cpu:2"}, {.micro_batches = 2});
+  piped.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+  const auto history = piped.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+  CHECK(std::isfinite(history.history.at("loss").back()));
+}
