@@ -2,7 +2,8 @@
 // gives one device's weights after training (ratios 1:1, 3:1, 5:2:1, a batch smaller than the device
 // count, a last partial batch), the mirrors keep the same bits as their primaries, the saved file is
 // the inner model's, MirroredStrategy trains the same way, and NCCL refuses logical GPUs (and trains
-// as one device across physical GPUs when there are two). Its own process, because the split
+// as one device across physical GPUs when there are two); a pipeline over the three logical GPUs trains
+// to the CPU's weights (issue 38). Its own process, because the split
 // must come before any GPU is used. Without a GPU it exits with 77 (skipped).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -16,6 +17,7 @@
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/pipeline_model.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/gpu_skip.h"
 #include "tests/support/grad_check.h"
@@ -185,4 +187,27 @@ TEST_CASE("NCCL: logical GPUs of one GPU are refused with the reason; physical G
   single.fit(x, y, fit);
   towers.fit(x, y, fit);
   check_same_weights(across, single);
+}
+
+TEST_CASE("model parallelism on logical GPUs: placement and pipeline stages give the CPU's weights") {
+  // The copies between GPUs (peer copies between logical GPUs of one GPU, issue 38) forward and
+  // backward, each variable updated on its own GPU, the micro-batches' gradients summed there.
+  auto [x, y] = tower_test_data(22);
+  const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+  clear_session();
+  auto single = model_on("cpu:0", 13);
+  single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  single.fit(x, y, fit);
+  for (int micro_batches : {1, 4}) {
+    CAPTURE(micro_batches);
+    clear_session();
+    auto inner = model_on("cpu:0", 13);
+    Model piped = parallel::pipeline_model(inner, Devices{"cuda:0", "cuda:1", "cuda:2"}, {.micro_batches = micro_batches});
+    piped.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+    piped.fit(x, y, fit);
+    check_same_weights(inner, single);
+    for (const auto& w : inner.weights()) CHECK_MESSAGE(w->device().kind() == DeviceKind::cuda, w->name());
+    check_close(piped.predict(x, {.verbose = 0}).to(cpu_device()), single.predict(x, {.verbose = 0}).to(cpu_device()),
+                1e-4, 1e-5);
+  }
 }
