@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 #include <limits>
 #include <utility>
 
 #include "tower/core/device.h"
 #include "tower/core/error.h"
+#include "tower/core/executor.h"
 #include "tower/core/ops.h"
 #include "tower/layers/core/input_layer.h"
 #include "tower/optimizers/optimizer.h"
@@ -232,6 +234,58 @@ std::unique_ptr<ReplicatedCall> Pipeline::call(Model& model, CallContext& ctx,
   auto call = std::make_unique<Call>(*this, ctx.graph);
   call->build(inner, ctx, inputs, micro_batches_);
   return call;
+}
+
+std::vector<CallbackPtr> Pipeline::fit_callbacks() const { return {std::make_shared<StageMeter>()}; }
+
+// ---- StageMeter ----------------------------------------------------------------------------------
+
+void StageMeter::on_epoch_begin(int, const Logs&) {
+  pipeline_.reset();
+  busy_.clear();
+  wall_ = 0;
+  samples_ = 0;
+}
+
+void StageMeter::on_train_batch_begin(std::int64_t, const Logs&) { step_start_ = std::chrono::steady_clock::now(); }
+
+void StageMeter::on_train_batch_end(std::int64_t, const Logs&) {
+  const double step = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
+  const Plan* plan = model().last_plan(Model::Mode::train);
+  const auto pipeline = pipeline_of(model());
+  if (!plan || !pipeline) return;
+  if (pipeline != pipeline_) {  // the first step (or a new pipeline): counts start again
+    pipeline_ = pipeline;
+    busy_.assign(pipeline->stages().size(), 0.0);
+    wall_ = 0;
+    samples_ = 0;
+  }
+  for (std::size_t k = 0; k < busy_.size(); ++k) busy_[k] += plan->busy_seconds(device(pipeline_->stages()[k].device));
+  wall_ += step;
+  samples_ += model().last_batch_size(Model::Mode::train);
+}
+
+std::vector<double> StageMeter::idle() const {
+  std::vector<double> out;
+  for (double busy : busy_) out.push_back(wall_ > 0 ? std::clamp(1.0 - busy / wall_, 0.0, 1.0) : 0.0);
+  return out;
+}
+
+std::string StageMeter::line() const {
+  if (!pipeline_ || busy_.size() < 2) return {};  // one stage: one lane, nothing to compare
+  std::string out = "stages:";
+  const auto idle_fraction = idle();
+  for (std::size_t k = 0; k < busy_.size(); ++k)
+    out += fmt::format(" {} idle {:.0f} % ", pipeline_->stages()[k].device, 100 * idle_fraction[k]);
+  const auto stages = static_cast<double>(busy_.size());
+  const double gpipe = (stages - 1) / (pipeline_->micro_batches() + stages - 1);
+  return out + fmt::format(" (GPipe: {:.0f} %)  total {:.0f} sps", 100 * gpipe,
+                           wall_ > 0 ? static_cast<double>(samples_) / wall_ : 0.0);
+}
+
+void StageMeter::on_epoch_end(int, Logs&) {
+  if (params_.verbose > 0)
+    if (const std::string text = line(); !text.empty()) std::cout << text << "\n";
 }
 
 std::shared_ptr<const Pipeline> pipeline_of(const Model& model) {

@@ -79,8 +79,16 @@ TEST_CASE("pipeline: K stages and M micro-batches train to one device's weights 
       Model inner = mlp();
       Model piped = parallel::pipeline_model(inner, c.devices, {.micro_batches = c.micro_batches});
       piped.compile(optimizers::get(optimizer), "sparse_categorical_crossentropy", {"accuracy"});
-      const auto got = piped.fit(x, y, kFit);
+      auto meter = std::make_shared<parallel::StageMeter>();  // as fit's own, which prints after each epoch
+      FitOptions fit = kFit;
+      fit.callbacks = {meter};
+      const auto got = piped.fit(x, y, fit);
       CHECK(got.history.at("loss").back() == doctest::Approx(expected.history.at("loss").back()).epsilon(1e-5));
+      REQUIRE(meter->idle().size() == c.devices.size());
+      for (double idle : meter->idle()) CHECK((idle >= 0 && idle <= 1));
+      const double gpipe = 100.0 * (c.devices.size() - 1) / (c.micro_batches + c.devices.size() - 1);
+      CHECK_MESSAGE(contains(meter->line(), "stages: " + c.devices[0] + " idle "), meter->line());
+      CHECK_MESSAGE(contains(meter->line(), "(GPipe: " + std::to_string(std::lround(gpipe)) + " %)"), meter->line());
       CHECK(got.history.at("accuracy").back() == doctest::Approx(expected.history.at("accuracy").back()));
       check_same_weights(inner, one, 1e-5);
       // Every stage's device ran a lane of its own, and each weight and slot lives on its stage's device.
