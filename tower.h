@@ -29,6 +29,7 @@
 #include "tower/io/model_config.h"
 
 // Several devices: multi_gpu_model and MirroredStrategy.
+#include "tower/parallel/distribution.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tower/parallel/multi_worker_mirrored_strategy.h"

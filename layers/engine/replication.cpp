@@ -1,6 +1,7 @@
-// The single replica (a model that runs as it is) and the thread's strategy scope.
+// The single replica (a model that runs as it is), the thread's strategy scope and the global one.
 #include "tower/layers/engine/replication.h"
 
+#include <mutex>
 #include <utility>
 
 #include "tower/core/error.h"
@@ -61,7 +62,21 @@ const Replication& single_replica() {
   return single;
 }
 
-const std::shared_ptr<const Replication>& current_strategy() { return this_thread_strategy; }
+namespace {
+std::mutex global_strategy_mutex;
+std::shared_ptr<const Replication> global_strategy;  // tower::distribution::set_distribution
+}  // namespace
+
+std::shared_ptr<const Replication> current_strategy() {
+  if (this_thread_strategy) return this_thread_strategy;
+  std::lock_guard lock(global_strategy_mutex);
+  return global_strategy;
+}
+
+std::shared_ptr<const Replication> set_global_strategy(std::shared_ptr<const Replication> strategy) {
+  std::lock_guard lock(global_strategy_mutex);
+  return std::exchange(global_strategy, std::move(strategy));
+}
 
 std::shared_ptr<const Replication> set_current_strategy(std::shared_ptr<const Replication> strategy) {
   return std::exchange(this_thread_strategy, std::move(strategy));

@@ -151,11 +151,14 @@ bool writes_files(const Model& model);
 const Replication& single_replica();
 
 // ---- strategy scopes (parallel::MirroredStrategy::scope()) -----------------------------------------
-// The replication whose scope is open on this thread, or null. A Model made while a scope is open
-// keeps it (as TensorFlow remembers the strategy a model was created under), and so does a model
-// compiled while one is open.
-const std::shared_ptr<const Replication>& current_strategy();
+// The replication whose scope is open on this thread, else the global one (below), or null. A Model
+// made while one is current keeps it (as TensorFlow remembers the strategy a model was created under),
+// and so does a model compiled while one is current.
+std::shared_ptr<const Replication> current_strategy();
 // Makes `strategy` this thread's current one; returns the one it replaces (for scope guards).
 std::shared_ptr<const Replication> set_current_strategy(std::shared_ptr<const Replication> strategy);
+// The replication of every thread that has no scope open (Keras 3's global distribution:
+// tower::distribution::set_distribution); returns the one it replaces.
+std::shared_ptr<const Replication> set_global_strategy(std::shared_ptr<const Replication> strategy);
 
 }  // namespace tower

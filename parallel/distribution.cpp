@@ -1,0 +1,267 @@
+// tower::distribution: DeviceMesh, TensorLayout, LayoutMap, DataParallel, ModelParallel.
+#include "tower/parallel/distribution.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <mutex>
+#include <regex>
+
+#include "tower/core/checked.h"
+#include "tower/core/device.h"
+#include "tower/core/error.h"
+#include "tower/layers/engine/model.h"
+#include "tower/parallel/mirrored_strategy.h"
+#include "tower/parallel/towers.h"
+
+namespace tower::distribution {
+
+namespace {
+
+std::string python_list(const std::vector<std::string>& names) {
+  std::vector<std::string> quoted;
+  for (const auto& n : names) quoted.push_back("'" + n + "'");
+  return "[" + fmt::format("{}", fmt::join(quoted, ", ")) + "]";
+}
+
+std::string python_tuple(const std::vector<std::int64_t>& shape) {
+  return shape.size() == 1 ? fmt::format("({},)", shape[0]) : fmt::format("({})", fmt::join(shape, ", "));
+}
+
+// The towers of a distribution: the batch over `devices`, the variables mirrored.
+std::shared_ptr<const parallel::Towers> towers_on(const std::vector<std::string>& devices, const std::string& who) {
+  return std::make_shared<const parallel::Towers>(devices, parallel::MultiGpuOptions{.mirrored = true}, who);
+}
+
+// ModelParallel's replication: its towers over the batch axis, once every variable the model reads is
+// found replicated. A variable the layouts shard is refused when the model first runs (tensor
+// parallelism is not built yet), naming each such variable and its layout.
+class LayoutCheckedTowers : public Replication {
+ public:
+  LayoutCheckedTowers(std::shared_ptr<const parallel::Towers> towers, const LayoutMap& layouts)
+      : towers_(std::move(towers)), layouts_(layouts) {}
+
+  std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
+                                       const std::vector<SymbolicTensor>& inputs) const override {
+    std::vector<std::string> sharded;
+    const Model& replicated = model.wrapped_model() ? *model.wrapped_model() : model;
+    for (const auto& w : replicated.weights()) {
+      const std::string path = variable_path(w->name());
+      if (const auto layout = layouts_.get(path); layout && layout->sharded())
+        sharded.push_back(fmt::format("\"{}\" {} {}", path, w->shape().to_string(), layout->to_string()));
+    }
+    if (!sharded.empty())
+      raise<ValueError>("ModelParallel: the layout map shards {} of model \"{}\"'s variables ({}); sharded variables "
+                        "(tensor parallelism) are not built in tower yet: lay out every variable replicated (no key "
+                        "matching it, or axes of one device), or split the model by placement or "
+                        "parallel::pipeline_model (docs/parallel.md, \"Which scheme when\")",
+                        sharded.size(), replicated.name(), fmt::join(sharded, "; "));
+    return towers_->call(model, ctx, inputs);
+  }
+  int num_replicas_in_sync() const override { return towers_->num_replicas_in_sync(); }
+  std::vector<CallbackPtr> fit_callbacks() const override { return towers_->fit_callbacks(); }
+
+ private:
+  std::shared_ptr<const parallel::Towers> towers_;
+  LayoutMap layouts_;
+};
+
+std::mutex global_mutex;
+std::shared_ptr<const Distribution> global_distribution;
+
+}  // namespace
+
+std::vector<std::string> list_devices() { return parallel::all_gpus_or_cpu(); }
+
+std::string variable_path(const std::string& weight_name) {
+  return weight_name.ends_with(":0") ? weight_name.substr(0, weight_name.size() - 2) : weight_name;
+}
+
+// ---- DeviceMesh ----------------------------------------------------------------------------------
+
+DeviceMesh::DeviceMesh(std::vector<std::int64_t> shape, std::vector<std::string> axis_names,
+                       std::vector<std::string> devices)
+    : shape_(std::move(shape)), axis_names_(std::move(axis_names)) {
+  if (shape_.empty() || axis_names_.empty())
+    raise<ValueError>("DeviceMesh: shape and axis_names cannot be empty. Received: shape={}, axis_names={}",
+                      python_tuple(shape_), python_list(axis_names_));
+  if (shape_.size() != axis_names_.size())
+    raise<ValueError>("DeviceMesh: shape and axis_names should have same size. Received: shape={}, axis_names={}",
+                      python_tuple(shape_), python_list(axis_names_));
+  std::int64_t count = 1;
+  for (auto n : shape_) {
+    if (n < 1) raise<ValueError>("DeviceMesh: every axis needs at least one device, got shape={}", python_tuple(shape_));
+    count = checked_mul(count, n, [&] { return fmt::format("DeviceMesh: the devices of shape {}", python_tuple(shape_)); },
+                        "give a smaller shape");
+  }
+  for (std::size_t a = 0; a < axis_names_.size(); ++a)
+    if (std::count(axis_names_.begin(), axis_names_.end(), axis_names_[a]) > 1)
+      raise<ValueError>("DeviceMesh: axis name '{}' is given twice in axis_names={}", axis_names_[a], python_list(axis_names_));
+  if (devices.empty()) devices = list_devices();
+  if (static_cast<std::int64_t>(devices.size()) != count)
+    raise<ValueError>("DeviceMesh: shape does not match the number of devices. Received: shape={}; {} device(s) ({})",
+                      python_tuple(shape_), devices.size(), fmt::join(devices, ", "));
+  for (const auto& d : devices) {
+    const std::string name = device(d).name();  // unknown devices: NotFoundError listing what is visible
+    if (std::find(devices_.begin(), devices_.end(), name) != devices_.end())
+      raise<ValueError>("DeviceMesh: device {} is listed twice; give each device once", name);
+    devices_.push_back(name);
+  }
+}
+
+std::size_t DeviceMesh::axis(const std::string& name) const {
+  const auto it = std::find(axis_names_.begin(), axis_names_.end(), name);
+  if (it == axis_names_.end())
+    raise<ValueError>("{} has no axis '{}'; its axes are {}", to_string(), name, python_list(axis_names_));
+  return static_cast<std::size_t>(it - axis_names_.begin());
+}
+
+std::vector<std::string> DeviceMesh::devices_along(const std::string& name) const {
+  const std::size_t a = axis(name);
+  std::int64_t stride = 1;  // row-major: the last axis varies fastest
+  for (std::size_t k = a + 1; k < shape_.size(); ++k) stride *= shape_[k];
+  std::vector<std::string> out;
+  for (std::int64_t i = 0; i < shape_[a]; ++i) out.push_back(devices_[static_cast<std::size_t>(i * stride)]);
+  return out;
+}
+
+std::string DeviceMesh::to_string() const {
+  return fmt::format("<DeviceMesh shape={}, axis_names={}>", python_tuple(shape_), python_list(axis_names_));
+}
+
+// ---- TensorLayout --------------------------------------------------------------------------------
+
+TensorLayout::TensorLayout(std::vector<std::optional<std::string>> axes, std::shared_ptr<const DeviceMesh> mesh)
+    : axes_(std::move(axes)), mesh_(std::move(mesh)) {
+  validate();
+}
+
+void TensorLayout::set_device_mesh(std::shared_ptr<const DeviceMesh> mesh) {
+  if (mesh_) raise<ValueError>("TensorLayout: cannot override device mesh value. Existing value is {}", mesh_->to_string());
+  mesh_ = std::move(mesh);
+  validate();
+}
+
+void TensorLayout::validate() const {
+  if (!mesh_) return;
+  for (const auto& a : axes_)
+    if (a && std::find(mesh_->axis_names().begin(), mesh_->axis_names().end(), *a) == mesh_->axis_names().end())
+      raise<ValueError>("TensorLayout {}: invalid axis names for Layout. Valid axis names: {}, got '{}'", to_string(),
+                        python_list(mesh_->axis_names()), *a);
+}
+
+bool TensorLayout::sharded() const {
+  if (!mesh_) return std::any_of(axes_.begin(), axes_.end(), [](const auto& a) { return a.has_value(); });
+  return std::any_of(axes_.begin(), axes_.end(), [&](const auto& a) { return a && mesh_->axis_size(*a) > 1; });
+}
+
+std::string TensorLayout::to_string() const {
+  std::vector<std::string> parts;
+  for (const auto& a : axes_) parts.push_back(a ? "'" + *a + "'" : "None");
+  return parts.size() == 1 ? "(" + parts[0] + ",)" : fmt::format("({})", fmt::join(parts, ", "));
+}
+
+// ---- LayoutMap -----------------------------------------------------------------------------------
+
+LayoutMap::LayoutMap(DeviceMesh mesh) : mesh_(std::make_shared<const DeviceMesh>(std::move(mesh))) {}
+
+void LayoutMap::set(const std::string& key, TensorLayout layout) {
+  if (const auto it = layouts_.find(key); it != layouts_.end())
+    raise<ValueError>("LayoutMap: {} already exist in the LayoutMap with value {}. Please make sure to not use "
+                      "duplicated keys.",
+                      key, it->second.to_string());
+  if (!layout.device_mesh()) layout.set_device_mesh(mesh_);
+  layouts_.emplace(key, std::move(layout));
+  keys_.push_back(key);
+}
+
+std::optional<TensorLayout> LayoutMap::get(const std::string& path) const {
+  if (const auto it = layouts_.find(path); it != layouts_.end()) return it->second;
+  std::vector<std::string> matching;
+  for (const auto& key : keys_) {
+    std::regex pattern;
+    try {
+      pattern = std::regex(key, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      raise<ValueError>("LayoutMap: key '{}' is not a valid regular expression ({}); escape its special characters",
+                        key, e.what());
+    }
+    if (std::regex_match(path, pattern)) matching.push_back(key);
+  }
+  if (matching.size() > 1)
+    raise<ValueError>("LayoutMap: path '{}' matches multiple layout specification keys: {}. Please make sure each "
+                      "tensor/variable path only matches at most one layout specification key in the LayoutMap.",
+                      path, python_list(matching));
+  if (matching.size() == 1) return layouts_.at(matching.front());
+  return std::nullopt;
+}
+
+// ---- Distribution --------------------------------------------------------------------------------
+
+Distribution::Distribution(std::shared_ptr<const DeviceMesh> mesh, std::string batch_dim_name)
+    : mesh_(std::move(mesh)), batch_dim_name_(std::move(batch_dim_name)) {
+  (void)mesh_->axis(batch_dim_name_);  // ValueError naming the mesh's axes
+}
+
+TensorLayout Distribution::get_data_layout(int rank) const {
+  std::vector<std::optional<std::string>> axes(static_cast<std::size_t>(std::max(rank, 1)));
+  axes[0] = batch_dim_name_;
+  return TensorLayout(axes, mesh_);
+}
+
+TensorLayout Distribution::get_variable_layout(const std::string&, int rank) const {
+  return TensorLayout(std::vector<std::optional<std::string>>(static_cast<std::size_t>(std::max(rank, 0))), mesh_);
+}
+
+Distribution::Scope::Scope(std::shared_ptr<const Distribution> distribution) : previous_(tower::distribution::distribution()) {
+  set_distribution(std::move(distribution));
+}
+
+Distribution::Scope::~Scope() { set_distribution(std::move(previous_)); }
+
+std::shared_ptr<const Distribution> distribution() {
+  std::lock_guard lock(global_mutex);
+  return global_distribution;
+}
+
+void set_distribution(std::shared_ptr<const Distribution> value) {
+  set_global_strategy(value ? value->replication() : nullptr);
+  std::lock_guard lock(global_mutex);
+  global_distribution = std::move(value);
+}
+
+// ---- DataParallel, ModelParallel -----------------------------------------------------------------
+
+DataParallel::DataParallel() : DataParallel(list_devices()) {}
+
+DataParallel::DataParallel(const std::vector<std::string>& devices)
+    : DataParallel(DeviceMesh({static_cast<std::int64_t>(devices.size())}, {kDefaultBatchDimName}, devices)) {}
+
+DataParallel::DataParallel(const DeviceMesh& mesh)
+    : Distribution(std::make_shared<const DeviceMesh>(mesh), mesh.axis_names().front()) {
+  if (mesh.shape().size() != 1)
+    std::cerr << fmt::format("DataParallel: expect the input mesh to be 1D, but received {}. The first axis will be used "
+                             "for data-parallel sharding.\n",
+                             mesh.to_string());
+  replication_ = towers_on(mesh_->devices_along(batch_dim_name_), "DataParallel");
+}
+
+ModelParallel::ModelParallel(LayoutMap layout_map, const std::string& batch_dim_name)
+    : Distribution(layout_map.device_mesh(),
+                   batch_dim_name.empty() ? layout_map.device_mesh()->axis_names().front() : batch_dim_name),
+      layout_map_(std::move(layout_map)) {
+  replication_ = std::make_shared<const LayoutCheckedTowers>(
+      towers_on(mesh_->devices_along(batch_dim_name_), "ModelParallel"), layout_map_);
+}
+
+TensorLayout ModelParallel::get_variable_layout(const std::string& path, int rank) const {
+  if (auto layout = layout_map_.get(path)) return *layout;
+  return Distribution::get_variable_layout(path, rank);
+}
+
+std::optional<TensorLayout> ModelParallel::get_tensor_layout(const std::string& path) const {
+  return layout_map_.get(path);
+}
+
+}  // namespace tower::distribution

@@ -1,0 +1,183 @@
+// Model parallelism beyond towers (issue 38): a model over one CPU device's memory limit trains on two
+// (placement, pipeline), and Keras 3's distribution API (tower::distribution): DeviceMesh, TensorLayout,
+// LayoutMap's lookup, DataParallel and ModelParallel as data parallelism, sharded layouts refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/support/errors.h"
+#include "tests/support/grad_check.h"
+#include "tower/layers/layers.h"
+#include "tower/optimizers/optimizers.h"
+#include "tower/parallel/distribution.h"
+#include "tower/parallel/pipeline_model.h"
+#include "tower/parallel/towers.h"
+
+using namespace tower;
+using tower::testing::check_close;
+using tower::testing::contains;
+using tower::testing::message_of;
+namespace dist = tower::distribution;
+
+TEST_CASE("model parallelism: a model over one device's memory limit is refused there and trains on two") {
+  // 4 Dense layers, 662,026 parameters: with Adam, 10.6 MB of weights, gradients and slots. Each of
+  // cpu:1 and cpu:2 may hold 9 MiB: one device cannot train it (it needs 10.2 MiB); two, by placement
+  // (6.1 MiB on cpu:1) or as a pipeline of 2 micro-batches (8.1 MiB: a micro-batch's gradient
+  // contributions are alive beside their sums), can.
+  struct Limits {
+    Limits() {
+      for (int d : {1, 2}) set_cpu_device_memory_limit(d, 9u << 20);
+    }
+    ~Limits() {
+      for (int d : {1, 2}) set_cpu_device_memory_limit(d, 0);
+    }
+  } limits;
+  const Tensor x = random_normal({32, 256}, 0, 1, 6);
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 32; ++i) labels.push_back(i % 10);
+  const Tensor y = Tensor::from_vector<std::int32_t>({32}, labels);
+  // first..last: the devices of the layers (the first two, the last two).
+  const auto model = [](const std::string& first, const std::string& last) {
+    clear_session();
+    set_random_seed(4);
+    KerasTensor input = layers::Input({256}), h;
+    {
+      DefaultDeviceScope on(first);
+      h = layers::Dense(512, {.activation = "relu", .name = "d1"})(input);
+      h = layers::Dense(512, {.activation = "relu", .name = "d2"})(h);
+    }
+    DefaultDeviceScope on(last);
+    h = layers::Dense(512, {.activation = "relu", .name = "d3"})(h);
+    return Model(input, layers::Dense(10, {.activation = "softmax", .name = "d4"})(h));
+  };
+  {
+    Model one = model("cpu:1", "cpu:1");
+    one.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+    const std::string msg = message_of<OutOfMemoryError>([&] { one.fit(x, y, {.batch_size = 16, .verbose = 0}); });
+    CHECK_MESSAGE(contains(msg, "cpu:1: out of memory allocating"), msg);
+    CHECK_MESSAGE(contains(msg, "of its memory limit of 9.00 MiB"), msg);
+  }
+  {
+    Model placed = model("cpu:1", "cpu:2");
+    placed.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+    placed.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+    CHECK(device("cpu:1").memory_stats().in_use <= (9u << 20));
+  }
+  Model inner = model("cpu:0", "cpu:0");
+  Model piped = parallel::pipeline_model(inner, {"cpu:1", "cpu:2"}, {.micro_batches = 2});
+  piped.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+  const auto history = piped.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+  CHECK(std::isfinite(history.history.at("loss").back()));
+}
+
+TEST_CASE("distribution: DeviceMesh and TensorLayout check what Keras checks") {
+  const dist::DeviceMesh mesh({2, 2}, {"batch", "model"}, {"cpu:1", "cpu:2", "cpu:3", "cpu:4"});
+  CHECK(mesh.to_string() == "<DeviceMesh shape=(2, 2), axis_names=['batch', 'model']>");
+  CHECK(mesh.devices_along("batch") == std::vector<std::string>{"cpu:1", "cpu:3"});
+  CHECK(mesh.devices_along("model") == std::vector<std::string>{"cpu:1", "cpu:2"});
+  CHECK(mesh.axis_size("model") == 2);
+  const auto refused = [](auto make) { return message_of<ValueError>(make); };
+  CHECK(contains(refused([] { dist::DeviceMesh({2, 2}, {"batch"}, {"cpu:1", "cpu:2", "cpu:3", "cpu:4"}); }),
+                 "shape and axis_names should have same size. Received: shape=(2, 2), axis_names=['batch']"));
+  CHECK(contains(refused([] { dist::DeviceMesh({3}, {"batch"}, {"cpu:1", "cpu:2"}); }),
+                 "shape does not match the number of devices. Received: shape=(3,); 2 device(s) (cpu:1, cpu:2)"));
+  CHECK(contains(refused([] { dist::DeviceMesh({}, {}); }), "shape and axis_names cannot be empty"));
+  CHECK(contains(refused([] { dist::DeviceMesh({2}, {"batch"}, {"cpu:1", "cpu:1"}); }), "device cpu:1 is listed twice"));
+  CHECK(contains(refused([&] { (void)mesh.axis("data"); }), "has no axis 'data'; its axes are ['batch', 'model']"));
+
+  auto shared = std::make_shared<const dist::DeviceMesh>(mesh);
+  const dist::TensorLayout column({std::nullopt, "model"}, shared);
+  CHECK(column.to_string() == "(None, 'model')");
+  CHECK(column.sharded());
+  CHECK_FALSE(dist::TensorLayout({std::nullopt, std::nullopt}, shared).sharded());
+  CHECK(contains(refused([&] { dist::TensorLayout({"rows"}, shared); }),
+                 "invalid axis names for Layout. Valid axis names: ['batch', 'model'], got 'rows'"));
+  dist::TensorLayout later({"model"});
+  later.set_device_mesh(shared);
+  CHECK(contains(refused([&] { later.set_device_mesh(shared); }), "cannot override device mesh value"));
+}
+
+TEST_CASE("distribution: LayoutMap finds an exact key first, then the one key whose regex matches in full") {
+  dist::LayoutMap layout_map(dist::DeviceMesh({1, 2}, {"batch", "model"}, {"cpu:1", "cpu:2"}));
+  layout_map.set("dense.*kernel", {std::nullopt, "model"});
+  layout_map.set("dense.*bias", {"model"});
+  layout_map.set("conv2d.*kernel", {std::nullopt, std::nullopt, std::nullopt, "model"});
+  layout_map.set("dense_1/kernel", {"model", std::nullopt});
+  CHECK(layout_map.get("dense_1/kernel")->to_string() == "('model', None)");  // the exact key wins
+  CHECK(layout_map.get("dense_2/kernel")->to_string() == "(None, 'model')");
+  CHECK(layout_map.get("dense/bias")->to_string() == "('model',)");
+  CHECK(layout_map.get("my_model/conv2d_123/kernel") == std::nullopt);  // in full, not a substring (Keras >= 3.14)
+  CHECK(layout_map.get("conv2d_1/kernel")->axes().size() == 4);
+  CHECK(layout_map.get("conv3d_1/kernel") == std::nullopt);             // no match: replicated
+  CHECK(layout_map.get("dense_2/kernel")->device_mesh() == layout_map.device_mesh());  // took the map's mesh
+  layout_map.set(".*kernel", {std::nullopt, "model"});
+  const std::string two = message_of<ValueError>([&] { (void)layout_map.get("dense_2/kernel"); });
+  CHECK_MESSAGE(contains(two, "path 'dense_2/kernel' matches multiple layout specification keys: ['dense.*kernel', "
+                              "'.*kernel']"),
+                two);
+  CHECK(contains(message_of<ValueError>([&] { layout_map.set("dense.*bias", {std::nullopt}); }),
+                 "dense.*bias already exist in the LayoutMap with value ('model',)"));
+  CHECK(contains(message_of<ValueError>([&] { layout_map.set("batch_axis", {"data"}); }), "got 'data'"));
+  dist::LayoutMap bad(dist::DeviceMesh({2}, {"model"}, {"cpu:1", "cpu:2"}));
+  bad.set("dense(", {"model"});
+  CHECK(contains(message_of<ValueError>([&] { (void)bad.get("dense/kernel"); }),
+                 "key 'dense(' is not a valid regular expression"));
+}
+
+TEST_CASE("distribution: DataParallel and a replicated ModelParallel train as towers; a sharded layout is refused") {
+  const Tensor x = random_normal({20, 6}, 0, 1, 3);
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 20; ++i) labels.push_back(i % 3);
+  const Tensor y = Tensor::from_vector<std::int32_t>({20}, labels);
+  const auto make = [] {
+    clear_session();
+    set_random_seed(8);
+    Sequential m;
+    m.add(layers::Input({6}));
+    m.add(layers::Dense(8, {.activation = "relu"}));
+    m.add(layers::Dense(3, {.activation = "softmax"}));
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    return m;
+  };
+  const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+  Model one = make();
+  one.fit(x, y, fit);
+  REQUIRE(dist::distribution() == nullptr);
+
+  auto data_parallel = std::make_shared<const dist::DataParallel>(std::vector<std::string>{"cpu:1", "cpu:2"});
+  Model dp = [&] {
+    auto scope = dist::scope(data_parallel);
+    CHECK(dist::distribution() == data_parallel);
+    CHECK(data_parallel->get_data_layout(2).to_string() == "('batch', None)");
+    return make();
+  }();
+  CHECK(dist::distribution() == nullptr);  // the scope ended; the model keeps its distribution
+  CHECK(parallel::tower_devices(dp) == std::vector<std::string>{"cpu:1", "cpu:2"});
+  dp.fit(x, y, fit);
+  const auto wa = one.get_weights(), wb = dp.get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i) check_close(wb[i], wa[i], 1e-5, 1e-6);
+
+  // ModelParallel on a 2 x 2 mesh whose layouts shard nothing over an axis of more than one device: data
+  // parallelism over its batch axis (cpu:1 and cpu:3).
+  dist::LayoutMap replicated(dist::DeviceMesh({2, 2}, {"batch", "model"}, {"cpu:1", "cpu:2", "cpu:3", "cpu:4"}));
+  replicated.set("dense.*kernel", {std::nullopt, std::nullopt});
+  auto model_parallel = std::make_shared<const dist::ModelParallel>(replicated, "batch");
+  dist::set_distribution(model_parallel);
+  Model mp = make();
+  dist::set_distribution(nullptr);
+  CHECK(mp.replication() != nullptr);
+  mp.fit(x, y, fit);
+  const auto wc = mp.get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i) check_close(wc[i], wa[i], 1e-5, 1e-6);
+
+  dist::LayoutMap column(dist::DeviceMesh({1, 2}, {"batch", "model"}, {"cpu:1", "cpu:2"}));
+  column.set("dense.*kernel", {std::nullopt, "model"});
+  Model sharded = [&] {
+    auto scope = dist::scope(std::make_shared<const dist::ModelParallel>(column));
+    return make();
+  }();
+  const std::string msg = message_of<ValueError>([&] { sharded.fit(x, y, fit); });
+  CHECK_MESSAGE(contains(msg, "ModelParallel: the layout map shards 2 of model"), msg);
+  CHECK_MESSAGE(contains(msg, "\"dense/kernel\" (6, 8) (None, 'model')"), msg);
+  CHECK_MESSAGE(contains(msg, "tensor parallelism) are not built in tower yet"), msg);
+}
