@@ -275,12 +275,27 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
   return variable;
 }
 
+namespace {
+
+// A weight as the graph reads it: the variable, or, when it is split into pieces (tower::distribution's
+// sharded layouts), its pieces joined on the current device (their all-gather; the gradient goes back
+// to each piece where it lives).
+SymbolicTensor read_whole(Graph& graph, const VariablePtr& weight) {
+  const auto pieces = weight->pieces();
+  if (pieces.empty()) return graph.variable(weight);
+  std::vector<SymbolicTensor> parts;
+  for (const auto& piece : pieces) parts.push_back(graph.variable(piece));
+  return parts.size() == 1 ? parts.front() : ops::concat(parts, pieces.front()->slice().axis);
+}
+
+}  // namespace
+
 SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight, bool autocast) {
   SymbolicTensor value;
   if (ctx.replica && ctx.replica->local_variables)
     if (auto it = ctx.replica->local_variables->find(weight.get()); it != ctx.replica->local_variables->end())
       value = ctx.graph.variable(it->second);
-  if (!value.defined()) value = ctx.graph.variable(weight);
+  if (!value.defined()) value = read_whole(ctx.graph, weight);
   // Keras casts only float32 variables to a half compute dtype (its autocast never touches float64).
   if (autocast && is_half(t_autocast) && value.dtype() == DType::float32) value = ops::cast(value, t_autocast);
   return value;
@@ -359,7 +374,7 @@ void Layer::set_weights(const std::vector<Tensor>& values) {
 std::vector<SymbolicTensor> Layer::regularization_losses(Graph& graph) const {
   std::vector<SymbolicTensor> out;
   for (std::size_t i = 0; i < state_->weights.size(); ++i)
-    if (state_->regularizers[i].defined()) out.push_back(state_->regularizers[i](graph.variable(state_->weights[i])));
+    if (state_->regularizers[i].defined()) out.push_back(state_->regularizers[i](read_whole(graph, state_->weights[i])));
   return out;
 }
 

@@ -164,9 +164,9 @@ VariablePtr Optimizer::slot_variable(const VariablePtr& variable, const std::str
   if (auto it = slots_.find(key); it != slots_.end()) return it->second.second;
   VariablePtr created;
   if (variable->primary()) {
-    // A mirror's slot mirrors its primary's slot (same name and value, on the mirror's device); only
-    // the primary's is saved.
-    created = make_mirror(slot_variable(variable->primary(), slot_name, initial, shape), variable->device());
+    // A mirror's slot mirrors its primary's slot (same name and value, on the mirror's device), and a
+    // piece's slot is the same piece of its whole's slot; only the primary's is saved.
+    created = make_copy_like(variable, slot_variable(variable->primary(), slot_name, initial, shape));
   } else {
     std::string base = variable->name();
     if (base.ends_with(":0")) base.resize(base.size() - 2);

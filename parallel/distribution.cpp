@@ -11,7 +11,10 @@
 #include "tower/core/checked.h"
 #include "tower/core/device.h"
 #include "tower/core/error.h"
+#include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
+#include "tower/optimizers/optimizer.h"
+#include "tower/parallel/batch_parts.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/towers.h"
 
@@ -34,37 +37,159 @@ std::shared_ptr<const parallel::Towers> towers_on(const std::vector<std::string>
   return std::make_shared<const parallel::Towers>(devices, parallel::MultiGpuOptions{.mirrored = true}, who);
 }
 
-// ModelParallel's replication: its towers over the batch axis, once every variable the model reads is
-// found replicated. A variable the layouts shard is refused when the model first runs (tensor
-// parallelism is not built yet), naming each such variable and its layout.
-class LayoutCheckedTowers : public Replication {
+// One weight's layout under ModelParallel: split along `dim` over the devices of mesh axis `axis`.
+struct Split {
+  VariablePtr weight;
+  std::size_t dim;
+  std::string axis;
+};
+
+// A model whose sharded weights are split into pieces, called once in one engine graph: the layers read
+// their pieces joined where they run (Layer::read), each piece gets its gradient and its update (and
+// its optimizer slots) on its own device.
+class PiecesCall : public ReplicatedCall {
  public:
-  LayoutCheckedTowers(std::shared_ptr<const parallel::Towers> towers, const LayoutMap& layouts)
-      : towers_(std::move(towers)), layouts_(layouts) {}
+  PiecesCall(Graph& graph, Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs)
+      : graph_(graph), parts_({1}) {
+    parts_.add(model.call(ctx, inputs), "");
+    for (std::size_t k = 0; k < model.outputs().size(); ++k) outputs_.push_back(parts_.concatenated(k));
+  }
+  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
+  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                            const PerSample& per_sample) override {
+    const auto sums = parts_.sums(output, y, sample_weight, per_sample);
+    return ops::divide(sums.sum, sums.count);
+  }
+  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                           const PerSample& per_batch) override {
+    return parts_.batch_sum(output, y, sample_weight, per_batch);
+  }
+  // The pieces train in place of their wholes.
+  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                     const SymbolicTensor& iteration) override {
+    std::vector<VariablePtr> trained;
+    for (const auto& v : variables) {
+      const auto pieces = v->pieces();
+      trained.insert(trained.end(), pieces.begin(), pieces.end());
+      if (pieces.empty()) trained.push_back(v);
+    }
+    return optimizer.minimize(graph_, loss, trained, learning_rate, iteration);
+  }
+  // What was written into a whole outside the graph (set_weights, load_weights, an optimizer's state)
+  // reaches its pieces before a step.
+  void before_step() override {
+    if (!listed_) {
+      for (int id = 0; id < graph_.num_nodes(); ++id)
+        if (const auto& v = graph_.node(id).variable(); v && v->is_piece()) pieces_read_.push_back(v);
+      listed_ = true;
+    }
+    for (const auto& piece : pieces_read_) piece->sync_from_primary();
+  }
+
+ private:
+  Graph& graph_;
+  parallel::BatchParts parts_;
+  std::vector<SymbolicTensor> outputs_;
+  std::vector<VariablePtr> pieces_read_;
+  bool listed_ = false;
+};
+
+// ModelParallel's replication. Layouts that shard nothing: towers over the batch axis (data
+// parallelism). Layouts that shard weights: each such weight is split into pieces along its sharded
+// dimension, one per device of that mesh axis (the whole stays in host memory for get_weights and
+// files, gathered when read), its other weights move to the first of those devices, and the model runs
+// once (PiecesCall). A batch axis of several devices with sharded weights (a 2-D mesh) is not built.
+class MeshReplication : public Replication {
+ public:
+  MeshReplication(std::shared_ptr<const parallel::Towers> towers, const LayoutMap& layouts, std::string batch_axis)
+      : towers_(std::move(towers)), layouts_(layouts), batch_axis_(std::move(batch_axis)) {}
+  // The pieces' latest values go back to their wholes before the pieces go.
+  ~MeshReplication() override {
+    for (const auto& [whole, pieces] : pieces_)
+      if (const auto w = whole.lock()) (void)w->value();
+  }
 
   std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
                                        const std::vector<SymbolicTensor>& inputs) const override {
-    std::vector<std::string> sharded;
-    const Model& replicated = model.wrapped_model() ? *model.wrapped_model() : model;
-    for (const auto& w : replicated.weights()) {
-      const std::string path = variable_path(w->name());
-      if (const auto layout = layouts_.get(path); layout && layout->sharded())
-        sharded.push_back(fmt::format("\"{}\" {} {}", path, w->shape().to_string(), layout->to_string()));
-    }
-    if (!sharded.empty())
-      raise<ValueError>("ModelParallel: the layout map shards {} of model \"{}\"'s variables ({}); sharded variables "
-                        "(tensor parallelism) are not built in tower yet: lay out every variable replicated (no key "
-                        "matching it, or axes of one device), or split the model by placement or "
-                        "parallel::pipeline_model (docs/parallel.md, \"Which scheme when\")",
-                        sharded.size(), replicated.name(), fmt::join(sharded, "; "));
-    return towers_->call(model, ctx, inputs);
+    Model replicated = model.wrapped_model() ? *model.wrapped_model() : model;
+    const auto splits = splits_of(replicated);
+    if (splits.empty()) return towers_->call(model, ctx, inputs);
+    const DeviceMesh& mesh = *layouts_.device_mesh();
+    if (mesh.axis_size(batch_axis_) > 1)
+      raise<ValueError>("ModelParallel: {} shards \"{}\" and cuts the batch over axis '{}' of {} devices; a mesh "
+                        "that does both (data and tensor parallelism together) is not built yet: give the batch axis "
+                        "one device",
+                        mesh.to_string(), variable_path(splits.front().weight->name()), batch_axis_,
+                        mesh.axis_size(batch_axis_));
+    place(replicated, splits);
+    return std::make_unique<PiecesCall>(ctx.graph, replicated, ctx, inputs);
   }
   int num_replicas_in_sync() const override { return towers_->num_replicas_in_sync(); }
   std::vector<CallbackPtr> fit_callbacks() const override { return towers_->fit_callbacks(); }
 
  private:
-  std::shared_ptr<const parallel::Towers> towers_;
+  // The weights the layouts shard (an axis of more than one device), each checked.
+  std::vector<Split> splits_of(const Model& model) const {
+    std::vector<Split> out;
+    for (const auto& w : model.weights()) {
+      const std::string path = variable_path(w->name());
+      const auto layout = layouts_.get(path);
+      if (!layout || !layout->sharded()) continue;
+      const auto& axes = layout->axes();
+      if (static_cast<int>(axes.size()) != w->shape().rank())
+        raise<ValueError>("ModelParallel: the layout {} of \"{}\" has {} axes, and the variable {} has rank {}; give "
+                          "one axis (or None) per dimension",
+                          layout->to_string(), path, axes.size(), w->shape().to_string(), w->shape().rank());
+      std::vector<std::size_t> dims;
+      for (std::size_t d = 0; d < axes.size(); ++d)
+        if (axes[d] && layout->device_mesh()->axis_size(*axes[d]) > 1) dims.push_back(d);
+      if (dims.size() > 1)
+        raise<ValueError>("ModelParallel: the layout {} of \"{}\" shards {} dimensions; sharding one dimension per "
+                          "variable is built",
+                          layout->to_string(), path, dims.size());
+      const std::string& axis = *axes[dims.front()];
+      const std::int64_t n = layout->device_mesh()->axis_size(axis);
+      if (w->shape()[static_cast<int>(dims.front())] % n != 0)
+        raise<ValueError>("ModelParallel: \"{}\" {} cannot be sharded over axis '{}' of {} devices: its dimension {} "
+                          "({}) is not a multiple of {}",
+                          path, w->shape().to_string(), axis, n, dims.front(), w->shape()[static_cast<int>(dims.front())],
+                          n);
+      out.push_back({w, dims.front(), axis});
+    }
+    return out;
+  }
+
+  // Splits each sharded weight into its pieces (once), and moves the model's other weights, and their
+  // optimizer slots, to the first device of the sharding axis.
+  void place(Model& model, const std::vector<Split>& splits) const {
+    std::lock_guard lock(mutex_);
+    const DeviceMesh& mesh = *layouts_.device_mesh();
+    for (const auto& split : splits) {
+      if (!split.weight->pieces().empty()) continue;
+      const auto devices = mesh.devices_along(split.axis);
+      const std::int64_t size = split.weight->shape()[static_cast<int>(split.dim)] / static_cast<std::int64_t>(devices.size());
+      std::vector<VariablePtr> pieces;
+      for (std::size_t k = 0; k < devices.size(); ++k)
+        pieces.push_back(make_piece(split.weight,
+                                    {static_cast<int>(split.dim), static_cast<std::int64_t>(k) * size}, size,
+                                    device(devices[k])));
+      pieces_.emplace_back(split.weight, std::move(pieces));
+    }
+    Device& first = device(mesh.devices_along(splits.front().axis).front());
+    for (const auto& w : model.weights()) {
+      if (!w->pieces().empty() || &w->device() == &first) continue;
+      if (model.compiled())
+        for (const auto& slot : model.optimizer().slots_of(*w)) slot->relocate(first);
+      w->relocate(first);
+    }
+  }
+
+  std::shared_ptr<const parallel::Towers> towers_;  // the batch axis's, for layouts that shard nothing
   LayoutMap layouts_;
+  std::string batch_axis_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<std::weak_ptr<Variable>, std::vector<VariablePtr>>> pieces_;  // owned here
 };
 
 std::mutex global_mutex;
@@ -251,8 +376,8 @@ ModelParallel::ModelParallel(LayoutMap layout_map, const std::string& batch_dim_
     : Distribution(layout_map.device_mesh(),
                    batch_dim_name.empty() ? layout_map.device_mesh()->axis_names().front() : batch_dim_name),
       layout_map_(std::move(layout_map)) {
-  replication_ = std::make_shared<const LayoutCheckedTowers>(
-      towers_on(mesh_->devices_along(batch_dim_name_), "ModelParallel"), layout_map_);
+  replication_ = std::make_shared<const MeshReplication>(
+      towers_on(mesh_->devices_along(batch_dim_name_), "ModelParallel"), layout_map_, batch_dim_name_);
 }
 
 TensorLayout ModelParallel::get_variable_layout(const std::string& path, int rank) const {

@@ -105,16 +105,23 @@ namespace {
 // Where a layer's call runs when nothing else places it: the one device its weights live on; for a
 // layer without weights (or a nested model, whose own layers place themselves), its first input's
 // device; "" for none. A layer whose weights live on two devices cannot run in one place: ValueError.
+// Where a weight is computed with: where it lives, or where its first piece does (a weight split into
+// pieces by tower::distribution is kept whole in host memory, and its pieces meet on that device).
+const Device& home_of(const VariablePtr& w) {
+  const auto pieces = w->pieces();
+  return pieces.empty() ? w->device() : pieces.front()->device();
+}
+
 std::string placement_of(const Layer& layer, const std::vector<SymbolicTensor>& args) {
   if (dynamic_cast<const Model*>(&layer) == nullptr) {
     const auto weights = layer.weights();
     for (const auto& w : weights)
-      if (&w->value().device() != &weights.front()->value().device())
+      if (&home_of(w) != &home_of(weights.front()))
         raise<ValueError>("layer \"{}\": its weights live on two devices (\"{}\" on {}, \"{}\" on {}), so it cannot "
                           "run in one place; create all of a layer's weights under one DefaultDeviceScope",
-                          layer.name(), weights.front()->name(), weights.front()->value().device().name(), w->name(),
-                          w->value().device().name());
-    if (!weights.empty()) return weights.front()->value().device().name();
+                          layer.name(), weights.front()->name(), home_of(weights.front()).name(), w->name(),
+                          home_of(w).name());
+    if (!weights.empty()) return home_of(weights.front()).name();
   }
   return args.empty() || !args.front().defined() ? std::string() : args.front().node()->device();
 }
