@@ -24,6 +24,7 @@
 #include "tower/io/keras_weights.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
+#include "tower/parallel/distribution.h"
 #include "tower/parallel/multi_gpu_model.h"
 #include "tower/parallel/multi_worker_mirrored_strategy.h"
 #include "tower/parallel/pipeline_model.h"
@@ -50,6 +51,7 @@ struct Args {
   int cpu_devices = 1;
   std::vector<std::string> pipeline_stages;  // one device per stage (parallel::pipeline_model)
   int micro_batches = 1;
+  std::vector<std::string> tensor_parallel;  // devices the Dense and Conv2D kernels are sharded over
   std::vector<std::string> ratio_args;  // as given: integers or "auto"
   std::vector<std::int64_t> ratios;      // each tower's share of a batch; empty: equal
   bool auto_ratios = false;              // --ratios auto
@@ -116,6 +118,9 @@ Args parse(int argc, char** argv) {
       "cuda:1), its cuts balancing the stages' parameters")(
       "micro-batches", po::value(&a.micro_batches)->default_value(a.micro_batches),
       "with --pipeline-stages: micro-batches per batch (GPipe), so that the stages work at the same time")(
+      "tensor-parallel", po::value(&a.tensor_parallel)->multitoken(),
+      "shard the Dense and Conv2D kernels and biases by output units over these devices (--tensor-parallel cpu:1 "
+      "cpu:2): Keras 3's ModelParallel on a 1 x N mesh; a layer whose units do not divide stays whole")(
       "ratios", po::value(&a.ratio_args)->multitoken(),
       "each tower's share of a batch (--ratios 3 2: 60 % and 40 %), or auto (measured in the first epoch); "
       "default: equal shares")(
@@ -172,6 +177,10 @@ Args parse(int argc, char** argv) {
   if (!a.pipeline_stages.empty() && (a.cpu_devices > 1 || !a.gpus.empty() || parallel::ProcessGroup::launched_size() > 1))
     throw UsageError("--pipeline-stages with towers (--cpu-devices, --gpus) or several workers (mpirun) is not built "
                      "yet: a pipeline trains on its stages' devices alone; leave out one or the other");
+  if (!a.tensor_parallel.empty() &&
+      (!a.pipeline_stages.empty() || a.cpu_devices > 1 || !a.gpus.empty() || parallel::ProcessGroup::launched_size() > 1))
+    throw UsageError("--tensor-parallel with --pipeline-stages, towers (--cpu-devices, --gpus) or several workers "
+                     "(mpirun) is not built yet; give it alone");
   a.auto_ratios = a.ratio_args.size() == 1 && a.ratio_args[0] == "auto";
   if (!a.auto_ratios)
     for (const auto& r : a.ratio_args) {
@@ -284,6 +293,27 @@ Model load_or_build(const Args& a) {
   return model;
 }
 
+// Keras 3's ModelParallel for `model` on a 1 x N mesh of `devices`: every Dense and Conv2D kernel and
+// bias sharded by output units where they divide by N (`sharded` gets those layers' names).
+std::shared_ptr<const distribution::ModelParallel> tensor_parallel(const Model& model, const std::vector<std::string>& devices,
+                                                                   std::vector<std::string>& sharded) {
+  const auto n = static_cast<std::int64_t>(devices.size());
+  distribution::LayoutMap layout_map(distribution::DeviceMesh({1, n}, {"batch", "model"}, devices));
+  for (const auto& layer : model.layers()) {
+    const auto weights = layer->weights();
+    if (weights.empty() || (!dynamic_cast<const layers::Dense*>(layer.get()) && !dynamic_cast<const layers::Conv2D*>(layer.get())))
+      continue;
+    const Shape& kernel = weights.front()->shape();
+    if (kernel[kernel.rank() - 1] % n != 0) continue;
+    std::vector<std::optional<std::string>> axes(static_cast<std::size_t>(kernel.rank()));
+    axes.back() = "model";
+    layout_map.set(layer->name() + "/kernel", axes);
+    if (weights.size() > 1) layout_map.set(layer->name() + "/bias", {"model"});
+    sharded.push_back(layer->name());
+  }
+  return std::make_shared<const distribution::ModelParallel>(layout_map, "batch");
+}
+
 // Where a worker other than the chief writes what it would print: nowhere.
 std::ostream& quiet() {
   static std::ostream null(nullptr);
@@ -360,6 +390,17 @@ int run(const Args& a) {
       stages.push_back(fmt::format("{} ({})", stage.device, fmt::join(stage.layers, ", ")));
     std::cout << fmt::format("Training as a pipeline of {} stages, {} micro-batch(es) a batch: {}\n",
                              stages.size(), a.micro_batches, fmt::join(stages, "; "));
+  } else if (!a.tensor_parallel.empty()) {
+    std::vector<std::string> sharded;
+    try {
+      model.set_replication(tensor_parallel(model, a.tensor_parallel, sharded)->replication());
+    } catch (const ValueError& e) {
+      throw UsageError(std::string("--tensor-parallel: ") + e.what());
+    } catch (const NotFoundError& e) {
+      throw UsageError(std::string("--tensor-parallel: ") + e.what());
+    }
+    std::cout << fmt::format("Training tensor parallel over {}: {} sharded by output units\n",
+                             fmt::join(a.tensor_parallel, ", "), sharded.empty() ? "nothing" : fmt::format("{}", fmt::join(sharded, ", ")));
   } else if (devices.size() > 1) {
     model = parallel::multi_gpu_model(
         model, devices, {.ratios = a.ratios,

@@ -85,6 +85,8 @@ TEST_CASE("train_mnist: bad values end with a message naming the option and exit
       {{"--pipeline-stages", "cpu:1", "cpu:1"}, "--pipeline-stages: pipeline_model: device cpu:1 is listed twice"},
       {{"--pipeline-stages", "cpu:1", "cpu:2", "--cpu-devices", "2"}, "--pipeline-stages with towers (--cpu-devices, "
                                                                        "--gpus) or several workers (mpirun) is not built yet"},
+      {{"--tensor-parallel", "cpu:1", "--pipeline-stages", "cpu:2"}, "--tensor-parallel with --pipeline-stages"},
+      {{"--tensor-parallel", "cpu:1", "cpu:1"}, "--tensor-parallel: DeviceMesh: device cpu:1 is listed twice"},
       // Empty and stray values (issue 37): refused, not taken as "the default" or "nothing".
       {{"--data", ""}, "--data \"\": the value is empty; give one, or leave --data out"},
       {{"--save", ""}, "--save \"\": the value is empty"},
@@ -187,7 +189,7 @@ TEST_CASE("train_mnist --cpu-devices 2 --ratios 3 1 trains through towers; the s
   CHECK(value_after(loaded.output, "Test loss: ") == value_after(r.output, "Test loss: "));
 }
 
-TEST_CASE("train_mnist --pipeline-stages cpu:1 cpu:2 --micro-batches 4 gives the one-device weights (SGD, --seed)") {
+TEST_CASE("train_mnist --pipeline-stages and --tensor-parallel give the one-device weights (SGD, --seed)") {
   TempDir dir("app");
   write_idx_set(dir.path, 256, 32);
   const std::vector<std::string> common = {"--data", dir.path.string(), "--epochs", "1", "--verbose", "0",
@@ -196,18 +198,29 @@ TEST_CASE("train_mnist --pipeline-stages cpu:1 cpu:2 --micro-batches 4 gives the
     more.insert(more.begin(), common.begin(), common.end());
     return more;
   };
-  const std::string one = dir / "one.h5", piped = dir / "piped.h5";
+  const std::string one = dir / "one.h5";
   const auto a = train_mnist(with({"--save", one}), dir);
   REQUIRE_MESSAGE(a.exit_code == 0, a.output);
-  const auto b =
-      train_mnist(with({"--pipeline-stages", "cpu:1", "cpu:2", "--micro-batches", "4", "--save", piped}), dir);
-  REQUIRE_MESSAGE(b.exit_code == 0, b.output);
-  CHECK_MESSAGE(contains(b.output, "Training as a pipeline of 2 stages, 4 micro-batch(es) a batch: cpu:1 (flatten, "
-                                   "dense, dropout"),
-                b.output);
-  // The file is the one-device file, with the one-device weights (Dropout draws the same masks).
-  const tower::Model ma = tower::models::load_model(one), mb = tower::models::load_model(piped);
-  const auto wa = ma.get_weights(), wb = mb.get_weights();
-  REQUIRE(wa.size() == wb.size());
-  for (std::size_t i = 0; i < wa.size(); ++i) tower::testing::check_close(wb[i], wa[i], 1e-5, 1e-5);
+  const tower::Model ma = tower::models::load_model(one);
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {Case{{"--pipeline-stages", "cpu:1", "cpu:2", "--micro-batches", "4"},
+                             "Training as a pipeline of 2 stages, 4 micro-batch(es) a batch: cpu:1 (flatten, dense, dropout"},
+                        Case{{"--tensor-parallel", "cpu:1", "cpu:2"},
+                             "Training tensor parallel over cpu:1, cpu:2: dense, dense_1, dense_2 sharded by output units"}}) {
+    CAPTURE(c.args[0]);
+    const std::string file = dir / (c.args[0].substr(2) + ".h5");
+    auto args = with(c.args);
+    args.insert(args.end(), {"--save", file});
+    const auto b = train_mnist(args, dir);
+    REQUIRE_MESSAGE(b.exit_code == 0, b.output);
+    CHECK_MESSAGE(contains(b.output, c.says), b.output);
+    // The file is the one-device file, with the one-device weights (Dropout draws the same masks).
+    const tower::Model mb = tower::models::load_model(file);
+    const auto wa = ma.get_weights(), wb = mb.get_weights();
+    REQUIRE(wa.size() == wb.size());
+    for (std::size_t i = 0; i < wa.size(); ++i) tower::testing::check_close(wb[i], wa[i], 1e-5, 1e-5);
+  }
 }

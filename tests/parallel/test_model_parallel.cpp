@@ -7,6 +7,8 @@
 
 #include "tests/support/errors.h"
 #include "tests/support/grad_check.h"
+#include "tests/support/temp_dir.h"
+#include "tower/io/keras_model.h"
 #include "tower/layers/layers.h"
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/distribution.h"
@@ -17,6 +19,7 @@ using namespace tower;
 using tower::testing::check_close;
 using tower::testing::contains;
 using tower::testing::message_of;
+using tower::testing::TempDir;
 namespace dist = tower::distribution;
 
 TEST_CASE("model parallelism: a model over one device's memory limit is refused there and trains on two") {
@@ -63,11 +66,24 @@ TEST_CASE("model parallelism: a model over one device's memory limit is refused 
     placed.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
     CHECK(device("cpu:1").memory_stats().in_use <= (9u << 20));
   }
-  Model inner = model("cpu:0", "cpu:0");
-  Model piped = parallel::pipeline_model(inner, {"cpu:1", "cpu:2"}, {.micro_batches = 2});
-  piped.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
-  const auto history = piped.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
-  CHECK(std::isfinite(history.history.at("loss").back()));
+  {
+    Model inner = model("cpu:0", "cpu:0");
+    Model piped = parallel::pipeline_model(inner, {"cpu:1", "cpu:2"}, {.micro_batches = 2});
+    piped.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+    const auto history = piped.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+    CHECK(std::isfinite(history.history.at("loss").back()));
+  }
+  // Tensor parallel: every kernel split by columns over cpu:1 and cpu:2 (the wholes are kept on cpu:0).
+  dist::LayoutMap layout_map(dist::DeviceMesh({1, 2}, {"batch", "model"}, {"cpu:1", "cpu:2"}));
+  layout_map.set("d\\d/kernel", {std::nullopt, "model"});
+  Model tensor_parallel = [&] {
+    auto scope = dist::scope(std::make_shared<const dist::ModelParallel>(layout_map));
+    return model("cpu:0", "cpu:0");
+  }();
+  tensor_parallel.compile(optimizers::Adam(), "sparse_categorical_crossentropy");
+  const auto sharded = tensor_parallel.fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
+  CHECK(std::isfinite(sharded.history.at("loss").back()));
+  CHECK(device("cpu:1").memory_stats().in_use <= (9u << 20));  // 6.9 MiB; cpu:2 5.0 MiB (docs/benchmarks.md)
 }
 
 TEST_CASE("distribution: DeviceMesh and TensorLayout check what Keras checks") {
@@ -233,4 +249,82 @@ TEST_CASE("tensor parallel: kernels sharded by columns or rows over 2 CPU device
       check_close(mp.predict(x, {.verbose = 0}), one.predict(x, {.verbose = 0}), 1e-5, 1e-6);
     }
   }
+}
+
+TEST_CASE("tensor parallel: files hold the whole weights; a file loads into pieces; what cannot be sharded is refused") {
+  TempDir dir("tensor_parallel");
+  const Tensor x = random_normal({10, 6}, 0, 1, 5);
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 10; ++i) labels.push_back(i % 2);
+  const Tensor y = Tensor::from_vector<std::int32_t>({10}, labels);
+  Model mp = sharded_mlp(sharded({"cpu:1", "cpu:2"}, {std::nullopt, "model"}, {"model"}));
+  mp.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  mp.fit(x, y, {.batch_size = 5, .epochs = 1, .verbose = 0});
+  mp.save(dir / "sharded.h5");  // gathers: the file of a one-device model
+  Model loaded = models::load_model(dir / "sharded.h5");
+  for (const auto& w : loaded.weights()) CHECK(w->pieces().empty());
+  check_close(loaded.predict(x, {.verbose = 0}), mp.predict(x, {.verbose = 0}), 1e-6, 1e-6);
+  // The other way: a one-device file (or set_weights) into a sharded model reaches its pieces.
+  Model one = sharded_mlp(nullptr);
+  one.save_weights(dir / "one.weights.h5");
+  mp.load_weights(dir / "one.weights.h5");
+  check_close(mp.predict(x, {.verbose = 0}), one.predict(x, {.verbose = 0}), 1e-6, 1e-6);
+  mp.set_weights(loaded.get_weights());
+  check_close(mp.predict(x, {.verbose = 0}), loaded.predict(x, {.verbose = 0}), 1e-6, 1e-6);
+
+  const auto refused = [&](std::shared_ptr<const dist::Distribution> distribution) {
+    Model m = sharded_mlp(std::move(distribution));
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    return message_of<ValueError>([&] { m.fit(x, y, {.batch_size = 5, .verbose = 0}); });
+  };
+  std::string msg = refused(sharded({"cpu:1", "cpu:2", "cpu:3"}, {std::nullopt, "model"}, {}));
+  CHECK_MESSAGE(contains(msg, "\"dense/kernel\" (6, 8) cannot be sharded over axis 'model' of 3 devices: its "
+                              "dimension 1 (8) is not a multiple of 3"),
+                msg);
+  dist::LayoutMap two_d(dist::DeviceMesh({2, 2}, {"batch", "model"}, {"cpu:1", "cpu:2", "cpu:3", "cpu:4"}));
+  two_d.set("dense.*kernel", {std::nullopt, "model"});
+  msg = refused(std::make_shared<const dist::ModelParallel>(two_d));
+  CHECK_MESSAGE(contains(msg, "a mesh that does both (data and tensor parallelism together) is not built yet"), msg);
+  dist::LayoutMap both(dist::DeviceMesh({1, 2, 2}, {"batch", "rows", "model"}, {"cpu:1", "cpu:2", "cpu:3", "cpu:4"}));
+  both.set("dense.*kernel", {"rows", "model"});
+  msg = refused(std::make_shared<const dist::ModelParallel>(both));
+  CHECK_MESSAGE(contains(msg, "the layout ('rows', 'model') of \"dense/kernel\" shards 2 dimensions"), msg);
+  dist::LayoutMap rank(dist::DeviceMesh({1, 2}, {"batch", "model"}, {"cpu:1", "cpu:2"}));
+  rank.set("dense/kernel", {"model"});
+  msg = refused(std::make_shared<const dist::ModelParallel>(rank));
+  CHECK_MESSAGE(contains(msg, "the layout ('model',) of \"dense/kernel\" has 1 axes, and the variable (6, 8) has rank 2"),
+                msg);
+}
+
+TEST_CASE("tensor parallel: an Embedding table by rows and a Conv2D kernel by output channels") {
+  const auto model = [](std::shared_ptr<const dist::Distribution> distribution) {
+    auto scope = dist::scope(std::move(distribution));
+    clear_session();
+    set_random_seed(3);
+    KerasTensor ids = layers::Input({3}, {.dtype = DType::int32});
+    KerasTensor e = layers::Flatten()(layers::Embedding(10, 4)(ids));  // (3 * 4)
+    KerasTensor image = layers::Input({5, 5, 1});
+    KerasTensor c = layers::Flatten()(layers::Conv2D(4, {3, 3}, {.activation = "relu"})(image));
+    KerasTensor out = layers::Dense(2, {.activation = "softmax"})(layers::Concatenate()({e, c}));
+    Model m({ids, image}, {out});
+    m.compile(optimizers::SGD(0.1), "sparse_categorical_crossentropy");
+    return m;
+  };
+  std::vector<std::int32_t> id_values, labels;
+  for (int i = 0; i < 12; ++i) id_values.push_back((i * 7) % 10);
+  for (int i = 0; i < 4; ++i) labels.push_back(i % 2);
+  const Tensor ids = Tensor::from_vector<std::int32_t>({4, 3}, id_values);
+  const Tensor images = random_normal({4, 5, 5, 1}, 0, 1, 2);
+  const Tensor y = Tensor::from_vector<std::int32_t>({4}, labels);
+  dist::LayoutMap layout_map(dist::DeviceMesh({1, 2}, {"batch", "model"}, {"cpu:1", "cpu:2"}));
+  layout_map.set("embedding/embeddings", {"model", std::nullopt});
+  layout_map.set("conv2d/kernel", {std::nullopt, std::nullopt, std::nullopt, "model"});
+  layout_map.set("conv2d/bias", {"model"});
+  Model one = model(nullptr), mp = model(std::make_shared<const dist::ModelParallel>(layout_map));
+  one.fit({ids, images}, {y}, {.batch_size = 2, .epochs = 2, .verbose = 0, .shuffle = false});
+  mp.fit({ids, images}, {y}, {.batch_size = 2, .epochs = 2, .verbose = 0, .shuffle = false});
+  const auto wa = one.get_weights(), wb = mp.get_weights();
+  for (std::size_t i = 0; i < wa.size(); ++i) check_close(wb[i], wa[i], 1e-5, 1e-6);
+  CHECK(mp.get_layer("embedding")->weights()[0]->pieces().size() == 2);
+  CHECK(mp.get_layer("conv2d")->weights()[0]->pieces().at(1)->shape().to_string() == "(3, 3, 1, 2)");
 }
