@@ -8,14 +8,20 @@
 //       std::vector<std::string>{"cpu:0", "cpu:1"}));             // or: auto scope = dp.scope();
 //   Model model = make_model();                                   // made under it: trains on its devices
 //
-// What works today (issue 38, third part, first session): DeviceMesh, TensorLayout and LayoutMap with
-// Keras's checks and lookup (an exact key first, then every key as a regular expression matched in full
-// against the path, as Keras >= 3.14 does; two matches are a ValueError, none means replicated);
-// DataParallel (the batch cut over the devices of the mesh's first axis, variables mirrored: the towers
-// of parallel::MirroredStrategy); set_distribution / distribution() / scope(); ModelParallel whose
-// layouts leave every variable replicated, which is data parallelism over its batch axis. Sharded
-// variables (a layout naming a mesh axis of more than one device) are refused when the model first runs,
-// naming the variables and their layouts: tensor parallelism is not built yet (docs/parallel.md).
+// What is built (issue 38, third part): DeviceMesh, TensorLayout and LayoutMap with Keras's checks and
+// lookup (an exact key first, then every key as a regular expression matched in full against the path,
+// as Keras >= 3.14 does; two matches are a ValueError, none means replicated); DataParallel (the batch
+// cut over the devices of the mesh's first axis, variables mirrored: the towers of
+// parallel::MirroredStrategy); set_distribution / distribution() / scope(); ModelParallel:
+//   - layouts that shard nothing: data parallelism over the batch axis;
+//   - layouts that shard a variable (one dimension over a mesh axis of N devices, N dividing it): the
+//     variable is split into N pieces on that axis's devices (Variable::pieces; the whole stays in host
+//     memory for get_weights, set_weights and files, gathered when read), the layer's other weights move
+//     to the first of them, and the layer reads its pieces joined where it runs (an all-gather, FSDP's
+//     way: Megatron's column/row compute with sharded activations is not built); each piece gets its
+//     gradient, its optimizer slots and its update on its own device.
+// Not built: sharding together with a batch axis of several devices (a 2-D mesh), activation layouts
+// ("<layer>/output" keys are looked up but not applied), several workers (docs/parallel.md).
 #pragma once
 
 #include <cstdint>
