@@ -171,4 +171,16 @@ SymbolicTensor BatchParts::batch_sum(std::size_t output, const SymbolicTensor& y
   return sum;
 }
 
+// ---- PartsCall -------------------------------------------------------------------------------------
+
+SymbolicTensor PartsCall::batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                                     const PerSample& per_sample) {
+  const auto sums = parts_.sums(output, y, sample_weight, per_sample);
+  return ops::divide(sums.sum, sums.count);
+}
+
+void PartsCall::concatenate_outputs(std::size_t count) {
+  for (std::size_t k = 0; k < count; ++k) outputs_.push_back(parts_.concatenated(k));
+}
+
 }  // namespace tower::parallel

@@ -76,4 +76,25 @@ class BatchParts {
   std::map<std::size_t, std::vector<SymbolicTensor>> y_parts_;  // [output][part]
 };
 
+// A ReplicatedCall over a BatchParts: the whole batch's outputs (the parts concatenated), each batch
+// mean and sum formed part by part; updates as ReplicatedCall's default (Towers and workers override).
+class PartsCall : public ReplicatedCall {
+ public:
+  explicit PartsCall(std::vector<std::int64_t> ratios) : parts_(std::move(ratios)) {}
+  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
+  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                            const PerSample& per_sample) override;
+  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
+                           const PerSample& per_batch) override {
+    return parts_.batch_sum(output, y, sample_weight, per_batch);
+  }
+
+ protected:
+  // After the parts are added: the model's `count` outputs over the whole batch (on the current device
+  // scope; only predict runs them).
+  void concatenate_outputs(std::size_t count);
+  BatchParts parts_;
+  std::vector<SymbolicTensor> outputs_;
+};
+
 }  // namespace tower::parallel

@@ -47,22 +47,12 @@ struct Split {
 // A model whose sharded weights are split into pieces, called once in one engine graph: the layers read
 // their pieces joined where they run (Layer::read), each piece gets its gradient and its update (and
 // its optimizer slots) on its own device.
-class PiecesCall : public ReplicatedCall {
+class PiecesCall : public parallel::PartsCall {
  public:
   PiecesCall(Graph& graph, Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs)
-      : graph_(graph), parts_({1}) {
+      : PartsCall({1}), graph_(graph) {
     parts_.add(model.call(ctx, inputs), "");
-    for (std::size_t k = 0; k < model.outputs().size(); ++k) outputs_.push_back(parts_.concatenated(k));
-  }
-  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
-  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
-                            const PerSample& per_sample) override {
-    const auto sums = parts_.sums(output, y, sample_weight, per_sample);
-    return ops::divide(sums.sum, sums.count);
-  }
-  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
-                           const PerSample& per_batch) override {
-    return parts_.batch_sum(output, y, sample_weight, per_batch);
+    concatenate_outputs(model.outputs().size());
   }
   // The pieces train in place of their wholes.
   std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
@@ -89,8 +79,6 @@ class PiecesCall : public ReplicatedCall {
 
  private:
   Graph& graph_;
-  parallel::BatchParts parts_;
-  std::vector<SymbolicTensor> outputs_;
   std::vector<VariablePtr> pieces_read_;
   bool listed_ = false;
 };

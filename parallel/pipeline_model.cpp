@@ -161,10 +161,10 @@ Model pipeline_model(const Model& model, const std::vector<std::string>& devices
 
 // ---- the micro-batches of one engine graph -------------------------------------------------------
 
-class Pipeline::Call : public ReplicatedCall {
+class Pipeline::Call : public PartsCall {
  public:
-  Call(const Pipeline& pipeline, Graph& graph)
-      : graph_(graph), parts_(std::vector<std::int64_t>(static_cast<std::size_t>(pipeline.micro_batches_), 1)) {}
+  explicit Call(const Pipeline& pipeline)
+      : PartsCall(std::vector<std::int64_t>(static_cast<std::size_t>(pipeline.micro_batches_), 1)) {}
 
   // Every micro-batch is cut where the batch is, first; then the model is called on each in turn, so
   // that every device's lane meets micro-batch m's steps before m + 1's (GPipe's schedule).
@@ -191,34 +191,10 @@ class Pipeline::Call : public ReplicatedCall {
     }
     if (!updates.empty())
       merge_updates(ctx, updates, [](const VariablePtr& v) { return std::vector<VariablePtr>{v}; }, std::nullopt);
-    for (std::size_t k = 0; k < model.outputs().size(); ++k) outputs_.push_back(parts_.concatenated(k));
+    concatenate_outputs(model.outputs().size());
   }
-
-  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
-
-  SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
-                            const PerSample& per_sample) override {
-    const auto sums = parts_.sums(output, y, sample_weight, per_sample);
-    return ops::divide(sums.sum, sums.count);
-  }
-
-  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
-                           const PerSample& per_batch) override {
-    return parts_.batch_sum(output, y, sample_weight, per_batch);
-  }
-
   // The gradients of every micro-batch's loss meet per variable on its device (autodiff sums them
-  // there), and each variable is updated where it lives (Optimizer::apply_gradients).
-  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
-                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
-                                     const SymbolicTensor& iteration) override {
-    return optimizer.minimize(graph_, loss, variables, learning_rate, iteration);
-  }
-
- private:
-  Graph& graph_;
-  BatchParts parts_;  // [micro-batch]: its outputs
-  std::vector<SymbolicTensor> outputs_;
+  // there as they come), and each variable is updated where it lives: ReplicatedCall's default.
 };
 
 // ---- Pipeline ------------------------------------------------------------------------------------
@@ -231,7 +207,7 @@ Pipeline::Pipeline(std::vector<PipelineStage> stages, int micro_batches)
 std::unique_ptr<ReplicatedCall> Pipeline::call(Model& model, CallContext& ctx,
                                                const std::vector<SymbolicTensor>& inputs) const {
   Model inner = inner_of(model);
-  auto call = std::make_unique<Call>(*this, ctx.graph);
+  auto call = std::make_unique<Call>(*this);
   call->build(inner, ctx, inputs, micro_batches_);
   return call;
 }

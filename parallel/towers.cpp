@@ -43,9 +43,9 @@ Tensor gather_rows(ProcessGroup& group, const Tensor& out) {
 
 // ---- the towers of one engine graph --------------------------------------------------------------
 
-class Towers::Call : public ReplicatedCall {
+class Towers::Call : public PartsCall {
  public:
-  Call(const Towers& towers, Graph& graph) : towers_(towers), graph_(graph), parts_(towers.ratios_) {}
+  Call(const Towers& towers, Graph& graph) : PartsCall(towers.ratios_), towers_(towers), graph_(graph) {}
 
   // Adds the towers: every share and first row is made before any tower's ops, where the batch is
   // (lanes run their steps in graph order, so a tower would otherwise wait for the towers before it
@@ -97,10 +97,8 @@ class Towers::Call : public ReplicatedCall {
           towers_.worker_ ? std::optional(towers_.worker_->transport) : std::nullopt);
     // The whole batch's outputs (predict only: training and evaluation gather none).
     Graph::DeviceScope on_merge(graph_, towers_.options_.merge_device);
-    for (std::size_t k = 0; k < model.outputs().size(); ++k) outputs_.push_back(parts_.concatenated(k));
+    concatenate_outputs(model.outputs().size());
   }
-
-  const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
 
   // Each tower sums its share's values and counts them on its device; only those scalars meet.
   SymbolicTensor batch_mean(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
@@ -113,11 +111,6 @@ class Towers::Call : public ReplicatedCall {
     return ops::divide(sum, count);
   }
 
-  // Each tower computes its share's statistics on its device; they are added where they meet.
-  SymbolicTensor batch_sum(std::size_t output, const SymbolicTensor& y, const SymbolicTensor& sample_weight,
-                           const PerSample& per_batch) override {
-    return parts_.batch_sum(output, y, sample_weight, per_batch);
-  }
 
   // Without mirrors the towers' gradients meet in the shared variables; with them, every copy is a
   // replica of the all-reduce, the variables' own device too when no tower runs there (its copy gets
@@ -220,8 +213,6 @@ class Towers::Call : public ReplicatedCall {
   const Towers& towers_;
   Graph& graph_;
   std::vector<std::map<const Variable*, VariablePtr>> local_;  // [tower]: the copies it reads
-  BatchParts parts_;                                           // [tower]: its outputs
-  std::vector<SymbolicTensor> outputs_;
   std::vector<VariablePtr> mirrors_read_;
   bool mirrors_listed_ = false;
   // A worker of a multi-worker job: its first row and the global batch's rows, fed per step.

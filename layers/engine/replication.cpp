@@ -7,6 +7,7 @@
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
+#include "tower/optimizers/optimizer.h"
 
 namespace tower {
 
@@ -14,7 +15,7 @@ namespace {
 
 class SingleCall : public ReplicatedCall {
  public:
-  SingleCall(Graph& graph, std::vector<SymbolicTensor> outputs) : graph_(graph), outputs_(std::move(outputs)) {}
+  explicit SingleCall(std::vector<SymbolicTensor> outputs) : outputs_(std::move(outputs)) {}
 
   const std::vector<SymbolicTensor>& outputs() const override { return outputs_; }
 
@@ -28,14 +29,7 @@ class SingleCall : public ReplicatedCall {
     return per_batch(y, outputs_.at(output), sample_weight);
   }
 
-  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
-                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
-                                     const SymbolicTensor& iteration) override {
-    return optimizer.minimize(graph_, loss, variables, learning_rate, iteration);
-  }
-
  private:
-  Graph& graph_;
   std::vector<SymbolicTensor> outputs_;
 };
 
@@ -43,7 +37,7 @@ class SingleReplica : public Replication {
  public:
   std::unique_ptr<ReplicatedCall> call(Model& model, CallContext& ctx,
                                        const std::vector<SymbolicTensor>& inputs) const override {
-    return std::make_unique<SingleCall>(ctx.graph, model.call(ctx, inputs));
+    return std::make_unique<SingleCall>(model.call(ctx, inputs));
   }
   int num_replicas_in_sync() const override { return 1; }
 };
@@ -51,6 +45,12 @@ class SingleReplica : public Replication {
 thread_local std::shared_ptr<const Replication> this_thread_strategy;
 
 }  // namespace
+
+std::vector<Node*> ReplicatedCall::apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                                   optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                                   const SymbolicTensor& iteration) {
+  return optimizer.minimize(loss.graph(), loss, variables, learning_rate, iteration);
+}
 
 SymbolicTensor ReplicatedCall::batch_sum(std::size_t, const SymbolicTensor&, const SymbolicTensor&, const PerSample&) {
   raise<ValueError>("this replication cannot compute stateful metrics (AUC, Precision, ...): its ReplicatedCall has "

@@ -71,10 +71,11 @@ class ReplicatedCall {
                                    const PerSample& per_batch);
 
   // A training step's updates: the gradients of `loss` for `variables` (the model's trainable
-  // weights), applied by `optimizer` to every copy the replicas read.
+  // weights), applied by `optimizer` to every copy the replicas read. The default is one copy of each:
+  // optimizer.minimize in loss's graph (each variable updated where it lives).
   virtual std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
                                              optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
-                                             const SymbolicTensor& iteration) = 0;
+                                             const SymbolicTensor& iteration);
 
   // Around every run of the graph. before_step: what was written outside the graph (set_weights,
   // load_weights) reaches every replica's copies. after_step: the step has run.
