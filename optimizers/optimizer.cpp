@@ -265,9 +265,17 @@ void Optimizer::finalize_variable_values() {
 
 std::vector<Node*> Optimizer::minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
                                        const SymbolicTensor& learning_rate, const SymbolicTensor& iteration) {
+  // A variable split into pieces (tower::distribution's sharded layouts) is read, and so trained,
+  // through its pieces: each gets its gradient, slots and update where it lives.
+  std::vector<VariablePtr> trained;
+  for (const auto& v : variables) {
+    const auto pieces = v->pieces();
+    trained.insert(trained.end(), pieces.begin(), pieces.end());
+    if (pieces.empty()) trained.push_back(v);
+  }
   std::vector<SymbolicTensor> reads;
-  for (const auto& v : variables) reads.push_back(graph.variable(v));
-  return apply_gradients(graph, gradients(loss, reads), variables, learning_rate, iteration);
+  for (const auto& v : trained) reads.push_back(graph.variable(v));
+  return apply_gradients(graph, gradients(loss, reads), trained, learning_rate, iteration);
 }
 
 std::vector<Node*> Optimizer::apply_gradients(Graph& graph, const std::vector<SymbolicTensor>& grads,

@@ -63,7 +63,8 @@ class Optimizer {
     (void)variables;
     return loss;
   }
-  // Keras's minimize: the gradients of `loss` for `variables` (read where they live), applied.
+  // Keras's minimize: the gradients of `loss` for `variables` (read where they live), applied. A
+  // variable split into pieces (Variable::pieces) is trained through them.
   std::vector<Node*> minimize(Graph& graph, const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
                               const SymbolicTensor& learning_rate, const SymbolicTensor& iteration);
 

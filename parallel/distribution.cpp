@@ -45,26 +45,14 @@ struct Split {
 };
 
 // A model whose sharded weights are split into pieces, called once in one engine graph: the layers read
-// their pieces joined where they run (Layer::read), each piece gets its gradient and its update (and
-// its optimizer slots) on its own device.
+// their pieces joined where they run (Layer::read), and Optimizer::minimize gives each piece its
+// gradient, its optimizer slots and its update on its own device.
 class PiecesCall : public parallel::PartsCall {
  public:
   PiecesCall(Graph& graph, Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs)
       : PartsCall({1}), graph_(graph) {
     parts_.add(model.call(ctx, inputs), "");
     concatenate_outputs(model.outputs().size());
-  }
-  // The pieces train in place of their wholes.
-  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
-                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
-                                     const SymbolicTensor& iteration) override {
-    std::vector<VariablePtr> trained;
-    for (const auto& v : variables) {
-      const auto pieces = v->pieces();
-      trained.insert(trained.end(), pieces.begin(), pieces.end());
-      if (pieces.empty()) trained.push_back(v);
-    }
-    return optimizer.minimize(graph_, loss, trained, learning_rate, iteration);
   }
   // What was written into a whole outside the graph (set_weights, load_weights, an optimizer's state)
   // reaches its pieces before a step.

@@ -2,8 +2,8 @@
 // gives one device's weights after training (ratios 1:1, 3:1, 5:2:1, a batch smaller than the device
 // count, a last partial batch), the mirrors keep the same bits as their primaries, the saved file is
 // the inner model's, MirroredStrategy trains the same way, and NCCL refuses logical GPUs (and trains
-// as one device across physical GPUs when there are two); a pipeline over the three logical GPUs trains
-// to the CPU's weights (issue 38). Its own process, because the split
+// as one device across physical GPUs when there are two); a pipeline over the three logical GPUs and
+// kernels sharded over two train to the CPU's weights (issue 38). Its own process, because the split
 // must come before any GPU is used. Without a GPU it exits with 77 (skipped).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -17,6 +17,7 @@
 #include "tower/optimizers/optimizers.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/multi_gpu_model.h"
+#include "tower/parallel/distribution.h"
 #include "tower/parallel/pipeline_model.h"
 #include "tests/parallel/tower_test_model.h"
 #include "tests/support/gpu_skip.h"
@@ -210,4 +211,26 @@ TEST_CASE("model parallelism on logical GPUs: placement and pipeline stages give
     check_close(piped.predict(x, {.verbose = 0}).to(cpu_device()), single.predict(x, {.verbose = 0}).to(cpu_device()),
                 1e-4, 1e-5);
   }
+}
+
+TEST_CASE("tensor parallel on logical GPUs: Dense kernels sharded by columns give the CPU's weights") {
+  // make_piece's copies to the GPUs, the pieces joined on cuda:0 (peer copies), the gradients sent
+  // back, the gather into the host's wholes for get_weights (issue 38).
+  auto [x, y] = tower_test_data(22);
+  const FitOptions fit{.batch_size = 8, .epochs = 2, .verbose = 0, .shuffle = false};
+  clear_session();
+  auto single = model_on("cpu:0", 17);
+  single.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  single.fit(x, y, fit);
+  distribution::LayoutMap layout_map(distribution::DeviceMesh({1, 2}, {"batch", "model"}, {"cuda:0", "cuda:1"}));
+  layout_map.set("dense.*kernel", {std::nullopt, "model"});
+  clear_session();
+  Sequential sharded = [&] {
+    auto scope = distribution::scope(std::make_shared<const distribution::ModelParallel>(layout_map));
+    return model_on("cpu:0", 17);
+  }();
+  sharded.compile(optimizers::Adam(0.01), "sparse_categorical_crossentropy");
+  sharded.fit(x, y, fit);
+  check_same_weights(sharded, single);
+  CHECK(sharded.layers()[0]->weights()[0]->pieces().at(1)->device().name() == "cuda:1");
 }
