@@ -277,15 +277,21 @@ VariablePtr Layer::add_weight(const std::string& name, const Shape& shape, const
 
 namespace {
 
+// Pieces (or mirrors of pieces, a mesh row's copies) joined on the current device, along their axis
+// (their all-gather; the gradient goes back to each piece where it lives).
+SymbolicTensor joined(Graph& graph, const std::vector<VariablePtr>& pieces) {
+  std::vector<SymbolicTensor> parts;
+  for (const auto& piece : pieces) parts.push_back(graph.variable(piece));
+  const int axis = pieces.front()->is_piece() ? pieces.front()->slice().axis : pieces.front()->primary()->slice().axis;
+  return parts.size() == 1 ? parts.front() : ops::concat(parts, axis);
+}
+
 // A weight as the graph reads it: the variable, or, when it is split into pieces (tower::distribution's
-// sharded layouts), its pieces joined on the current device (their all-gather; the gradient goes back
-// to each piece where it lives).
+// sharded layouts), its pieces joined.
 SymbolicTensor read_whole(Graph& graph, const VariablePtr& weight) {
   const auto pieces = weight->pieces();
   if (pieces.empty()) return graph.variable(weight);
-  std::vector<SymbolicTensor> parts;
-  for (const auto& piece : pieces) parts.push_back(graph.variable(piece));
-  return parts.size() == 1 ? parts.front() : ops::concat(parts, pieces.front()->slice().axis);
+  return joined(graph, pieces);
 }
 
 }  // namespace
@@ -295,6 +301,9 @@ SymbolicTensor Layer::read(CallContext& ctx, const VariablePtr& weight, bool aut
   if (ctx.replica && ctx.replica->local_variables)
     if (auto it = ctx.replica->local_variables->find(weight.get()); it != ctx.replica->local_variables->end())
       value = ctx.graph.variable(it->second);
+  if (!value.defined() && ctx.replica && ctx.replica->local_pieces)
+    if (auto it = ctx.replica->local_pieces->find(weight.get()); it != ctx.replica->local_pieces->end())
+      value = joined(ctx.graph, it->second);
   if (!value.defined()) value = read_whole(ctx.graph, weight);
   // Keras casts only float32 variables to a half compute dtype (its autocast never touches float64).
   if (autocast && is_half(t_autocast) && value.dtype() == DType::float32) value = ops::cast(value, t_autocast);

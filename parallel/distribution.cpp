@@ -14,7 +14,10 @@
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizer.h"
+#include "tower/core/autodiff.h"
+#include "tower/parallel/all_reduce.h"
 #include "tower/parallel/batch_parts.h"
+#include "tower/parallel/mirrored_variables.h"
 #include "tower/parallel/mirrored_strategy.h"
 #include "tower/parallel/towers.h"
 
@@ -44,38 +47,129 @@ struct Split {
   std::string axis;
 };
 
-// A model whose sharded weights are split into pieces, called once in one engine graph: the layers read
-// their pieces joined where they run (Layer::read), and Optimizer::minimize gives each piece its
-// gradient, its optimizer slots and its update on its own device.
-class PiecesCall : public parallel::PartsCall {
+// The copies of a model's weights on a mesh of B rows (the batch axis) by M columns (the axis its weights
+// are sharded over): row b's device in column c is devices[b][c]. Row 0 reads the weights themselves
+// (an unsharded one moved to devices[0][0], a sharded one as its pieces, piece m on devices[0][m]);
+// row b > 0 reads mirrors of them on its own devices.
+struct MeshCopies {
+  std::vector<std::vector<std::string>> devices;                            // [row][column]
+  std::vector<std::map<const Variable*, VariablePtr>> mirrors;              // [row]: weight -> its copy there
+  std::vector<std::map<const Variable*, std::vector<VariablePtr>>> pieces;  // [row]: sharded weight -> its pieces
+  std::map<const Variable*, std::vector<VariablePtr>> copies_of;            // weight -> every row's copy
+};
+
+// ModelParallel's call: a tower per row, each on its row's first device with its share of the batch,
+// reading its row's copies (a sharded weight: its row's pieces joined there). The gradients of each
+// group of copies that live in one column are summed across the rows, and each row updates its copies
+// on their devices (the pieces with their own optimizer slots).
+class MeshCall : public parallel::PartsCall {
  public:
-  PiecesCall(Graph& graph, Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs)
-      : PartsCall({1}), graph_(graph) {
-    parts_.add(model.call(ctx, inputs), "");
+  MeshCall(Graph& graph, const MeshCopies& copies)
+      : PartsCall(std::vector<std::int64_t>(copies.devices.size(), 1)), graph_(graph), copies_(copies) {}
+
+  void build(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+    const std::size_t rows = copies_.devices.size();
+    const std::vector<std::int64_t> ratios(rows, 1);
+    std::vector<std::vector<SymbolicTensor>> shares(rows);  // cut where the batch is, before any tower
+    std::vector<SymbolicTensor> first_rows(rows);
+    for (std::size_t b = 0; b < rows; ++b) {
+      for (const auto& x : inputs) shares[b].push_back(ops::batch_share(x, ratios, static_cast<int>(b)));
+      if (ctx.training && !inputs.empty()) first_rows[b] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(b));
+    }
+    const SymbolicTensor batch_rows = inputs.empty() ? SymbolicTensor() : parallel::rows_of(inputs[0]);
+    std::vector<parallel::CallUpdate> updates;
+    for (std::size_t b = 0; b < rows; ++b) {
+      Graph::DeviceScope on(graph_, copies_.devices[b][0]);
+      const ReplicaContext replica{.local_variables = &copies_.mirrors[b],
+                                   .first_row = first_rows[b],
+                                   .global_rows = batch_rows,
+                                   .local_pieces = &copies_.pieces[b]};
+      const ReplicaContext* outer = std::exchange(ctx.replica, &replica);
+      const std::size_t before = ctx.updates ? ctx.updates->size() : 0;
+      const auto outs = model.call(ctx, shares[b]);
+      ctx.replica = outer;
+      parts_.add(outs, copies_.devices[b][0]);
+      if (ctx.updates && !shares[b].empty())
+        for (std::size_t k = before; k < ctx.updates->size(); ++k) updates.push_back({k, parallel::rows_of(shares[b][0])});
+    }
+    if (!updates.empty())
+      parallel::merge_updates(
+          ctx, updates,
+          [this](const VariablePtr& v) {
+            const auto it = copies_.copies_of.find(v.get());
+            return it == copies_.copies_of.end() ? std::vector<VariablePtr>{v} : it->second;
+          },
+          std::nullopt);
     concatenate_outputs(model.outputs().size());
   }
-  // What was written into a whole outside the graph (set_weights, load_weights, an optimizer's state)
-  // reaches its pieces before a step.
+
+  std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,
+                                     optimizers::Optimizer& optimizer, const SymbolicTensor& learning_rate,
+                                     const SymbolicTensor& iteration) override {
+    const std::size_t rows = copies_.devices.size();
+    // Groups of copies summed across the rows: [column][row] copies, in the order of `variables`.
+    const std::size_t columns = copies_.devices.front().size();
+    std::vector<std::vector<std::vector<VariablePtr>>> groups(columns, std::vector<std::vector<VariablePtr>>(rows));
+    for (const auto& v : variables)
+      for (std::size_t b = 0; b < rows; ++b) {
+        if (const auto it = copies_.pieces[b].find(v.get()); it != copies_.pieces[b].end()) {
+          for (std::size_t m = 0; m < it->second.size(); ++m) groups[m][b].push_back(it->second[m]);
+        } else {
+          const auto mirror = copies_.mirrors[b].find(v.get());
+          groups[0][b].push_back(mirror == copies_.mirrors[b].end() ? v : mirror->second);
+        }
+      }
+    std::vector<SymbolicTensor> reads;
+    for (const auto& group : groups)
+      for (const auto& row : group)
+        for (const auto& copy : row) reads.push_back(graph_.variable(copy));
+    const auto all = gradients(loss, reads);
+    std::vector<Node*> out;
+    std::size_t at = 0;
+    for (std::size_t c = 0; c < columns; ++c) {
+      if (groups[c].front().empty()) continue;
+      std::vector<std::string> replicas;
+      std::vector<std::vector<SymbolicTensor>> grads(rows);
+      for (std::size_t b = 0; b < rows; ++b) {
+        replicas.push_back(copies_.devices[b][c]);
+        for (std::size_t i = 0; i < groups[c][b].size(); ++i) grads[b].push_back(all[at++]);
+      }
+      const auto sums = parallel::all_reduce_sum(graph_, replicas, grads);
+      for (std::size_t b = 0; b < rows; ++b) {
+        Graph::DeviceScope on(graph_, replicas[b]);
+        for (Node* u : optimizer.apply_gradients(graph_, sums[b], groups[c][b], learning_rate, iteration)) out.push_back(u);
+      }
+    }
+    return out;
+  }
+
+  // What was written outside the graph reaches the copies before a step: the pieces from their wholes
+  // first, then the mirrors from what they mirror. After it, every row's copies had the same update.
   void before_step() override {
     if (!listed_) {
       for (int id = 0; id < graph_.num_nodes(); ++id)
-        if (const auto& v = graph_.node(id).variable(); v && v->is_piece()) pieces_read_.push_back(v);
+        if (const auto& v = graph_.node(id).variable(); v && v->primary()) (v->is_piece() ? pieces_ : mirrors_).push_back(v);
       listed_ = true;
     }
-    for (const auto& piece : pieces_read_) piece->sync_from_primary();
+    for (const auto& piece : pieces_) piece->sync_from_primary();
+    for (const auto& mirror : mirrors_) mirror->sync_from_primary();
+  }
+  void after_step() override {
+    for (const auto& mirror : mirrors_) mirror->mark_in_sync();
   }
 
  private:
   Graph& graph_;
-  std::vector<VariablePtr> pieces_read_;
+  const MeshCopies copies_;  // a copy: the replication may make new ones for later graphs
+  std::vector<VariablePtr> pieces_, mirrors_;
   bool listed_ = false;
 };
 
 // ModelParallel's replication. Layouts that shard nothing: towers over the batch axis (data
 // parallelism). Layouts that shard weights: each such weight is split into pieces along its sharded
 // dimension, one per device of that mesh axis (the whole stays in host memory for get_weights and
-// files, gathered when read), its other weights move to the first of those devices, and the model runs
-// once (PiecesCall). A batch axis of several devices with sharded weights (a 2-D mesh) is not built.
+// files, gathered when read), the other weights move to the first of those devices, and the model runs
+// as a tower per device of the batch axis, each with its row of the mesh (MeshCall).
 class MeshReplication : public Replication {
  public:
   MeshReplication(std::shared_ptr<const parallel::Towers> towers, const LayoutMap& layouts, std::string batch_axis)
@@ -91,15 +185,10 @@ class MeshReplication : public Replication {
     Model replicated = model.wrapped_model() ? *model.wrapped_model() : model;
     const auto splits = splits_of(replicated);
     if (splits.empty()) return towers_->call(model, ctx, inputs);
-    const DeviceMesh& mesh = *layouts_.device_mesh();
-    if (mesh.axis_size(batch_axis_) > 1)
-      raise<ValueError>("ModelParallel: {} shards \"{}\" and cuts the batch over axis '{}' of {} devices; a mesh "
-                        "that does both (data and tensor parallelism together) is not built yet: give the batch axis "
-                        "one device",
-                        mesh.to_string(), variable_path(splits.front().weight->name()), batch_axis_,
-                        mesh.axis_size(batch_axis_));
     place(replicated, splits);
-    return std::make_unique<PiecesCall>(ctx.graph, replicated, ctx, inputs);
+    auto call = std::make_unique<MeshCall>(ctx.graph, copies_on_rows(replicated, splits));
+    call->build(replicated, ctx, inputs);
+    return call;
   }
   int num_replicas_in_sync() const override { return towers_->num_replicas_in_sync(); }
   std::vector<CallbackPtr> fit_callbacks() const override { return towers_->fit_callbacks(); }
@@ -161,7 +250,61 @@ class MeshReplication : public Replication {
     }
   }
 
+  // Every row's copies: row 0 the weights (and pieces) themselves, the other rows mirrors of them on
+  // their own devices (made once, kept in mirrors_). The sharding axis must be the same for every
+  // weight and other than the batch axis, and the mesh's other axes of one device.
+  MeshCopies copies_on_rows(const Model& model, const std::vector<Split>& splits) const {
+    const DeviceMesh& mesh = *layouts_.device_mesh();
+    const std::string& axis = splits.front().axis;
+    for (const auto& split : splits)
+      if (split.axis != axis)
+        raise<ValueError>("ModelParallel: \"{}\" is sharded over axis '{}' and \"{}\" over '{}'; sharding over one "
+                          "mesh axis is built",
+                          variable_path(splits.front().weight->name()), axis, variable_path(split.weight->name()),
+                          split.axis);
+    if (axis == batch_axis_)
+      raise<ValueError>("ModelParallel: \"{}\" is sharded over the batch axis '{}'; shard variables over another axis "
+                        "of the mesh",
+                        variable_path(splits.front().weight->name()), axis);
+    for (const auto& name : mesh.axis_names())
+      if (name != axis && name != batch_axis_ && mesh.axis_size(name) > 1)
+        raise<ValueError>("ModelParallel: {} has axis '{}' of {} devices besides the batch axis '{}' and the sharding "
+                          "axis '{}'; give it one device",
+                          mesh.to_string(), name, mesh.axis_size(name), batch_axis_, axis);
+    const std::size_t batch = mesh.axis(batch_axis_), model_axis = mesh.axis(axis);
+    std::vector<std::int64_t> strides(mesh.shape().size(), 1);  // row-major
+    for (std::size_t k = mesh.shape().size() - 1; k > 0; --k) strides[k - 1] = strides[k] * mesh.shape()[k];
+    MeshCopies copies;
+    const auto rows = mesh.shape()[batch], columns = mesh.shape()[model_axis];
+    for (std::int64_t b = 0; b < rows; ++b) {
+      auto& row = copies.devices.emplace_back();
+      for (std::int64_t c = 0; c < columns; ++c)
+        row.push_back(mesh.devices()[static_cast<std::size_t>(b * strides[batch] + c * strides[model_axis])]);
+    }
+    copies.mirrors.resize(static_cast<std::size_t>(rows));
+    copies.pieces.resize(static_cast<std::size_t>(rows));
+    std::vector<VariablePtr> whole;  // the weights not split
+    for (const auto& w : model.weights())
+      if (w->pieces().empty()) whole.push_back(w);
+    for (std::size_t b = 0; b < static_cast<std::size_t>(rows); ++b) {
+      if (b > 0) copies.mirrors[b] = mirrors_.on(copies.devices[b][0], whole);
+      for (const auto& split : splits) {
+        auto& row_pieces = copies.pieces[b][split.weight.get()];
+        const auto pieces = split.weight->pieces();
+        for (std::size_t m = 0; m < pieces.size(); ++m)
+          row_pieces.push_back(b == 0 ? pieces[m] : mirrors_.on(copies.devices[b][m], {pieces[m]}).at(pieces[m].get()));
+      }
+    }
+    for (const auto& w : whole) {
+      auto& all = copies.copies_of[w.get()];
+      all.push_back(w);
+      for (std::size_t b = 1; b < copies.mirrors.size(); ++b) all.push_back(copies.mirrors[b].at(w.get()));
+    }
+    return copies;
+  }
+
   std::shared_ptr<const parallel::Towers> towers_;  // the batch axis's, for layouts that shard nothing
+  mutable parallel::MirrorSet mirrors_;             // the rows' copies after the first
   LayoutMap layouts_;
   std::string batch_axis_;
   mutable std::mutex mutex_;

@@ -46,6 +46,10 @@ struct ReplicaContext {
   // The global batch's rows (float32 scalar; undefined: the rows of the tensors the replica sees), by
   // which layers divide their activity penalties (Layer::add_activity_losses).
   SymbolicTensor global_rows;
+  // The pieces this replica reads, joined, in place of a variable split into pieces (tower::distribution
+  // on a mesh with a batch axis: each row of the mesh has its own); a variable not listed is read as
+  // Layer::read reads it.
+  const std::map<const Variable*, std::vector<VariablePtr>>* local_pieces = nullptr;
 };
 
 // The model called once per replica in one engine graph (Replication::call).
