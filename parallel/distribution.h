@@ -16,12 +16,15 @@
 //   - layouts that shard nothing: data parallelism over the batch axis;
 //   - layouts that shard a variable (one dimension over a mesh axis of N devices, N dividing it): the
 //     variable is split into N pieces on that axis's devices (Variable::pieces; the whole stays in host
-//     memory for get_weights, set_weights and files, gathered when read), the layer's other weights move
-//     to the first of them, and the layer reads its pieces joined where it runs (an all-gather, FSDP's
-//     way: Megatron's column/row compute with sharded activations is not built); each piece gets its
-//     gradient, its optimizer slots and its update on its own device.
-// Not built: sharding together with a batch axis of several devices (a 2-D mesh), activation layouts
-// ("<layer>/output" keys are looked up but not applied), several workers (docs/parallel.md).
+//     memory for get_weights, set_weights and files, gathered when read), the other weights move to
+//     the first of them, and a layer reads its pieces joined where it runs (an all-gather, FSDP's way:
+//     Megatron's column/row compute with sharded activations is not built); each piece gets its
+//     gradient, its optimizer slots and its update on its own device;
+//   - with a batch axis of several devices too (a batch x model mesh): a tower per row of the mesh with
+//     its share of the batch, reading its row's copies (row 0 the weights and pieces, the other rows
+//     mirrors of them), each column's gradients summed across the rows.
+// Not built: activation layouts ("<layer>/output" keys are looked up but not applied), several workers,
+// sharding over more than one mesh axis (docs/parallel.md).
 #pragma once
 
 #include <cstdint>
