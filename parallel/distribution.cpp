@@ -8,17 +8,17 @@
 #include <mutex>
 #include <regex>
 
+#include "tower/core/autodiff.h"
 #include "tower/core/checked.h"
 #include "tower/core/device.h"
 #include "tower/core/error.h"
 #include "tower/core/ops.h"
 #include "tower/layers/engine/model.h"
 #include "tower/optimizers/optimizer.h"
-#include "tower/core/autodiff.h"
 #include "tower/parallel/all_reduce.h"
 #include "tower/parallel/batch_parts.h"
-#include "tower/parallel/mirrored_variables.h"
 #include "tower/parallel/mirrored_strategy.h"
+#include "tower/parallel/mirrored_variables.h"
 #include "tower/parallel/towers.h"
 
 namespace tower::distribution {
