@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "tower/core/op_names.h"
 #include "tower/core/ops.h"
@@ -177,6 +178,36 @@ SymbolicTensor PartsCall::batch_mean(std::size_t output, const SymbolicTensor& y
                                      const PerSample& per_sample) {
   const auto sums = parts_.sums(output, y, sample_weight, per_sample);
   return ops::divide(sums.sum, sums.count);
+}
+
+void PartsCall::call_parts(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
+                           const std::vector<std::string>& devices,
+                           const std::function<ReplicaContext(std::size_t)>& replica,
+                           const std::function<std::vector<VariablePtr>(const VariablePtr&)>& copies_of) {
+  const auto& ratios = parts_.ratios();
+  std::vector<std::vector<SymbolicTensor>> shares(ratios.size());  // [part][input]
+  std::vector<SymbolicTensor> first_rows(ratios.size());
+  for (std::size_t p = 0; p < ratios.size(); ++p) {
+    for (const auto& x : inputs) shares[p].push_back(ops::batch_share(x, ratios, static_cast<int>(p)));
+    if (ctx.training && !inputs.empty()) first_rows[p] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(p));
+  }
+  const SymbolicTensor batch_rows = inputs.empty() ? SymbolicTensor() : rows_of(inputs[0]);
+  std::vector<CallUpdate> updates;
+  for (std::size_t p = 0; p < ratios.size(); ++p) {
+    Graph::DeviceScope on(ctx.graph, devices[p]);
+    ReplicaContext context = replica(p);
+    context.first_row = first_rows[p];
+    context.global_rows = batch_rows;
+    const ReplicaContext* outer = std::exchange(ctx.replica, &context);
+    const std::size_t before = ctx.updates ? ctx.updates->size() : 0;
+    const auto outs = model.call(ctx, shares[p]);
+    ctx.replica = outer;
+    parts_.add(outs, devices[p]);
+    if (ctx.updates && !shares[p].empty())
+      for (std::size_t k = before; k < ctx.updates->size(); ++k) updates.push_back({k, rows_of(shares[p][0])});
+  }
+  if (!updates.empty()) merge_updates(ctx, updates, copies_of, std::nullopt);
+  concatenate_outputs(model.outputs().size());
 }
 
 void PartsCall::concatenate_outputs(std::size_t count) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tower/layers/layer.h"
+#include "tower/layers/engine/model.h"
 #include "tower/layers/engine/replication.h"
 #include "tower/parallel/worker_ops.h"
 
@@ -44,6 +45,7 @@ void merge_updates(CallContext& ctx, const std::vector<CallUpdate>& updates,
 class BatchParts {
  public:
   explicit BatchParts(std::vector<std::int64_t> ratios) : ratios_(std::move(ratios)) {}
+  const std::vector<std::int64_t>& ratios() const { return ratios_; }
 
   // The next part's outputs (one per model output), and the device its losses are computed on ("":
   // where its first output is).
@@ -90,6 +92,14 @@ class PartsCall : public ReplicatedCall {
   }
 
  protected:
+  // The model called once per part of the batch: every part is cut where the batch is, first (so that
+  // no part's steps wait behind another part's calls in a device's lane), then part p is called under
+  // the device scope devices[p] ("": each layer where its weights are) with `replica(p)`, whose first
+  // row and global rows this fills in. The calls' updates of one variable are merged (merge_updates,
+  // over `copies_of`), and the outputs concatenated.
+  void call_parts(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs,
+                  const std::vector<std::string>& devices, const std::function<ReplicaContext(std::size_t)>& replica,
+                  const std::function<std::vector<VariablePtr>(const VariablePtr&)>& copies_of);
   // After the parts are added: the model's `count` outputs over the whole batch (on the current device
   // scope; only predict runs them).
   void concatenate_outputs(std::size_t count);

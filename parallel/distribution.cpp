@@ -68,39 +68,17 @@ class MeshCall : public parallel::PartsCall {
       : PartsCall(std::vector<std::int64_t>(copies.devices.size(), 1)), graph_(graph), copies_(copies) {}
 
   void build(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
-    const std::size_t rows = copies_.devices.size();
-    const std::vector<std::int64_t> ratios(rows, 1);
-    std::vector<std::vector<SymbolicTensor>> shares(rows);  // cut where the batch is, before any tower
-    std::vector<SymbolicTensor> first_rows(rows);
-    for (std::size_t b = 0; b < rows; ++b) {
-      for (const auto& x : inputs) shares[b].push_back(ops::batch_share(x, ratios, static_cast<int>(b)));
-      if (ctx.training && !inputs.empty()) first_rows[b] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(b));
-    }
-    const SymbolicTensor batch_rows = inputs.empty() ? SymbolicTensor() : parallel::rows_of(inputs[0]);
-    std::vector<parallel::CallUpdate> updates;
-    for (std::size_t b = 0; b < rows; ++b) {
-      Graph::DeviceScope on(graph_, copies_.devices[b][0]);
-      const ReplicaContext replica{.local_variables = &copies_.mirrors[b],
-                                   .first_row = first_rows[b],
-                                   .global_rows = batch_rows,
-                                   .local_pieces = &copies_.pieces[b]};
-      const ReplicaContext* outer = std::exchange(ctx.replica, &replica);
-      const std::size_t before = ctx.updates ? ctx.updates->size() : 0;
-      const auto outs = model.call(ctx, shares[b]);
-      ctx.replica = outer;
-      parts_.add(outs, copies_.devices[b][0]);
-      if (ctx.updates && !shares[b].empty())
-        for (std::size_t k = before; k < ctx.updates->size(); ++k) updates.push_back({k, parallel::rows_of(shares[b][0])});
-    }
-    if (!updates.empty())
-      parallel::merge_updates(
-          ctx, updates,
-          [this](const VariablePtr& v) {
-            const auto it = copies_.copies_of.find(v.get());
-            return it == copies_.copies_of.end() ? std::vector<VariablePtr>{v} : it->second;
-          },
-          std::nullopt);
-    concatenate_outputs(model.outputs().size());
+    std::vector<std::string> row_devices;  // each row's tower on its first device
+    for (const auto& row : copies_.devices) row_devices.push_back(row.front());
+    call_parts(
+        model, ctx, inputs, row_devices,
+        [this](std::size_t b) {
+          return ReplicaContext{.local_variables = &copies_.mirrors[b], .local_pieces = &copies_.pieces[b]};
+        },
+        [this](const VariablePtr& v) {
+          const auto it = copies_.copies_of.find(v.get());
+          return it == copies_.copies_of.end() ? std::vector<VariablePtr>{v} : it->second;
+        });
   }
 
   std::vector<Node*> apply_gradients(const SymbolicTensor& loss, const std::vector<VariablePtr>& variables,

@@ -166,32 +166,12 @@ class Pipeline::Call : public PartsCall {
   explicit Call(const Pipeline& pipeline)
       : PartsCall(std::vector<std::int64_t>(static_cast<std::size_t>(pipeline.micro_batches_), 1)) {}
 
-  // Every micro-batch is cut where the batch is, first; then the model is called on each in turn, so
-  // that every device's lane meets micro-batch m's steps before m + 1's (GPipe's schedule).
-  void build(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs, int micro_batches) {
-    const std::vector<std::int64_t> ratios(static_cast<std::size_t>(micro_batches), 1);
-    std::vector<std::vector<SymbolicTensor>> parts(static_cast<std::size_t>(micro_batches));  // [m][input]
-    std::vector<SymbolicTensor> first_rows(parts.size());
-    for (std::size_t m = 0; m < parts.size(); ++m) {
-      for (const auto& x : inputs) parts[m].push_back(ops::batch_share(x, ratios, static_cast<int>(m)));
-      if (ctx.training && !inputs.empty())
-        first_rows[m] = ops::batch_share_start(inputs[0], ratios, static_cast<int>(m));
-    }
-    const SymbolicTensor batch_rows = inputs.empty() ? SymbolicTensor() : rows_of(inputs[0]);
-    std::vector<CallUpdate> updates;
-    for (std::size_t m = 0; m < parts.size(); ++m) {
-      const ReplicaContext replica{.first_row = first_rows[m], .global_rows = batch_rows};
-      const ReplicaContext* outer = std::exchange(ctx.replica, &replica);
-      const std::size_t updates_before = ctx.updates ? ctx.updates->size() : 0;
-      const auto outs = model.call(ctx, parts[m]);
-      ctx.replica = outer;
-      parts_.add(outs, "");  // each micro-batch's losses where its outputs are: the last stage
-      if (ctx.updates && !parts[m].empty())
-        for (std::size_t k = updates_before; k < ctx.updates->size(); ++k) updates.push_back({k, rows_of(parts[m][0])});
-    }
-    if (!updates.empty())
-      merge_updates(ctx, updates, [](const VariablePtr& v) { return std::vector<VariablePtr>{v}; }, std::nullopt);
-    concatenate_outputs(model.outputs().size());
+  // The model on each micro-batch in turn, each layer where its weights are: every device's lane meets
+  // micro-batch m's steps before m + 1's (GPipe's schedule).
+  void build(Model& model, CallContext& ctx, const std::vector<SymbolicTensor>& inputs) {
+    call_parts(
+        model, ctx, inputs, std::vector<std::string>(parts_.ratios().size()), [](std::size_t) { return ReplicaContext{}; },
+        [](const VariablePtr& v) { return std::vector<VariablePtr>{v}; });
   }
   // The gradients of every micro-batch's loss meet per variable on its device (autodiff sums them
   // there as they come), and each variable is updated where it lives: ReplicatedCall's default.
@@ -208,7 +188,7 @@ std::unique_ptr<ReplicatedCall> Pipeline::call(Model& model, CallContext& ctx,
                                                const std::vector<SymbolicTensor>& inputs) const {
   Model inner = inner_of(model);
   auto call = std::make_unique<Call>(*this);
-  call->build(inner, ctx, inputs, micro_batches_);
+  call->build(inner, ctx, inputs);
   return call;
 }
 
