@@ -92,7 +92,9 @@ void Variable::gather_pieces() const {
   for (const auto& g : pieces_) {
     const auto piece = g.piece.lock();
     if (!piece || piece->version() == g.version) continue;
-    copy_slice(value_, piece->value_.to(cpu_device()), piece->piece_->axis, piece->piece_->offset, /*into_part=*/false);
+    const Tensor& part = piece->value_;  // read in place where the host can, else through a host copy
+    copy_slice(value_, part.device().host_accessible() ? part : part.to(cpu_device()), piece->piece_->axis,
+               piece->piece_->offset, /*into_part=*/false);
     g.version = piece->version();
   }
 }

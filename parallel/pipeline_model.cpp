@@ -212,11 +212,13 @@ void StageMeter::on_train_batch_end(std::int64_t, const Logs&) {
   if (!plan || !pipeline) return;
   if (pipeline != pipeline_) {  // the first step (or a new pipeline): counts start again
     pipeline_ = pipeline;
+    devices_.clear();
+    for (const auto& stage : pipeline->stages()) devices_.push_back(&device(stage.device));
     busy_.assign(pipeline->stages().size(), 0.0);
     wall_ = 0;
     samples_ = 0;
   }
-  for (std::size_t k = 0; k < busy_.size(); ++k) busy_[k] += plan->busy_seconds(device(pipeline_->stages()[k].device));
+  for (std::size_t k = 0; k < busy_.size(); ++k) busy_[k] += plan->busy_seconds(*devices_[k]);
   wall_ += step;
   samples_ += model().last_batch_size(Model::Mode::train);
 }

@@ -99,6 +99,7 @@ class StageMeter : public Callback {
 
  private:
   std::shared_ptr<const Pipeline> pipeline_;
+  std::vector<const Device*> devices_;  // its stages' devices, looked up once
   std::vector<double> busy_;
   double wall_ = 0;
   std::int64_t samples_ = 0;
